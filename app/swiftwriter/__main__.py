@@ -1,0 +1,5 @@
+import sys
+
+from swiftwriter.cli import main
+
+sys.exit(main())

@@ -1,0 +1,38 @@
+"""Argument helpers shared by the CLI subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from swiftwriter.errors import UserError
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from exc
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from exc
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"must be zero or more, not {text}")
+    return value
+
+
+def read_text_file(path: str) -> str:
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise UserError(f"No such file: {file}")
+    try:
+        return file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{file} is not UTF-8 text") from exc

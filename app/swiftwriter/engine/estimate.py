@@ -1,0 +1,72 @@
+"""What the engine learns while it runs: how often each source's nodes are accepted, and what a
+verification pass of n tokens costs relative to one. Together they size each step's trie."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+
+
+class AcceptanceEstimator:
+    """P(node accepted | parent accepted) per (source, depth, rank), with a Beta prior and decay,
+    so a source that stops working loses its budget within a few dozen steps."""
+
+    def __init__(
+        self,
+        prior_accept: float = 1.0,
+        prior_reject: float = 3.0,
+        decay: float = 0.97,
+        max_depth: int = 8,
+        max_rank: int = 3,
+    ):
+        self.a, self.b, self.decay = prior_accept, prior_reject, decay
+        self.max_depth, self.max_rank = max_depth, max_rank
+        self.stats: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
+
+    def _key(self, source: str, depth: int, rank: int) -> tuple:
+        return source, min(depth, self.max_depth), min(rank, self.max_rank)
+
+    def __call__(self, source: str, depth: int, rank: int) -> float:
+        acc, off = self.stats[self._key(source, depth, rank)]
+        return (acc + self.a) / (off + self.a + self.b)
+
+    def record(self, source: str, depth: int, rank: int, accepted: bool) -> None:
+        entry = self.stats[self._key(source, depth, rank)]
+        entry[0] = entry[0] * self.decay + (1.0 if accepted else 0.0)
+        entry[1] = entry[1] * self.decay + 1.0
+
+
+class CostModel:
+    """Relative cost of verifying n tokens, from measured pass times (EMA per size bucket)."""
+
+    def __init__(self, sizes=(1, 2, 4, 8, 16, 32, 64)):
+        self.sizes = list(sizes)
+        self.seconds: dict[int, float] = {}
+
+    def _bucket(self, n: int) -> int:
+        i = bisect.bisect_left(self.sizes, n)
+        return self.sizes[min(i, len(self.sizes) - 1)]
+
+    def observe(self, n: int, seconds: float, weight: float = 0.2) -> None:
+        b = self._bucket(n)
+        old = self.seconds.get(b)
+        self.seconds[b] = seconds if old is None else (1 - weight) * old + weight * seconds
+
+    def ready(self) -> bool:
+        return 1 in self.seconds and len(self.seconds) >= 2
+
+    def __call__(self, n: int) -> float:
+        """Cost of n tokens in units of a one-token pass (interpolated, never decreasing)."""
+        if not self.ready():
+            return 1.0 + 0.05 * (n - 1)
+        base = self.seconds[1]
+        known = sorted(self.seconds.items())
+        below = [(s, t) for s, t in known if s <= n]
+        above = [(s, t) for s, t in known if s >= n]
+        s0, t0 = below[-1]
+        if above:
+            s1, t1 = above[0]
+        else:  # extrapolate from the last two known sizes
+            (s1, t1), (s0, t0) = known[-1], known[-2] if len(known) > 1 else known[-1]
+        t = t0 if s1 == s0 else t0 + (t1 - t0) * (n - s0) / (s1 - s0)
+        return max(1.0, t / base)

@@ -1,0 +1,238 @@
+"""The generation loop: draft a trie, verify it in one pass, accept exactly what the target
+model would have produced, compact the cache, repeat; one event per step so callers can stream
+and cancel between steps.
+
+Greedy: at each visited node the target's argmax (after the logits pipeline with that node's
+own penalty window) is compared with the node's children. Sampling: one target sample per
+visited node, descending into the child that matches it; the first mismatch emits that sample.
+Either way every emitted token is drawn from exactly the distribution plain decoding uses."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from swiftwriter.engine.estimate import AcceptanceEstimator, CostModel
+from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.sources import CandidateSource, build_sources
+from swiftwriter.engine.stats import RunStats, StepStats
+from swiftwriter.engine.trie import best_size, build_trie, prune
+from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.errors import UserError
+
+
+@dataclass
+class StepEvent:
+    tokens: list[int]  # newly committed token ids
+    step: StepStats
+    run: RunStats
+    done: bool = False
+    stop_reason: str = ""
+
+
+def context_length(config) -> int | None:
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class Generator:
+    """Plain or speculative generation with one model, one sampling pipeline and some sources."""
+
+    def __init__(
+        self,
+        model,
+        sampling: SamplingSettings | None = None,
+        drafting: DraftSettings | None = None,
+        sources: Sequence[CandidateSource] | None = None,
+        eos_ids: Sequence[int] = (),
+        calibrate: bool = True,
+    ):
+        self.model = model
+        self.sampling = sampling or SamplingSettings()
+        self.drafting = drafting if drafting is not None else DraftSettings()
+        self.extra_sources = list(sources or [])
+        self.eos_ids = set(int(e) for e in eos_ids)
+        self.calibrate = calibrate
+        self.vocab_size = (
+            model.get_output_embeddings().weight.shape[0]
+            if model.get_output_embeddings() is not None
+            else model.config.vocab_size
+        )
+        self.max_context = context_length(model.config)
+        self.pipeline = LogitsPipeline(self.sampling)
+        self.costs = CostModel()
+        self.stats = RunStats()
+
+    # -- the loop ---------------------------------------------------------------------------
+    def generate(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        should_stop: Callable[[], bool] | None = None,
+        stop_on_text: Callable[[list[int]], bool] | None = None,
+    ) -> Iterator[StepEvent]:
+        """Yield one StepEvent per verification step until max tokens, EOS, a stop string
+        (`stop_on_text(all_new_ids)` returns True), or `should_stop()` (cancellation)."""
+        prompt = [int(t) for t in prompt_ids]
+        self._check_request(prompt, max_new_tokens)
+        sampling = self.sampling
+        runner = ModelRunner(self.model)
+        sources = (
+            build_sources(
+                self.drafting.sources, self.drafting.ngram_branches, self.drafting.suffix_max_len
+            )
+            + self.extra_sources
+        )
+        estimator = AcceptanceEstimator()
+        window = PenaltyWindow(self.vocab_size, sampling.window, device=runner.device)
+        rng = None
+        if not sampling.greedy:
+            rng = torch.Generator(device="cpu")
+            rng.manual_seed(sampling.seed if sampling.seed is not None else torch.seed())
+        stats = self.stats = RunStats(prompt_tokens=len(prompt))
+
+        t0 = time.perf_counter()
+        runner.prefill(prompt[:-1])
+        stats.prefill_s = time.perf_counter() - t0
+        window.extend(prompt)
+        for src in sources:
+            src.observe(prompt)
+        if self.calibrate and sources and self.drafting.max_nodes > 0 and not self.costs.ready():
+            for n in (1, 2, 4, 8, 16, 32):
+                self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
+
+        committed = list(prompt)
+        produced: list[int] = []
+        explore_every, since_explore = 4, 0
+        while True:
+            if should_stop is not None and should_stop():
+                stats.stop_reason = "cancelled"
+                yield StepEvent([], StepStats(0, 0, 0, {}, [], 0, 0, 0), stats, True, "cancelled")
+                return
+            remaining = max_new_tokens - len(produced)
+            t_draft = time.perf_counter()
+            trie = build_trie(
+                committed[-1],
+                self._candidates(sources, committed),
+                estimator,
+                self.drafting.max_depth,
+            )
+            exploring = False
+            budget = min(self.drafting.max_nodes, remaining - 1, self._room(runner) - 1)
+            if budget > 0 and len(trie) > 1:
+                probs = sorted(trie.probs[1:], reverse=True)
+                keep = best_size(probs, self.costs, budget) if self.drafting.adaptive else budget
+                if keep == 0 and self.drafting.adaptive:
+                    since_explore += 1
+                    if since_explore >= explore_every:  # keep learning whether drafts pay again
+                        keep, since_explore, exploring = 1, 0, True
+                trie = prune(trie, keep)
+            else:
+                trie = prune(trie, 0)
+            t_verify = time.perf_counter()
+            runner.forward_trie(trie)
+            path, new, offered = self._walk(trie, runner, window, rng, remaining)
+            t_after = time.perf_counter()
+            runner.compact([0] + path)
+            self.costs.observe(len(trie), t_after - t_verify)
+            by_source: Counter = Counter()
+            by_depth = [0] * len(path)
+            for node in offered:
+                ok = node in path
+                for src in trie.sources[node]:
+                    estimator.record(src, trie.depths[node], trie.ranks[node], ok)
+            for node in path:
+                by_depth[trie.depths[node] - 1] += 1
+                by_source[
+                    trie.sources[node][0]
+                    if len(trie.sources[node]) == 1
+                    else "+".join(trie.sources[node])
+                ] += 1
+            if exploring:
+                explore_every = 4 if path else min(explore_every * 2, 64)
+            committed.extend(new)
+            produced.extend(new)
+            window.extend(new)
+            for src in sources:
+                src.observe(new)
+            t_end = time.perf_counter()
+            step = StepStats(
+                len(new),
+                len(trie) - 1,
+                len(path),
+                dict(by_source),
+                by_depth,
+                t_verify - t_draft,
+                t_after - t_verify,
+                t_end - t_after,
+            )
+            stats.add(step)
+            reason = self._stop_reason(new, produced, max_new_tokens, runner, stop_on_text)
+            if reason:
+                stats.stop_reason = reason
+            yield StepEvent(new, step, stats, bool(reason), reason)
+            if reason:
+                return
+
+    # -- pieces -----------------------------------------------------------------------------
+    def _candidates(self, sources, committed):
+        if self.drafting.max_nodes <= 0:
+            return []
+        out = []
+        for src in sources:
+            out.extend(src.propose(committed, self.drafting.ngram_branches))
+        return out
+
+    def _walk(self, trie, runner: ModelRunner, window: PenaltyWindow, rng, remaining: int):
+        """Follow the target's choices down the trie. Returns (accepted node path, new tokens,
+        nodes that were offered, i.e. whose parent was accepted)."""
+        node, path, new, offered = 0, [], [], []
+        while True:
+            logits = runner.logits_at(node)
+            presence = window.presence(trie.path_to(node)) if self.sampling.penalty != 1.0 else None
+            token = self.pipeline.choose(self.pipeline.process(logits, presence), rng)
+            offered.extend(trie.children[node].values())
+            child = trie.children[node].get(token)
+            new.append(token)
+            if child is None or len(new) >= remaining or token in self.eos_ids:
+                return path, new, offered
+            path.append(child)
+            node = child
+
+    def _room(self, runner: ModelRunner) -> int:
+        """Tokens the cache may still take before the model's context window is full."""
+        if self.max_context is None:
+            return 1 << 30
+        return self.max_context - runner.length
+
+    def _stop_reason(self, new, produced, max_new_tokens, runner, stop_on_text) -> str:
+        if any(t in self.eos_ids for t in new):
+            return "eos"
+        if len(produced) >= max_new_tokens:
+            return "length"
+        if stop_on_text is not None and stop_on_text(produced):
+            return "stop_string"
+        if self._room(runner) < 1:
+            return "context_full"
+        return ""
+
+    def _check_request(self, prompt: list[int], max_new_tokens: int) -> None:
+        if not prompt:
+            raise UserError("The prompt is empty: give at least one token")
+        if max_new_tokens < 1:
+            raise UserError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
+        if any(t < 0 or t >= self.vocab_size for t in prompt):
+            raise UserError("The prompt holds token ids outside the model's vocabulary")
+        if self.max_context is not None and len(prompt) >= self.max_context:
+            raise UserError(
+                f"The prompt has {len(prompt)} tokens but the model's context holds {self.max_context}: "
+                "shorten the prompt (or choose the sliding-window policy)"
+            )

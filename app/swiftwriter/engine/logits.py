@@ -1,0 +1,129 @@
+"""One logits pipeline for plain decoding, tree verification and transformers' `generate`.
+
+Every node of a draft trie is scored with exactly the penalty window that plain decoding would
+have had at that position: the committed history plus the node's own ancestors (TokenSwift's
+public code scores one row only and ignores the ancestors)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from transformers import LogitsProcessor
+
+from swiftwriter.engine.settings import SamplingSettings
+
+
+class PenaltyWindow:
+    """Counts of each token id over the last `window` committed tokens, kept incrementally."""
+
+    def __init__(self, vocab_size: int, window: int, device: torch.device | str = "cpu"):
+        self.window = window
+        self.counts = torch.zeros(vocab_size, dtype=torch.int32, device=device)
+        self.history: list[int] = []
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        if not tokens:
+            return
+        old_len = len(self.history)
+        self.history.extend(tokens)
+        new_len = len(self.history)
+        added = self.history[max(old_len, new_len - self.window) :]
+        # Tokens that were inside the old window and are outside the new one (new tokens that
+        # arrived and left within this call were never counted).
+        dropped = self.history[
+            max(0, old_len - self.window) : min(old_len, max(0, new_len - self.window))
+        ]
+        dev = self.counts.device
+        if added:
+            self.counts.index_put_(
+                (torch.tensor(added, device=dev),),
+                torch.ones(len(added), dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+        if dropped:
+            self.counts.index_put_(
+                (torch.tensor(dropped, device=dev),),
+                torch.full((len(dropped),), -1, dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+
+    def presence(self, path: Sequence[int] = ()) -> torch.Tensor:
+        """Bool [V]: tokens inside the window of history + path (path = ancestors, then the node)."""
+        n_path = len(path)
+        if n_path == 0:
+            return self.counts > 0
+        h = min(len(self.history), self.window)
+        keep_from_history = max(0, self.window - n_path)
+        n_drop = max(0, h - keep_from_history)
+        counts = self.counts.clone()
+        dev = counts.device
+        if n_drop:
+            dropped = self.history[len(self.history) - h : len(self.history) - h + n_drop]
+            counts.index_put_(
+                (torch.tensor(dropped, device=dev),),
+                torch.full((n_drop,), -1, dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+        added = list(path[-self.window :])
+        counts.index_put_(
+            (torch.tensor(added, device=dev),),
+            torch.ones(len(added), dtype=torch.int32, device=dev),
+            accumulate=True,
+        )
+        return counts > 0
+
+
+class LogitsPipeline:
+    """Penalty, temperature, top-k, top-p, min-p; then argmax or one seeded draw."""
+
+    def __init__(self, settings: SamplingSettings):
+        self.s = settings
+
+    def process(self, logits: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
+        """logits [..., V] float32 -> processed logits (filtered entries are -inf)."""
+        s = self.s
+        x = logits.float()
+        if presence is not None and s.penalty != 1.0:
+            penalised = torch.where(x > 0, x / s.penalty, x * s.penalty)
+            x = torch.where(presence, penalised, x)
+        if s.greedy:
+            return x
+        if s.temperature != 1.0:
+            x = x / s.temperature
+        if s.top_k > 0 and s.top_k < x.shape[-1]:
+            kth = torch.topk(x, s.top_k, dim=-1).values[..., -1:]
+            x = x.masked_fill(x < kth, float("-inf"))
+        if s.top_p < 1.0:
+            sorted_x, order = torch.sort(x, dim=-1, descending=False)
+            cum = sorted_x.softmax(dim=-1).cumsum(dim=-1)
+            drop_sorted = cum <= (1 - s.top_p)
+            drop_sorted[..., -1:] = False  # always keep the most likely token
+            drop = drop_sorted.scatter(-1, order, drop_sorted)
+            x = x.masked_fill(drop, float("-inf"))
+        if s.min_p > 0.0:
+            probs = x.softmax(dim=-1)
+            limit = probs.max(dim=-1, keepdim=True).values * s.min_p
+            x = x.masked_fill(probs < limit, float("-inf"))
+        return x
+
+    def choose(self, processed: torch.Tensor, generator: torch.Generator | None) -> int:
+        """Pick the next token from one row of processed logits."""
+        if self.s.greedy:
+            return int(processed.argmax())
+        probs = processed.softmax(dim=-1)
+        return int(torch.multinomial(probs, 1, generator=generator))
+
+
+class PipelineLogitsProcessor(LogitsProcessor):
+    """The same pipeline as a transformers `LogitsProcessor`, so `generate` runs with equal settings."""
+
+    def __init__(self, settings: SamplingSettings):
+        self.pipeline = LogitsPipeline(settings)
+        self.window = settings.window
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        recent = input_ids[:, -self.window :]
+        presence = torch.zeros_like(scores, dtype=torch.bool)
+        presence.scatter_(1, recent, True)
+        return self.pipeline.process(scores, presence)

@@ -1,0 +1,60 @@
+"""The settings objects of one generation: how to pick tokens, and how to draft them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from swiftwriter.errors import UserError
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """The logits pipeline, identical for plain decoding and for every verified trie node.
+
+    Order: contextual penalty (tokens seen in the last `window` tokens: logit/theta if positive,
+    logit*theta if negative), temperature, top-k, top-p, min-p. `greedy` takes the argmax."""
+
+    greedy: bool = True
+    penalty: float = 1.2
+    window: int = 1024
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    min_p: float = 0.0
+    seed: int | None = None
+
+    def __post_init__(self):
+        if not self.penalty > 0:
+            raise UserError(f"The penalty must be positive, not {self.penalty}")
+        if self.window < 1:
+            raise UserError(f"The penalty window must be at least 1 token, not {self.window}")
+        if not self.temperature > 0:
+            raise UserError(f"The temperature must be positive, not {self.temperature}")
+        if self.top_k < 0:
+            raise UserError(f"top-k must be 0 (off) or positive, not {self.top_k}")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"top-p must be in (0, 1], not {self.top_p}")
+        if not 0 <= self.min_p < 1:
+            raise UserError(f"min-p must be in [0, 1), not {self.min_p}")
+
+
+@dataclass(frozen=True)
+class DraftSettings:
+    """Which candidate sources draft, and how big a trie one verification pass may take."""
+
+    sources: tuple[str, ...] = ("ngram", "suffix")
+    max_nodes: int = 32  # draft nodes per step, besides the root
+    max_depth: int = 24
+    ngram_branches: int = 20  # TokenSwift: top 20 continuations of the 4-gram table
+    suffix_max_len: int = 24
+    adaptive: bool = True  # choose the trie size by expected tokens per unit of cost
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.max_nodes < 0 or self.max_depth < 1:
+            raise UserError("max_nodes must be >= 0 and max_depth >= 1")
+
+    @classmethod
+    def plain(cls) -> DraftSettings:
+        """No drafting at all: one token per forward pass (the baseline)."""
+        return cls(sources=(), max_nodes=0)

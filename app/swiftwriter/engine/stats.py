@@ -1,0 +1,87 @@
+"""Per-step and per-run statistics: what the stats panel and the benchmark show."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class StepStats:
+    new_tokens: int
+    trie_nodes: int  # draft nodes verified, root excluded
+    accepted: int  # draft tokens accepted (the bonus token excluded)
+    accepted_by_source: dict[str, int]
+    accepted_by_depth: list[int]
+    draft_s: float
+    verify_s: float
+    overhead_s: float
+
+
+@dataclass
+class RunStats:
+    prompt_tokens: int = 0
+    tokens: int = 0
+    forward_passes: int = 0
+    drafted_nodes: int = 0
+    accepted_drafts: int = 0
+    accepted_by_source: Counter = field(default_factory=Counter)
+    accepted_by_depth: Counter = field(default_factory=Counter)
+    prefill_s: float = 0.0
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    overhead_s: float = 0.0
+    stop_reason: str = ""
+
+    def add(self, step: StepStats) -> None:
+        self.tokens += step.new_tokens
+        self.forward_passes += 1
+        self.drafted_nodes += step.trie_nodes
+        self.accepted_drafts += step.accepted
+        self.accepted_by_source.update(step.accepted_by_source)
+        for depth, count in enumerate(step.accepted_by_depth, start=1):
+            self.accepted_by_depth[depth] += count
+        self.draft_s += step.draft_s
+        self.verify_s += step.verify_s
+        self.overhead_s += step.overhead_s
+
+    @property
+    def decode_s(self) -> float:
+        return self.draft_s + self.verify_s + self.overhead_s
+
+    @property
+    def seconds(self) -> float:
+        return self.prefill_s + self.decode_s
+
+    @property
+    def tau(self) -> float:
+        """Tokens per forward pass of the target model."""
+        return self.tokens / self.forward_passes if self.forward_passes else 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted_drafts / self.drafted_nodes if self.drafted_nodes else 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "tokens": self.tokens,
+            "forward_passes": self.forward_passes,
+            "tau": round(self.tau, 4),
+            "drafted_nodes": self.drafted_nodes,
+            "accepted_drafts": self.accepted_drafts,
+            "acceptance_rate": round(self.acceptance_rate, 4),
+            "accepted_by_source": dict(self.accepted_by_source),
+            "accepted_by_depth": {str(k): v for k, v in sorted(self.accepted_by_depth.items())},
+            "prefill_s": round(self.prefill_s, 4),
+            "draft_s": round(self.draft_s, 4),
+            "verify_s": round(self.verify_s, 4),
+            "overhead_s": round(self.overhead_s, 4),
+            "seconds": round(self.seconds, 4),
+            "tokens_per_s": round(self.tokens_per_s, 3),
+            "stop_reason": self.stop_reason,
+        }

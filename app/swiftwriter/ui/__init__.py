@@ -1,0 +1,1 @@
+"""The PySide6 desktop app. Nothing outside this package imports it."""

@@ -1,0 +1,65 @@
+"""Shared fixtures: tiny random Llama / Qwen2 models (built at test time, fixed seeds), a
+tiny-vocabulary model for statistical tests, and the real default model for the few tests that
+need it. Tests never reach the network."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def build_tiny(arch: str = "llama", vocab: int = 256, seed: int = 0, hidden: int = 32, layers: int = 2,
+               max_positions: int = 1024):
+    """A tiny random causal LM in fp32; the same seed gives the same weights."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
+
+    common = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 2,
+                  num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=max_positions, bos_token_id=0, eos_token_id=1,
+                  pad_token_id=None, tie_word_embeddings=False)
+    config = LlamaConfig(**common) if arch == "llama" else Qwen2Config(**common)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    # Sharper logits than the default init, so tiny models have real preferences and near-ties
+    # stay rare; still random and fully determined by the seed.
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)
+    model.eval()
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    return build_tiny("llama", seed=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2():
+    return build_tiny("qwen2", seed=2)
+
+
+@pytest.fixture(scope="session")
+def tiny_vocab_model():
+    """16 token ids: cheap to sample thousands of times for distribution tests."""
+    return build_tiny("llama", vocab=16, seed=3)
+
+
+@pytest.fixture(scope="session")
+def default_model():
+    """The real default model, converted by the set-up (`make test` provisions it)."""
+    from swiftwriter.modelstore import loader, registry
+
+    entry = registry.default_entry()
+    if not entry.is_ready():
+        from swiftwriter.modelstore import provision
+
+        provision.convert(entry)
+    return loader.load(entry, device="cpu", dtype="float32")
