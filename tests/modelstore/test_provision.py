@@ -1,0 +1,62 @@
+"""Provisioning the default model: a conversion killed midway is detected and redone."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from swiftwriter.modelstore import provision, registry
+
+
+@pytest.mark.slow
+def test_killed_conversion_is_redone(tmp_path, monkeypatch):
+    data = tmp_path / "data"
+    env = dict(os.environ, SWIFTWRITER_DATA_DIR=str(data), SWIFTWRITER_CONFIG_DIR=str(tmp_path / "cfg"))
+    proc = subprocess.Popen([sys.executable, "-m", "swiftwriter", "models", "prepare"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    models = data / "models"
+    deadline = time.monotonic() + 120
+    # Kill it once it is writing: the partial folder exists but nothing was renamed into place.
+    while time.monotonic() < deadline:
+        partials = list(models.glob(".smollm2-135m-instruct.partial-*")) if models.exists() else []
+        if partials and any(partials[0].iterdir()):
+            break
+        assert proc.poll() is None, "conversion ended before it could be killed"
+        time.sleep(0.05)
+    else:
+        pytest.fail("the conversion never started writing")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(data))
+    entry = registry.default_entry()
+    assert entry.status() == "not converted"
+    assert not (models / entry.id).exists()
+
+    folder = provision.convert(entry)
+    assert entry.status() == "ready" and folder == models / entry.id
+    assert not list(models.glob(".*.partial-*")), "leftovers of the killed run were not removed"
+    from swiftwriter.modelstore import loader
+
+    loaded = loader.load(entry, device="cpu", dtype="float32")
+    ids = loaded.tokenizer("Hello", return_tensors="pt").input_ids
+    assert loaded.model(ids).logits.shape[-1] == 49152
+
+
+def test_missing_package_or_bad_hash_is_a_clear_error(monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from swiftwriter.errors import UserError
+
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path))
+    entry = registry.default_entry()
+    with pytest.raises(UserError, match="not installed"):
+        provision.convert(replace(entry, package="no-such-package-xyz"))
+    with pytest.raises(UserError, match="sha256"):
+        provision.convert(replace(entry, sha256="0" * 64))
+    assert not any((tmp_path / "models").iterdir())

@@ -1,0 +1,54 @@
+"""The dependency rules of DEVELOPERS.md, checked on the source: engine, store and export never
+import Qt; store never imports torch; nothing outside ui (and the cli entry point) imports ui."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "app" / "swiftwriter"
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out.add(node.module)
+    return out
+
+
+def modules_under(sub: str):
+    return sorted((PACKAGE / sub).rglob("*.py"))
+
+
+def test_layout_exists():
+    for sub in ("engine", "store", "export", "ui", "modelstore"):
+        assert (PACKAGE / sub / "__init__.py").is_file(), sub
+    assert (PACKAGE / "cli.py").is_file()
+    assert (PACKAGE.parents[1] / "models" / "registry.toml").is_file()
+
+
+def test_core_packages_do_not_import_qt():
+    for sub in ("engine", "store", "export", "modelstore"):
+        for path in modules_under(sub):
+            bad = {m for m in imported_modules(path) if m.split(".")[0] in {"PySide6", "PyQt5", "PyQt6"}}
+            assert not bad, f"{path} imports {bad}"
+
+
+def test_store_needs_no_torch():
+    for path in modules_under("store"):
+        bad = {m for m in imported_modules(path) if m.split(".")[0] in {"torch", "transformers"}}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_engine_knows_nothing_of_the_store_and_nothing_imports_ui():
+    for path in PACKAGE.rglob("*.py"):
+        mods = imported_modules(path)
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith("engine/"):
+            assert not any(m.startswith("swiftwriter.store") for m in mods), rel
+        if not rel.startswith("ui/") and rel != "cli.py":
+            assert not any(m.startswith("swiftwriter.ui") for m in mods), rel
