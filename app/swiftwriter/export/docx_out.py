@@ -1,0 +1,290 @@
+"""Manuscript to DOCX with python-docx, in one of two house styles.
+
+novel:  a manuscript look: serif text, first-line indents (none after a heading or a scene
+        break), centred chapter headings; scenes carry no heading and are set apart by a
+        centred scene break, as in a printed novel.
+report: block paragraphs, headings numbered 1 / 1.1 / 1.1.1 by Word itself (outline numbering
+        on the heading styles, so the titles stay clean) and a table-of-contents field.
+
+Every section body is parsed as Markdown (see mdparse); headings inside a body sit below the
+section's own heading level."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import docx
+from docx.enum.style import WD_STYLE_TYPE
+from docx.enum.text import WD_ALIGN_PARAGRAPH
+from docx.shared import Inches, Pt, RGBColor
+
+from swiftwriter.errors import UserError
+from swiftwriter.export import ooxml
+from swiftwriter.export.files import write_atomically
+from swiftwriter.export.mdparse import Block, MarkdownParser, Span
+from swiftwriter.export.model import CHAPTER_KINDS, Manuscript, Section, check_text, fallback_title
+
+STYLES = ("novel", "report")
+SCENE_BREAK = "* * *"
+MONO = "Courier New"
+
+
+def export_docx(
+    manuscript: Manuscript,
+    out: Path | str,
+    style: str = "novel",
+    page_breaks: bool = False,
+    strict: bool = False,
+) -> int:
+    """Write `out`; returns how many control characters were dropped (see model.check_text)."""
+    clean, removed = check_text(manuscript, strict=strict)
+    document = build_document(clean, style=style, page_breaks=page_breaks)
+    write_atomically(out, document.save)
+    return removed
+
+
+def build_document(manuscript: Manuscript, style: str = "novel", page_breaks: bool = False):
+    if style not in STYLES:
+        raise UserError(f"Unknown style '{style}'; choose one of {', '.join(STYLES)}")
+    return _Writer(manuscript, style, page_breaks).run()
+
+
+class _Writer:
+    def __init__(self, manuscript: Manuscript, style: str, page_breaks: bool) -> None:
+        self.ms = manuscript
+        self.novel = style == "novel"
+        self.page_breaks = page_breaks
+        self.doc = docx.Document()
+        self.parser = MarkdownParser()
+        self.numbering = ooxml.Numbering(self.doc)
+        self.break_pending = False  # the next paragraph starts a new page
+        self.indent_next = False  # novel: indent only paragraphs that follow a paragraph
+        self.text_since_heading = False  # novel: a scene after text gets a scene break
+        self.body_serial = 0
+        self.list_nums: dict[tuple[int, int], int] = {}
+        self._styles()
+
+    # -- set-up ---------------------------------------------------------------------------
+    def _styles(self) -> None:
+        styles = self.doc.styles
+        body = styles["Body Text"]
+        body.paragraph_format.space_before = Pt(0)
+        first = self._add_style("First Paragraph", WD_STYLE_TYPE.PARAGRAPH, "Body Text")
+        quote = self._add_style("Block Text", WD_STYLE_TYPE.PARAGRAPH, "Body Text")
+        quote.paragraph_format.left_indent = Inches(0.5)
+        quote.paragraph_format.right_indent = Inches(0.5)
+        quote.paragraph_format.first_line_indent = Inches(0)
+        quote.paragraph_format.space_after = Pt(6)
+        code = self._add_style("Source Code", WD_STYLE_TYPE.PARAGRAPH, "Normal")
+        ooxml.set_plain_font(code.element.get_or_add_rPr(), MONO)
+        code.font.size = Pt(10)
+        code.paragraph_format.space_after = Pt(6)
+        verbatim = self._add_style("Verbatim Char", WD_STYLE_TYPE.CHARACTER, None)
+        ooxml.set_plain_font(verbatim.element.get_or_add_rPr(), MONO)
+        link = self._add_style("Hyperlink", WD_STYLE_TYPE.CHARACTER, None)
+        link.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
+        link.font.underline = True
+        scene = self._add_style("Scene Break", WD_STYLE_TYPE.PARAGRAPH, "Normal")
+        scene.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
+        scene.paragraph_format.space_before = Pt(12)
+        scene.paragraph_format.space_after = Pt(12)
+        if self.novel:
+            ooxml.set_plain_font(ooxml.default_rpr(self.doc), "Times New Roman")
+            styles["Normal"].font.size = Pt(12)
+            body.paragraph_format.first_line_indent = Inches(0.5)
+            body.paragraph_format.space_after = Pt(0)
+            body.paragraph_format.line_spacing = 1.5
+            first.paragraph_format.first_line_indent = Inches(0)
+            for level in range(1, 10):
+                heading = styles[f"Heading {level}"]
+                ooxml.set_plain_font(heading.element.get_or_add_rPr(), "Times New Roman")
+                heading.font.color.rgb = RGBColor(0, 0, 0)
+                if level <= 2:
+                    heading.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
+                    heading.paragraph_format.space_before = Pt(36)
+                    heading.paragraph_format.space_after = Pt(24)
+        else:
+            body.paragraph_format.space_after = Pt(6)
+            body.paragraph_format.line_spacing = 1.15
+            self.numbering.number_headings(self.doc)
+            # 'TOC Heading' is based on Heading 1 but must stay unnumbered and out of the TOC.
+            toc_ppr = styles["TOC Heading"].element.get_or_add_pPr()
+            toc_ppr.get_or_add_numPr().get_or_add_numId().val = 0
+            toc_ppr.get_or_add_outlineLvl().val = 9
+
+    def _add_style(self, name: str, kind, base: str | None):
+        styles = self.doc.styles
+        style = styles[name] if name in [s.name for s in styles] else styles.add_style(name, kind)
+        if base:
+            style.base_style = styles[base]
+        return style
+
+    # -- the document ---------------------------------------------------------------------
+    def run(self):
+        props = self.doc.core_properties
+        props.title = self.ms.title
+        props.author = self.ms.author
+        props.last_modified_by = self.ms.author
+        props.comments = "Exported by SwiftWriter"
+        now = dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None)
+        props.created = props.modified = now
+        props.revision = 1
+        self._title_page()
+        self.text_since_heading = False
+        self._sections()
+        return self.doc
+
+    def _title_page(self) -> None:
+        if not (self.ms.title.strip() or self.ms.author.strip()):
+            if not self.novel:
+                self._contents()
+            return
+        if self.ms.title.strip():
+            p = self._para("Title", _one_line(self.ms.title))
+            p.alignment = WD_ALIGN_PARAGRAPH.CENTER
+        if self.ms.author.strip():
+            p = self._para("Subtitle", _one_line(self.ms.author))
+            p.alignment = WD_ALIGN_PARAGRAPH.CENTER
+        self.break_pending = True
+        if not self.novel:
+            self._contents()
+
+    def _contents(self) -> None:
+        self._para("TOC Heading", "Contents")
+        p = self._para("Normal")
+        ooxml.add_field(p, 'TOC \\o "1-3" \\h \\z \\u', "Update this field to see the contents.")
+        self.break_pending = True
+
+    def _sections(self) -> None:
+        has_chapters = any(s.kind in CHAPTER_KINDS for s in self.ms.sections)
+        counters: dict[str, int] = {}
+        for section in self.ms.sections:
+            counters[section.kind] = counters.get(section.kind, 0) + 1
+            chapterish = (
+                section.kind in CHAPTER_KINDS if has_chapters else section.level == 1
+            ) and section.kind != "scene"
+            if self.novel and section.kind == "scene":
+                if self.text_since_heading:
+                    self._scene_break()
+            else:
+                if self.page_breaks and chapterish and len(self.doc.paragraphs) > 0:
+                    self.break_pending = True
+                number = counters[section.kind]
+                title = _one_line(fallback_title(section, number))
+                self._heading(title, section.level)
+            self._body(section)
+
+    def _heading(self, title: str, level: int) -> None:
+        p = self._para(f"Heading {min(max(level, 1), 9)}", title)
+        if ooxml.first_strong_direction(title) == "rtl":
+            ooxml.set_bidi(p)
+        self.indent_next = False
+        self.text_since_heading = False
+
+    def _scene_break(self) -> None:
+        self._para("Scene Break", SCENE_BREAK)
+        self.indent_next = False
+        self.text_since_heading = False
+
+    def _body(self, section: Section) -> None:
+        self.body_serial += 1  # list ids restart in every body
+        for block in self.parser.blocks(section.body):
+            if block.kind == "heading":
+                p = self._para(f"Heading {min(section.level + block.level, 9)}")
+                self._runs(p, block.spans)
+                self.indent_next = False
+                self.text_since_heading = False
+            elif block.kind == "rule":
+                self._scene_break()
+            elif block.kind == "code":
+                p = self._para("Source Code")
+                run = p.add_run()
+                for i, line in enumerate(block.text.split("\n")):
+                    if i:
+                        run.add_break()
+                    run.add_text(line)
+                self.indent_next = False
+            elif block.kind == "item":
+                p = self._para("List Paragraph")
+                ilvl = min(block.level, 9) - 1
+                if block.ordered:
+                    num_id = self._ordered_num(block, ilvl)
+                else:
+                    num_id = self.numbering.bullet_num
+                ooxml.set_list(p, num_id, ilvl)
+                self._runs(p, block.spans)
+                self.indent_next = False
+            else:
+                self._paragraph(block)
+
+    def _ordered_num(self, block: Block, ilvl: int) -> int:
+        """One numbering instance per Markdown list, so every list counts from its own start."""
+        key = (self.body_serial, block.list_id)
+        if key not in self.list_nums:
+            self.list_nums[key] = self.numbering.new_ordered(ilvl, block.start)
+        return self.list_nums[key]
+
+    def _paragraph(self, block: Block) -> None:
+        if block.quote:
+            style = "Block Text"
+        elif block.in_item:
+            style = f"List Continue{'' if block.level <= 1 else f' {min(block.level, 3)}'}"
+        elif self.novel and not self.indent_next:
+            style = "First Paragraph"
+        else:
+            style = "Body Text"
+        p = self._para(style)
+        if block.quote > 1:
+            p.paragraph_format.left_indent = Inches(0.5 * block.quote)
+        self._runs(p, block.spans)
+        self.indent_next = not block.quote and not block.in_item
+
+    # -- paragraphs and runs --------------------------------------------------------------
+    def _para(self, style: str, text: str = ""):
+        p = self.doc.add_paragraph(text, style=style)
+        self.text_since_heading = True
+        if self.break_pending:
+            p.paragraph_format.page_break_before = True
+            self.break_pending = False
+        return p
+
+    def _runs(self, paragraph, spans: list[Span]) -> None:
+        text = "".join(s.text for s in spans)
+        rtl = ooxml.first_strong_direction(text) == "rtl"
+        if rtl:
+            ooxml.set_bidi(paragraph)
+        link = None
+        link_url = None
+        for span in spans:
+            if span.is_break:  # its own run, so a link before it does not swallow it
+                paragraph.add_run().add_break()
+                link = link_url = None
+                continue
+            run = paragraph.add_run(span.text)
+            if span.href:
+                if link is None or link_url != span.href:
+                    link = ooxml.add_hyperlink(paragraph, span.href)
+                    link_url = span.href
+                link.append(run._r)
+                run.style = self.doc.styles["Hyperlink"]
+            else:
+                link = link_url = None
+            if span.bold:
+                run.bold = True
+            if span.italic:
+                run.italic = True
+            if span.strike:
+                run.font.strike = True
+            if span.code:
+                run.style = self.doc.styles["Verbatim Char"]
+            if ooxml.is_rtl_only(span.text):
+                run.font.rtl = True
+                if span.bold:
+                    run.font.cs_bold = True
+                if span.italic:
+                    run.font.cs_italic = True
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

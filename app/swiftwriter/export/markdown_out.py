@@ -1,0 +1,60 @@
+"""Manuscript to one Markdown file: headings from the tree, each text's own Markdown untouched.
+
+Title and author go into a YAML front-matter block (read by Pandoc, static-site tools and this
+package's importer). A scene without a title gets a scene break instead of an 'Untitled'
+heading, the way writers separate scenes by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from swiftwriter.export.files import write_atomically
+from swiftwriter.export.model import Manuscript, check_text, fallback_title
+
+SCENE_BREAK = "* * *"
+_TITLE_SPECIALS = re.compile(r"([\\`*_\[\]#])")
+_TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def escape_title(title: str) -> str:
+    """A title is plain text: escape what Markdown would read as markup."""
+    text = " ".join(title.split())
+    text = _TITLE_SPECIALS.sub(r"\\\1", text)
+    return _TAG_LIKE.sub("&lt;", text)
+
+
+def render_markdown(manuscript: Manuscript) -> str:
+    parts: list[str] = []
+    meta = [(k, v) for k, v in (("title", manuscript.title), ("author", manuscript.author)) if v]
+    if meta:
+        lines = ["---"]
+        lines += [f"{k}: {json.dumps(' '.join(v.split()), ensure_ascii=False)}" for k, v in meta]
+        lines.append("---")
+        parts.append("\n".join(lines))
+    counters: dict[str, int] = {}
+    text_since_heading = False
+    for section in manuscript.sections:
+        counters[section.kind] = counters.get(section.kind, 0) + 1
+        if section.kind == "scene" and not section.title.strip():
+            if text_since_heading:
+                parts.append(SCENE_BREAK)
+        else:
+            level = min(max(section.level, 1), 6)
+            title = fallback_title(section, counters[section.kind])
+            parts.append(f"{'#' * level} {escape_title(title)}")
+            text_since_heading = False
+        body = section.body.replace("\r\n", "\n").strip("\n")
+        if body.strip():
+            parts.append(body)
+            text_since_heading = True
+    return "\n\n".join(parts) + "\n" if parts else ""
+
+
+def export_markdown(manuscript: Manuscript, out: Path | str, strict: bool = False) -> int:
+    """Write `out` as UTF-8; returns how many control characters were dropped."""
+    clean, removed = check_text(manuscript, strict=strict)
+    text = render_markdown(clean)
+    write_atomically(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline="\n"))
+    return removed

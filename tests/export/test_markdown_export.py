@@ -1,0 +1,69 @@
+"""Manuscript -> Markdown: headings from the tree, each text's own Markdown kept verbatim."""
+
+from __future__ import annotations
+
+import pytest
+from swiftwriter.errors import UserError
+from swiftwriter.export.markdown_out import escape_title, export_markdown, render_markdown
+from swiftwriter.export.mdparse import MarkdownParser
+from swiftwriter.export.model import Manuscript, Section
+
+
+def test_headings_from_the_tree_and_bodies_verbatim(manuscript):
+    text = render_markdown(manuscript)
+    assert text.startswith('---\ntitle: "The Long Night"\nauthor: "Ada Writer"\n---\n\n')
+    lines = text.split("\n")
+    headings = [line for line in lines if line.startswith("#") and line != "#"]
+    assert headings == ["# Part One", "## The Storm", "### Arrival", "## Morning"]
+    for section in manuscript.sections:
+        assert section.body.strip("\n") in text  # the writer's Markdown, byte for byte
+    # The untitled scene follows a scene break instead of an 'Untitled' heading.
+    assert "She arrived at *dawn*.\n\n* * *\n\nHe was **late**." in text
+    assert text.endswith("Coffee, then _work_.\n")
+
+
+def test_titles_are_plain_text(tmp_path):
+    title = "Stars *and* [brackets] # 1 <b>"
+    escaped = escape_title(title)
+    assert escaped == "Stars \\*and\\* \\[brackets\\] \\# 1 &lt;b>"
+    assert MarkdownParser().plain(escaped) == title
+
+
+def test_untitled_chapters_get_numbered_titles():
+    ms = Manuscript(
+        sections=[Section(1, "", "a", kind="chapter"), Section(1, "", "b", kind="chapter")]
+    )
+    assert render_markdown(ms) == "# Chapter 1\n\na\n\n# Chapter 2\n\nb\n"
+
+
+def test_deep_levels_clamp_to_six():
+    ms = Manuscript(sections=[Section(8, "Deep", "")])
+    assert render_markdown(ms) == "###### Deep\n"
+
+
+def test_empty_manuscript(tmp_path):
+    out = tmp_path / "empty.md"
+    assert export_markdown(Manuscript(), out) == 0
+    assert out.read_text(encoding="utf-8") == ""
+    ms = Manuscript(title="Only a title")
+    assert render_markdown(ms) == '---\ntitle: "Only a title"\n---\n'
+
+
+def test_emoji_rtl_and_control_characters(tmp_path):
+    ms = Manuscript(
+        title='Quote " and 📚',
+        sections=[Section(1, "שלום", "مرحبا 🚀\x07\n\nnext\x00")],
+    )
+    out = tmp_path / "x.md"
+    assert export_markdown(ms, out) == 2
+    text = out.read_text(encoding="utf-8")
+    assert 'title: "Quote \\" and 📚"' in text
+    assert "# שלום\n\nمرحبا 🚀\n\nnext\n" in text
+    with pytest.raises(UserError, match="U\\+0007"):
+        export_markdown(ms, tmp_path / "strict.md", strict=True)
+    assert not (tmp_path / "strict.md").exists()
+
+
+def test_windows_line_ends_become_unix():
+    ms = Manuscript(sections=[Section(1, "A", "one\r\ntwo\r\n")])
+    assert render_markdown(ms) == "# A\n\none\ntwo\n"
