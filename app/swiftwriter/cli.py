@@ -7,10 +7,10 @@ import os
 import sys
 
 from swiftwriter import __version__
-from swiftwriter.commands import generate, models
+from swiftwriter.commands import export, generate, models
 from swiftwriter.errors import UserError
 
-COMMANDS = [generate, models]
+COMMANDS = [generate, models, export]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,116 @@
+"""`swiftwriter export` and manuscript_from_project: what is taken, at which level, and clear
+errors for a bad project, document id or file name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import docx
+import pytest
+from swiftwriter.cli import main
+from swiftwriter.commands.export import choose_format
+from swiftwriter.errors import UserError
+from swiftwriter.export.model import manuscript_from_project
+
+
+@dataclass
+class FakeDoc:
+    id: int
+    parent_id: int | None
+    kind: str
+    title: str
+    text: str
+    position: int
+    depth: int
+
+
+class FakeProject:
+    """The store's read API as the exporter uses it (Project.meta, Project.documents())."""
+
+    meta = {"title": "Book", "author": "Me"}
+
+    def documents(self):
+        return [
+            FakeDoc(1, None, "part", "P1", "", 0, 0),
+            FakeDoc(2, 1, "chapter", "C1", "c1 text", 0, 1),
+            FakeDoc(3, 2, "scene", "S1", "s1 text", 0, 2),
+            FakeDoc(4, 1, "chapter", "C2", "c2 text", 1, 1),
+            FakeDoc(5, None, "part", "P2", "", 1, 0),
+            FakeDoc(6, 5, "chapter", "C3", "", 0, 1),
+        ]
+
+
+def test_whole_project_keeps_order_levels_and_kinds():
+    ms = manuscript_from_project(FakeProject())
+    assert (ms.title, ms.author) == ("Book", "Me")
+    assert [(s.level, s.title, s.kind, s.id) for s in ms.sections] == [
+        (1, "P1", "part", "1"),
+        (2, "C1", "chapter", "2"),
+        (3, "S1", "scene", "3"),
+        (2, "C2", "chapter", "4"),
+        (1, "P2", "part", "5"),
+        (2, "C3", "chapter", "6"),
+    ]
+
+
+def test_selection_takes_descendants_and_levels_are_relative():
+    ms = manuscript_from_project(FakeProject(), ["2", 6])
+    assert [(s.level, s.title) for s in ms.sections] == [(1, "C1"), (2, "S1"), (1, "C3")]
+
+
+def test_unknown_document_id_is_a_user_error():
+    with pytest.raises(UserError, match="No document with id 42"):
+        manuscript_from_project(FakeProject(), ["42"])
+
+
+def test_format_from_extension(tmp_path):
+    assert choose_format(None, tmp_path / "a.MD") == "md"
+    assert choose_format(None, tmp_path / "a.docx") == "docx"
+    assert choose_format("md", tmp_path / "a.txt") == "md"
+    with pytest.raises(UserError, match="--format"):
+        choose_format(None, tmp_path / "a.pdf")
+
+
+def test_missing_project_is_one_clear_line(tmp_path, capsys):
+    code = main(["export", str(tmp_path / "none.swp"), "--out", str(tmp_path / "x.md")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "No such project" in err and "Traceback" not in err
+
+
+def store_project(tmp_path):
+    try:
+        from swiftwriter.store import Project
+    except ImportError:
+        pytest.skip("the project store (swiftwriter.store) is not in this checkout yet")
+    path = tmp_path / "novel.swproj"
+    proj = Project.create(path, title="Store Book", author="Store Author")
+    part = proj.add_document("Part A", "", kind="part")
+    ch = proj.add_document(
+        "Chapter A", "Hello *there*.\n\n* * *\n\nBye.", parent_id=part.id, kind="chapter"
+    )
+    proj.add_document("Scene", "Inside the scene.", parent_id=ch.id, kind="scene")
+    other = proj.add_document("Chapter B", "Second **chapter**.", parent_id=part.id, kind="chapter")
+    proj.close()
+    return path, ch.id, other.id
+
+
+def test_cli_exports_a_store_project_to_both_formats(tmp_path, capsys):
+    path, chapter_id, other_id = store_project(tmp_path)
+    md = tmp_path / "out.md"
+    assert main(["export", str(path), "--format", "md", "--out", str(md)]) == 0
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith('---\ntitle: "Store Book"\nauthor: "Store Author"\n---')
+    assert "# Part A\n\n## Chapter A\n\nHello *there*." in text
+    assert "### Scene\n\nInside the scene." in text
+    out = tmp_path / "out.docx"
+    args = ["export", str(path), "--out", str(out), "--style", "report", "--page-breaks"]
+    assert main(args) == 0
+    document = docx.Document(str(out))
+    headings = [p.text for p in document.paragraphs if p.style.name.startswith("Heading")]
+    assert headings == ["Part A", "Chapter A", "Scene", "Chapter B"]
+    assert document.core_properties.author == "Store Author"
+    some = tmp_path / "some.md"
+    assert main(["export", str(path), "--out", str(some), "--docs", str(other_id)]) == 0
+    assert some.read_text(encoding="utf-8").endswith("# Chapter B\n\nSecond **chapter**.\n")
+    assert "Exported 1 document(s)" in capsys.readouterr().out
