@@ -1,0 +1,26 @@
+"""The project store: one SQLite file per project (documents, snapshots, notes, generations,
+drafting caches). No torch and no Qt here, so the CLI and tests use it cheaply."""
+
+from swiftwriter.store.generations import GenerationRecord
+from swiftwriter.store.project import Project
+from swiftwriter.store.records import (
+    DOCUMENT_KINDS,
+    Document,
+    Generation,
+    Note,
+    ProjectError,
+    ProjectLockedError,
+    Snapshot,
+)
+
+__all__ = [
+    "DOCUMENT_KINDS",
+    "Document",
+    "Generation",
+    "GenerationRecord",
+    "Note",
+    "Project",
+    "ProjectError",
+    "ProjectLockedError",
+    "Snapshot",
+]

@@ -1,0 +1,142 @@
+"""The project file's schema, one numbered migration per format change.
+
+`PRAGMA user_version` holds the format number and `PRAGMA application_id` marks the file as
+ours, so a project is recognised (and an unknown or newer file refused) before anything is
+written. A migration runs inside the caller's transaction: it either completes or leaves the
+file as it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+
+APPLICATION_ID = 0x53575254  # "SWRT"
+SCHEMA_VERSION = 2
+
+GENERATION_STATUSES = ("streaming", "finished", "cancelled", "failed")
+
+
+def _v1_documents_snapshots_notes(db: sqlite_utils.Database) -> None:
+    """The first format: metadata, the document tree, snapshots and notes."""
+    db["meta"].create({"key": str, "value": str}, pk="key", not_null={"value"})
+    db["documents"].create(
+        {
+            "id": int,
+            "parent_id": int,
+            "kind": str,
+            "title": str,
+            "text": str,
+            "position": int,
+            "created": str,
+            "modified": str,
+        },
+        pk="id",
+        foreign_keys=[("parent_id", "documents", "id")],
+        not_null={"kind", "title", "text", "position"},
+        defaults={"text": ""},
+    )
+    db["documents"].create_index(["parent_id", "position"])
+    db["snapshots"].create(
+        {
+            "id": int,
+            "doc_id": int,
+            "title": str,
+            "text": str,
+            "reason": str,
+            "created": str,
+        },
+        pk="id",
+        foreign_keys=[("doc_id", "documents", "id")],
+        not_null={"doc_id", "text", "created"},
+    )
+    db["snapshots"].create_index(["doc_id"])
+    db["notes"].create(
+        {
+            "id": int,
+            "title": str,
+            "text": str,
+            "pinned": int,
+            "position": int,
+            "created": str,
+            "modified": str,
+        },
+        pk="id",
+        not_null={"title", "text", "pinned", "position"},
+        defaults={"text": "", "pinned": 0},
+    )
+
+
+def _v2_generations_and_caches(db: sqlite_utils.Database) -> None:
+    """Generations (streamed in chunks), n-gram caches per tokenizer, and a trash for documents."""
+    db["documents"].add_column("deleted", str)
+    db["generations"].create(
+        {
+            "id": int,
+            "doc_id": int,
+            "snapshot_id": int,
+            "prompt_hash": str,
+            "model_id": str,
+            "tokenizer_id": str,
+            "settings": str,
+            "stats": str,
+            "text": str,
+            "token_ids": bytes,
+            "n_tokens": int,
+            "status": str,
+            "error": str,
+            "applied": int,
+            "started": str,
+            "updated": str,
+            "finished": str,
+        },
+        pk="id",
+        foreign_keys=[("doc_id", "documents", "id"), ("snapshot_id", "snapshots", "id")],
+        not_null={"doc_id", "text", "n_tokens", "status", "applied"},
+        defaults={"text": "", "n_tokens": 0, "applied": 0},
+    )
+    db["generations"].create_index(["doc_id"])
+    db["generations"].create_index(["status"])
+    db["generations"].create_index(["tokenizer_id"])
+    # While a generation streams its text lands here, one row per flush: an append-only
+    # insert per second instead of rewriting an ever longer text; `finish` folds them in.
+    db["generation_chunks"].create(
+        {"generation_id": int, "seq": int, "text": str, "token_ids": bytes, "created": str},
+        pk=("generation_id", "seq"),
+        foreign_keys=[("generation_id", "generations", "id")],
+        not_null={"text"},
+    )
+    # Opaque parts of the drafting cache, owned by whoever builds it (the session).
+    db["ngram_caches"].create(
+        {"tokenizer_id": str, "part": str, "data": bytes, "updated": str},
+        pk=("tokenizer_id", "part"),
+        not_null={"data"},
+    )
+
+
+MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
+    1: _v1_documents_snapshots_notes,
+    2: _v2_generations_and_caches,
+}
+
+
+def version_of(db: sqlite_utils.Database) -> int:
+    return db.execute("PRAGMA user_version").fetchone()[0]
+
+
+def application_id_of(db: sqlite_utils.Database) -> int:
+    return db.execute("PRAGMA application_id").fetchone()[0]
+
+
+def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> list[int]:
+    """Bring the file up to `target` inside one transaction; returns the versions applied."""
+    applied = []
+    with db.atomic():
+        current = version_of(db)
+        if current == 0:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        for version in range(current + 1, target + 1):
+            MIGRATIONS[version](db)
+            db.execute(f"PRAGMA user_version = {version}")
+            applied.append(version)
+    return applied
