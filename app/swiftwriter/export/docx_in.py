@@ -68,6 +68,7 @@ def docx_to_manuscript(path: Path) -> Manuscript:
 class _Reader:
     def __init__(self, document) -> None:
         self.numbering = _numbering_formats(document)
+        self.styles = _Styles(document)
         self.title = ""
         self.parts: list[tuple[int, str, list[str]]] = [(0, "", [])]
         self.kind = ""  # the kind of the last body block, to join lists, quotes and code
@@ -93,13 +94,14 @@ class _Reader:
         self.kind = kind
 
     def paragraph(self, p) -> None:
-        style = _style_name(p)
+        sid = p._p.style or self.styles.default_paragraph
+        style = self.styles.name(sid)
         if style == "title":
             self.title = self.title or p.text.strip()
             return
         if style in SKIP_STYLES or style.startswith("toc ") or "TOC" in ooxml.field_instructions(p):
             return
-        level = _heading_level(p, style)
+        level = self._heading_level(p, sid, style)
         if level:
             self.parts.append((level, " ".join(p.text.split()), []))
             self.kind = "heading"
@@ -112,7 +114,7 @@ class _Reader:
             else:
                 self._emit("code", f"```\n{text}\n```")
             return
-        pieces = list(_pieces(p))
+        pieces = list(_pieces(p, self.styles))
         plain = "".join(x.text for x in pieces).strip()
         if not plain:
             return
@@ -120,7 +122,7 @@ class _Reader:
             self._emit("rule", "* * *")
             return
         text = _to_markdown(pieces)
-        num = self._list_marker(p)
+        num = self._list_marker(p, sid)
         if num is not None:
             marker, ilvl, num_id = num
             # Items of one list stay together; a new top-level list needs a blank line.
@@ -133,8 +135,17 @@ class _Reader:
         else:
             self._emit("para", _NUMBER_START.sub(r"\1\\.", _LINE_START.sub(r"\\\1", text)))
 
-    def _list_marker(self, p) -> tuple[str, int, str] | None:
-        num_pr = _num_pr(p)
+    def _heading_level(self, p, sid: str | None, style: str) -> int:
+        m = re.fullmatch(r"heading (\d)", style)
+        if m:
+            return int(m.group(1))
+        ppr = p._p.pPr
+        own = ppr.find(qn("w:outlineLvl")) if ppr is not None else None
+        value = int(own.get(qn("w:val"))) if own is not None else self.styles.outline(sid)
+        return value + 1 if value is not None and value < 9 else 0
+
+    def _list_marker(self, p, sid: str | None) -> tuple[str, int, str] | None:
+        num_pr = _num_pr(p._p.pPr) or self.styles.numbering(sid)
         if num_pr is None:
             return None
         num_id, ilvl = num_pr
@@ -150,42 +161,76 @@ class _Reader:
         return f"{levels[ilvl]}.", ilvl, num_id
 
 
-def _style_name(p) -> str:
-    try:
-        return (p.style.name or "").lower() if p.style is not None else ""
-    except (KeyError, ValueError):
-        return ""
+def _num_pr(ppr) -> tuple[str, int] | None:
+    if ppr is None or ppr.numPr is None or ppr.numPr.numId is None:
+        return None
+    ilvl = ppr.numPr.ilvl
+    return str(ppr.numPr.numId.val), int(ilvl.val) if ilvl is not None else 0
 
 
-def _heading_level(p, style: str) -> int:
-    m = re.fullmatch(r"heading (\d)", style)
-    if m:
-        return int(m.group(1))
-    ppr = p._p.pPr
-    candidates = [ppr] if ppr is not None else []
-    s = p.style
-    while s is not None:  # the paragraph's own outline level, then its style chain's
-        candidates.append(s.element.pPr)
-        s = s.base_style
-    for el in candidates:
-        if el is None:
-            continue
-        lvl = el.find(qn("w:outlineLvl"))
-        if lvl is not None:
-            value = int(lvl.get(qn("w:val")))
-            return value + 1 if value < 9 else 0
-    return 0
+def _on(rpr, tag: str) -> bool | None:
+    """A toggle property (w:b, w:i) of an rPr: True, False, or None when not set."""
+    el = rpr.find(qn(tag)) if rpr is not None else None
+    if el is None:
+        return None
+    return el.get(qn("w:val"), "true").lower() not in ("0", "false", "off")
 
 
-def _num_pr(p) -> tuple[str, int] | None:
-    for el in (p._p.pPr, p.style.element.pPr if p.style is not None else None):
-        if el is None or el.numPr is None:
-            continue
-        num_id = el.numPr.numId
-        ilvl = el.numPr.ilvl
-        if num_id is not None:
-            return str(num_id.val), int(ilvl.val) if ilvl is not None else 0
-    return None
+class _Styles:
+    """Everything the reader needs from styles.xml, read once: python-docx resolves a style by
+    scanning every style on each access, which made a long document take a minute."""
+
+    def __init__(self, document) -> None:
+        self.info: dict[str, dict] = {}
+        self.default_paragraph: str | None = None
+        for el in document.styles.element.findall(qn("w:style")):
+            sid = el.get(qn("w:styleId"))
+            name = el.find(qn("w:name"))
+            based = el.find(qn("w:basedOn"))
+            ppr = el.find(qn("w:pPr"))
+            rpr = el.find(qn("w:rPr"))
+            outline = ppr.find(qn("w:outlineLvl")) if ppr is not None else None
+            fonts = rpr.find(qn("w:rFonts")) if rpr is not None else None
+            self.info[sid] = {
+                "name": (name.get(qn("w:val")) if name is not None else sid or "").lower(),
+                "type": el.get(qn("w:type")),
+                "based_on": based.get(qn("w:val")) if based is not None else None,
+                "outline": int(outline.get(qn("w:val"))) if outline is not None else None,
+                "num": _num_pr(ppr),
+                "bold": _on(rpr, "w:b"),
+                "italic": _on(rpr, "w:i"),
+                "mono": fonts is not None
+                and (fonts.get(qn("w:ascii")) or "").lower() in MONO_FONTS,
+            }
+            if el.get(qn("w:type")) == "paragraph" and el.get(qn("w:default")) in ("1", "true"):
+                self.default_paragraph = sid
+
+    def _chain(self, sid: str | None):
+        seen = 0
+        while sid in self.info and seen < 20:  # basedOn loops exist in damaged files
+            yield self.info[sid]
+            sid = self.info[sid]["based_on"]
+            seen += 1
+
+    def _first(self, sid: str | None, key: str):
+        return next((i[key] for i in self._chain(sid) if i[key] is not None), None)
+
+    def name(self, sid: str | None) -> str:
+        return self.info[sid]["name"] if sid in self.info else ""
+
+    def outline(self, sid: str | None) -> int | None:
+        return self._first(sid, "outline")
+
+    def numbering(self, sid: str | None) -> tuple[str, int] | None:
+        return self._first(sid, "num")
+
+    def run_format(self, sid: str | None) -> tuple[bool, bool, bool]:
+        """bold, italic, monospaced as a character style gives them."""
+        if sid not in self.info or self.info[sid]["type"] != "character":
+            return False, False, False
+        name = self.info[sid]["name"]
+        mono = name in ("verbatim char", "html code") or bool(self._first(sid, "mono"))
+        return bool(self._first(sid, "bold")), bool(self._first(sid, "italic")), mono
 
 
 def _numbering_formats(document) -> dict[tuple[str, int], tuple[str, int]]:
@@ -223,7 +268,7 @@ def _numbering_formats(document) -> dict[tuple[str, int], tuple[str, int]]:
 _CONTAINERS = {qn(t) for t in ("w:ins", "w:smartTag", "w:customXml", "w:sdt", "w:sdtContent")}
 
 
-def _pieces(p):
+def _pieces(p, styles: _Styles):
     """Text pieces of a paragraph with their formatting, including tracked insertions,
     smart tags and content controls (which python-docx's own iterators skip)."""
 
@@ -232,14 +277,13 @@ def _pieces(p):
             if child.tag == qn("w:r"):
                 run = Run(child, p)
                 text = run.text
-                if text:
-                    yield _Piece(
-                        text,
-                        _effective(run, "bold"),
-                        _effective(run, "italic"),
-                        _is_code(run),
-                        href,
-                    )
+                if not text:
+                    continue
+                bold, italic, mono = styles.run_format(child.style)
+                bold = run.bold if run.bold is not None else bold
+                italic = run.italic if run.italic is not None else italic
+                mono = mono or (run.font.name or "").lower() in MONO_FONTS
+                yield _Piece(text, bool(bold), bool(italic), mono, href)
             elif child.tag == qn("w:hyperlink"):
                 link = Hyperlink(child, p)
                 yield from walk(child, link.address or None)
@@ -247,19 +291,6 @@ def _pieces(p):
                 yield from walk(child, href)
 
     yield from walk(p._p, None)
-
-
-def _effective(run, attr: str) -> bool:
-    value = getattr(run, attr)
-    if value is None and run.style is not None and run.style.type == 2:  # character style
-        value = getattr(run.style.font, attr)
-    return bool(value)
-
-
-def _is_code(run) -> bool:
-    if run.style is not None and (run.style.name or "").lower() in ("verbatim char", "html code"):
-        return True
-    return (run.font.name or "").lower() in MONO_FONTS
 
 
 def _to_markdown(pieces: list[_Piece]) -> str:

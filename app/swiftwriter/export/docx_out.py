@@ -17,7 +17,10 @@ from pathlib import Path
 import docx
 from docx.enum.style import WD_STYLE_TYPE
 from docx.enum.text import WD_ALIGN_PARAGRAPH
+from docx.oxml import OxmlElement
+from docx.oxml.ns import qn
 from docx.shared import Inches, Pt, RGBColor
+from docx.text.paragraph import Paragraph
 
 from swiftwriter.errors import UserError
 from swiftwriter.export import ooxml
@@ -62,6 +65,9 @@ class _Writer:
         self.indent_next = False  # novel: indent only paragraphs that follow a paragraph
         self.text_since_heading = False  # novel: a scene after text gets a scene break
         self.body_serial = 0
+        self.written = False  # any paragraph yet (a page break before the first is pointless)
+        self.style_ids: dict[str, str] = {}
+        self.sect_pr = self.doc.element.body.find(qn("w:sectPr"))
         self.list_nums: dict[tuple[int, int], int] = {}
         self._styles()
 
@@ -168,7 +174,7 @@ class _Writer:
                 if self.text_since_heading:
                     self._scene_break()
             else:
-                if self.page_breaks and chapterish and len(self.doc.paragraphs) > 0:
+                if self.page_breaks and chapterish and self.written:
                     self.break_pending = True
                 number = counters[section.kind]
                 title = _one_line(fallback_title(section, number))
@@ -241,13 +247,37 @@ class _Writer:
         self.indent_next = not block.quote and not block.in_item
 
     # -- paragraphs and runs --------------------------------------------------------------
+    def _style_id(self, name: str) -> str:
+        """Style ids by name, looked up once: python-docx scans all styles on every lookup."""
+        sid = self.style_ids.get(name)
+        if sid is None:
+            sid = self.style_ids[name] = self.doc.styles[name].style_id
+        return sid
+
     def _para(self, style: str, text: str = ""):
-        p = self.doc.add_paragraph(text, style=style)
+        # Insert before the body's final sectPr directly: python-docx's add_paragraph looks
+        # for it from the top every time, which grows with the document.
+        element = OxmlElement("w:p")
+        self.sect_pr.addprevious(element)
+        p = Paragraph(element, self.doc._body)
+        p._p.style = self._style_id(style)
+        if text:
+            self._text_run(p, text)
         self.text_since_heading = True
+        self.written = True
         if self.break_pending:
             p.paragraph_format.page_break_before = True
             self.break_pending = False
         return p
+
+    @staticmethod
+    def _text_run(paragraph, text: str):
+        run = paragraph.add_run()
+        if "\t" in text or "\n" in text:
+            run.text = text  # python-docx turns these into w:tab / w:br
+        else:
+            run._r.add_t(text)
+        return run
 
     def _runs(self, paragraph, spans: list[Span]) -> None:
         text = "".join(s.text for s in spans)
@@ -261,13 +291,13 @@ class _Writer:
                 paragraph.add_run().add_break()
                 link = link_url = None
                 continue
-            run = paragraph.add_run(span.text)
+            run = self._text_run(paragraph, span.text)
             if span.href:
                 if link is None or link_url != span.href:
                     link = ooxml.add_hyperlink(paragraph, span.href)
                     link_url = span.href
                 link.append(run._r)
-                run.style = self.doc.styles["Hyperlink"]
+                run._r.style = self._style_id("Hyperlink")
             else:
                 link = link_url = None
             if span.bold:
@@ -277,7 +307,7 @@ class _Writer:
             if span.strike:
                 run.font.strike = True
             if span.code:
-                run.style = self.doc.styles["Verbatim Char"]
+                run._r.style = self._style_id("Verbatim Char")
             if ooxml.is_rtl_only(span.text):
                 run.font.rtl = True
                 if span.bold:

@@ -129,6 +129,8 @@ def is_bidi(paragraph) -> bool:
 
 def first_strong_direction(text: str) -> str | None:
     """'rtl', 'ltr' or None: the Unicode bidi rule for a paragraph's base direction (P2)."""
+    if text.isascii():  # the common case, without a per-character table look-up
+        return "ltr" if any(ch.isalpha() for ch in text) else None
     for ch in text:
         kind = unicodedata.bidirectional(ch)
         if kind == "L":
@@ -140,6 +142,8 @@ def first_strong_direction(text: str) -> str | None:
 
 def is_rtl_only(text: str) -> bool:
     """True when the text has right-to-left letters and no left-to-right ones."""
+    if text.isascii():
+        return False
     kinds = {unicodedata.bidirectional(ch) for ch in text}
     return bool(kinds & {"R", "AL"}) and "L" not in kinds
 
