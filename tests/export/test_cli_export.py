@@ -114,3 +114,18 @@ def test_cli_exports_a_store_project_to_both_formats(tmp_path, capsys):
     assert main(["export", str(path), "--out", str(some), "--docs", str(other_id)]) == 0
     assert some.read_text(encoding="utf-8").endswith("# Chapter B\n\nSecond **chapter**.\n")
     assert "Exported 1 document(s)" in capsys.readouterr().out
+
+
+def test_cli_exports_an_empty_store_project(tmp_path):
+    try:
+        from swiftwriter.store import Project
+    except ImportError:
+        pytest.skip("the project store (swiftwriter.store) is not in this checkout yet")
+    path = tmp_path / "empty.swiftwriter"
+    Project.create(path).close()
+    md, out = tmp_path / "empty.md", tmp_path / "empty.docx"
+    assert main(["export", str(path), "--out", str(md)]) == 0
+    assert md.read_text(encoding="utf-8") == ""
+    assert main(["export", str(path), "--out", str(out), "--style", "report"]) == 0
+    document = docx.Document(str(out))
+    assert [p.style.name for p in document.paragraphs if p.text] == ["TOC Heading", "Normal"]
