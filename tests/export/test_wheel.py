@@ -79,9 +79,10 @@ def test_wheel_holds_every_package_and_the_data_files(wheel):
         rel = init.relative_to(PACKAGE.parent).as_posix()
         assert rel in names, f"{rel} is missing: add its package to pyproject.toml"
     assert "swiftwriter/shipped_models/registry.toml" in names
-    for res in (ROOT / "resources").iterdir():
-        if res.is_file() and res.suffix != ".py":
-            assert f"swiftwriter/resources/{res.name}" in names
+    for res in (ROOT / "resources").rglob("*"):  # nested folders too: the "**/*" pattern
+        if res.is_file() and "__pycache__" not in res.parts and res.suffix != ".pyc":
+            rel = res.relative_to(ROOT / "resources").as_posix()
+            assert f"swiftwriter/resources/{rel}" in names, f"resources/{rel} is not in the wheel"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
