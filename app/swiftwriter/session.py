@@ -1,0 +1,301 @@
+"""One generation into one document: where the project store, the engine and the history meet.
+
+The engine never imports the store and the store never imports torch; this module joins them.
+It builds the prompt from the document (after the pinned notes), seeds the history drafting
+source from the project's cache (synchronised incrementally, never rebuilt per call), streams
+the output into a GenerationRecord (so a crash loses at most a second), and appends the text to
+the document in the same transaction that closes the generation."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from swiftwriter.engine.generator import Generator, context_length
+from swiftwriter.engine.history_source import HistoryIndex, HistorySource
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.textgen import IncrementalDecoder, eos_ids_of
+from swiftwriter.errors import UserError
+from swiftwriter.store import Document, Generation, Project, ProjectError
+
+HISTORY_KINDS = ("g", "d", "n")  # generations, documents, notes
+
+
+def tokenizer_identity(tokenizer) -> str:
+    """A stable id for a tokenizer's vocabulary: models sharing a tokenizer share history."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        digest = hashlib.blake2b(backend.to_str().encode("utf-8"), digest_size=10).hexdigest()
+        return f"hf-{digest}"
+    explicit = getattr(tokenizer, "identity", None)
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    return f"{name}:{len(tokenizer) if hasattr(tokenizer, '__len__') else 0}"
+
+
+def encoder_of(tokenizer) -> Callable[[str], list[int]]:
+    def encode(text: str) -> list[int]:
+        return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
+
+    return encode
+
+
+class ProjectHistory:
+    """A project's drafting history for one tokenizer: loaded from the project's cache and
+    brought up to date with what changed since (new generations, edited documents and notes).
+    Keep one per open project and tokenizer to skip even the loading between generations."""
+
+    def __init__(
+        self, project: Project, tokenizer_id: str, tokenize: Callable[[str], list[int]] | None
+    ):
+        self.project = project
+        self.tokenizer_id = tokenizer_id
+        self.tokenize = tokenize
+        self.index: HistoryIndex | None = None
+        self.timings: dict[str, float] = {}
+
+    def refresh(self) -> HistoryIndex:
+        t0 = time.perf_counter()
+        if self.index is None:
+            parts = self.project.load_ngram_cache(self.tokenizer_id)
+            self.index = (HistoryIndex.from_parts(parts) if parts else None) or HistoryIndex()
+        t1 = time.perf_counter()
+        index = self.index
+        current = self.project.history_fingerprints(
+            self.tokenizer_id, documents=self.tokenize is not None
+        )
+        covered = HISTORY_KINDS if self.tokenize is not None else ("g",)
+        for key in list(index.sources):
+            if key[:1] in covered and key not in current:
+                index.discard(key, settle=False)
+        for key, fingerprint in current.items():
+            if index.sources.get(key, {}).get("fp") != fingerprint:
+                tokens = self.project.history_tokens(key, self.tokenize)
+                index.update(key, fingerprint, tokens, settle=False)
+        index.settle()
+        t2 = time.perf_counter()
+        self._save()
+        self.timings = {
+            "load_s": round(t1 - t0, 4),
+            "sync_s": round(t2 - t1, 4),
+            "save_s": round(time.perf_counter() - t2, 4),
+        }
+        return index
+
+    def add_generation(self, generation: Generation) -> None:
+        """Index one closed generation right away (cheap: it goes to the delta tier)."""
+        if self.index is None or not generation.token_ids:
+            return
+        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", generation.token_ids)
+        self._save()
+
+    def _save(self) -> None:
+        if self.index is not None and not self.project.readonly:
+            parts = self.index.to_parts()
+            if parts:
+                self.project.save_ngram_cache(self.tokenizer_id, parts)
+
+
+@dataclass
+class SessionResult:
+    generation: Generation
+    document: Document | None
+    text: str
+    token_ids: list[int]
+    stats: dict = field(default_factory=dict)
+
+
+class DocumentSession:
+    """Continue one document of an open project with one model.
+
+    `loaded` is a modelstore LoadedModel; tests pass `model` and `tokenizer` instead (any
+    tokenizer with HF's `encode(text, add_special_tokens=False)` and
+    `decode(ids, skip_special_tokens=True)`)."""
+
+    def __init__(
+        self,
+        project: Project,
+        doc_id: int,
+        loaded=None,
+        *,
+        model=None,
+        tokenizer=None,
+        model_id: str | None = None,
+        tokenizer_id: str | None = None,
+        sampling: SamplingSettings | None = None,
+        drafting: DraftSettings | None = None,
+        max_new_tokens: int = 256,
+        history: bool | ProjectHistory = True,
+        use_notes: bool = True,
+        flush_interval: float = 1.0,
+    ):
+        if project.readonly:
+            raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
+        self.document = project.document(doc_id)  # a missing document fails before any work
+        if loaded is not None:
+            model = model or loaded.model
+            tokenizer = tokenizer or loaded.tokenizer
+            model_id = model_id or loaded.entry.id
+        if model is None or tokenizer is None:
+            raise UserError("A generation needs a model and its tokenizer")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
+            raise UserError(f"max_new_tokens must be a whole number, not {max_new_tokens!r}")
+        if max_new_tokens < 1:
+            raise UserError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
+        self.project, self.doc_id = project, doc_id
+        self.model, self.tokenizer = model, tokenizer
+        self.model_id = (
+            model_id or getattr(getattr(model, "config", None), "name_or_path", "") or "model"
+        )
+        self.tokenizer_id = tokenizer_id or tokenizer_identity(tokenizer)
+        self.sampling = sampling or SamplingSettings()
+        self.drafting = drafting if drafting is not None else DraftSettings()
+        self.max_new_tokens = max_new_tokens
+        self.use_notes = use_notes
+        self.flush_interval = flush_interval
+        self.encode = self.encoder_for(tokenizer)
+        if isinstance(history, ProjectHistory):
+            self.history = history
+        elif history:
+            self.history = ProjectHistory(project, self.tokenizer_id, self.encode)
+        else:
+            self.history = None
+
+    @staticmethod
+    def encoder_for(tokenizer) -> Callable[[str], list[int]]:
+        """Text -> ids without special tokens: how documents enter the prompt and the history."""
+        return encoder_of(tokenizer)
+
+    # -- the prompt -------------------------------------------------------------------------
+    def notes_text(self) -> str:
+        if not self.use_notes:
+            return ""
+        blocks = [f"{n.title}\n{n.text}".strip() for n in self.project.pinned_notes()]
+        return "\n\n".join(b for b in blocks if b) + ("\n\n" if blocks else "")
+
+    def build_prompt(self) -> list[int]:
+        """Pinned notes, then the document's text; when too long for the model, the notes
+        keep at most half the room and the document keeps its end."""
+        doc_ids = self.encode(self.project.document(self.doc_id).text)
+        note_ids = self.encode(self.notes_text())
+        limit = context_length(self.model.config)
+        if limit is not None:
+            room = limit - min(self.max_new_tokens, limit // 2) - 1
+            if room < 1:
+                raise UserError(f"The model's context ({limit} tokens) leaves no room for a prompt")
+            note_ids = note_ids[: room // 2] if len(note_ids) + len(doc_ids) > room else note_ids
+            doc_ids = doc_ids[max(0, len(doc_ids) - (room - len(note_ids))) :]
+        ids = note_ids + doc_ids
+        if not ids:
+            bos = getattr(self.tokenizer, "bos_token_id", None)
+            ids = [bos if isinstance(bos, int) else 0]
+        return ids
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(
+        self,
+        should_stop: Callable[[], bool] | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> SessionResult:
+        """Generate, stream into the store, append to the document; returns what happened.
+
+        Cancelled (by `should_stop` or Ctrl-C): the text so far is still appended. Failed: the
+        text so far stays in the generation's record, the document is unchanged."""
+        prompt = self.build_prompt()
+        sources: list = []
+        history_stats: dict = {}
+        history_source = None
+        if self.history is not None:
+            index = self.history.refresh()
+            history_source = HistorySource(index)
+            sources.append(history_source)
+            history_stats = {"tokens": len(index), **self.history.timings}
+        generator = Generator(
+            self.model,
+            self.sampling,
+            self.drafting,
+            sources=sources,
+            eos_ids=eos_ids_of(self.tokenizer, self.model),
+        )
+        record = self.project.start_generation(
+            self.doc_id,
+            hashlib.sha256(str(prompt).encode()).hexdigest()[:32],
+            self.model_id,
+            self.tokenizer_id,
+            self._settings(len(prompt)),
+            flush_interval=self.flush_interval,
+        )
+        decoder = IncrementalDecoder(self.tokenizer)
+        produced: list[int] = []
+        shown: list[str] = []
+        try:
+            for event in generator.generate(prompt, self.max_new_tokens, should_stop=should_stop):
+                produced.extend(event.tokens)
+                piece = decoder.push(event.tokens)
+                record.append(piece, event.tokens)
+                if piece:
+                    shown.append(piece)
+                    if on_text is not None:
+                        on_text(piece)
+            tail = self._tail(produced, "".join(shown))
+            if tail:
+                record.append(tail, ())
+                if on_text is not None:
+                    on_text(tail)
+        except BaseException as exc:
+            cancelled = isinstance(exc, KeyboardInterrupt)
+            record.finish(
+                "cancelled" if cancelled else "failed",
+                self._stats(generator, history_source, history_stats),
+                error=None if cancelled else f"{type(exc).__name__}: {exc}",
+                append_to_document=cancelled,
+            )
+            raise
+        status = "cancelled" if generator.stats.stop_reason == "cancelled" else "finished"
+        stats = self._stats(generator, history_source, history_stats)
+        generation = record.finish(status, stats, append_to_document=True)
+        if self.history is not None:
+            self.history.add_generation(self.project.generation(generation.id))
+        document = self.project.document(self.doc_id) if generation.applied else None
+        return SessionResult(generation, document, generation.text, produced, stats)
+
+    def _tail(self, produced: Sequence[int], shown: str) -> str:
+        """Text the incremental decoder still held back at the end (a last partial glyph)."""
+        full = self.tokenizer.decode(list(produced), skip_special_tokens=True)
+        return full[len(shown) :] if full.startswith(shown) else ""
+
+    def _settings(self, prompt_tokens: int) -> dict:
+        drafting = asdict(self.drafting)
+        drafting.pop("extra", None)
+        return {
+            "sampling": asdict(self.sampling),
+            "drafting": drafting,
+            "max_new_tokens": self.max_new_tokens,
+            "history": self.history is not None,
+            "pinned_notes": self.use_notes,
+            "prompt_tokens": prompt_tokens,
+        }
+
+    @staticmethod
+    def _stats(generator: Generator, source: HistorySource | None, history: dict) -> dict:
+        stats = generator.stats.as_dict()
+        if source is not None:
+            stats["history"] = {**history, "proposed": source.proposed, "deferred": source.deferred}
+        return stats
+
+
+def generate_into_document(
+    project: Project,
+    doc_id: int,
+    loaded=None,
+    *,
+    should_stop: Callable[[], bool] | None = None,
+    on_text: Callable[[str], None] | None = None,
+    **kwargs,
+) -> SessionResult:
+    """One call for the CLI and scripts: see DocumentSession for the other arguments."""
+    session = DocumentSession(project, doc_id, loaded, **kwargs)
+    return session.run(should_stop=should_stop, on_text=on_text)

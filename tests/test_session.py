@@ -1,0 +1,190 @@
+"""One generation into one document: streamed into the store, appended at the end, seeded from
+the project's history (incrementally), exact whatever the seeding, and safe when it stops."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from swiftwriter.engine import DraftSettings, SamplingSettings
+from swiftwriter.errors import UserError
+from swiftwriter.session import DocumentSession, ProjectHistory, generate_into_document
+from swiftwriter.store import Project, ProjectError
+
+from tests.conftest import build_tiny
+
+GREEDY = SamplingSettings(greedy=True, penalty=1.0)
+
+
+class Latin1Tokenizer:
+    """Token id = Latin-1 code point: a lossless text <-> ids mapping for the 256-token models."""
+
+    identity = "latin1-test"
+    bos_token_id = 0
+    eos_token_id = None
+
+    def __init__(self):
+        self.encoded: list[str] = []
+
+    def encode(self, text, add_special_tokens=False):
+        self.encoded.append(text)
+        return list(text.encode("latin-1"))
+
+    def decode(self, ids, skip_special_tokens=True):
+        return bytes(ids).decode("latin-1")
+
+
+def random_text(seed: int, n: int) -> str:
+    rng = random.Random(seed)
+    return "".join(chr(rng.randrange(33, 127)) for _ in range(n))
+
+
+@pytest.fixture
+def project(tmp_path):
+    proj = Project.create(tmp_path / "Novel.swiftwriter", title="Novel")
+    yield proj
+    proj.close()
+
+
+def test_a_generation_streams_appends_and_records(project, tiny_llama):
+    doc = project.add_document("Chapter 1", random_text(1, 60))
+    project.add_note("Cast", "Tom the cat", pinned=True)
+    project.add_note("Unpinned", "not in the prompt")
+    tok = Latin1Tokenizer()
+    pieces: list[str] = []
+    session = DocumentSession(
+        project, doc.id, model=tiny_llama, tokenizer=tok, model_id="tiny",
+        sampling=GREEDY, max_new_tokens=40, flush_interval=0,
+    )  # fmt: skip
+    prompt = session.build_prompt()
+    assert bytes(prompt).decode("latin-1") == "Cast\nTom the cat\n\n" + doc.text
+    result = session.run(on_text=pieces.append)
+    gen = project.generation(result.generation.id)
+    assert "".join(pieces) == result.text == gen.text and result.text
+    assert gen.status == "finished" and gen.applied and gen.model_id == "tiny"
+    assert gen.token_ids == result.token_ids and len(gen.token_ids) == result.stats["tokens"]
+    assert gen.tokenizer_id == "latin1-test" and gen.settings["max_new_tokens"] == 40
+    assert gen.stats["tau"] >= 1.0 and "history" in gen.stats
+    assert result.document.text == doc.text + result.text
+    assert project.snapshots(doc.id)[0].text == doc.text
+    assert set(project.load_ngram_cache("latin1-test")) >= {"meta", "corpus.delta", "sa.delta"}
+
+
+def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, monkeypatch):
+    text = random_text(2, 80)  # no repeats: the context's own sources have little to go on
+    a, b, c = (project.add_document(t, text) for t in ("A", "B", "C"))
+    tok = Latin1Tokenizer()
+    first = generate_into_document(
+        project, a.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY, max_new_tokens=60
+    )
+    asked: list[str] = []
+    original = Project.history_tokens
+
+    def spy(self, key, tokenize=None):
+        asked.append(key)
+        return original(self, key, tokenize)
+
+    monkeypatch.setattr(Project, "history_tokens", spy)
+    history = ProjectHistory(project, tok.identity, DocumentSession.encoder_for(tok))
+    seeded = DocumentSession(
+        project, b.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY,
+        max_new_tokens=60, history=history,
+    ).run()  # fmt: skip
+    assert asked == [f"d{a.id}"]  # only the document that changed, read from the stored cache
+    plain = generate_into_document(
+        project, c.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY,
+        max_new_tokens=60, history=False,
+    )  # fmt: skip
+    assert seeded.token_ids == plain.token_ids == first.token_ids  # same prompt, exact output
+    by_source = seeded.stats["accepted_by_source"]
+    assert sum(n for name, n in by_source.items() if "history" in name) > 10
+    assert seeded.stats["forward_passes"] < plain.stats["forward_passes"]
+    assert "history" not in plain.stats
+
+
+def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
+    model = build_tiny("llama", seed=4)
+    doc = project.add_document("Chapter", random_text(3, 40))
+    tok = Latin1Tokenizer()
+    calls = [0]
+
+    def stop_after_three():
+        calls[0] += 1
+        return calls[0] > 3
+
+    session = DocumentSession(
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
+        drafting=DraftSettings.plain(), max_new_tokens=50,
+    )  # fmt: skip
+    cancelled = session.run(should_stop=stop_after_three)
+    assert cancelled.generation.status == "cancelled" and len(cancelled.token_ids) == 3
+    after_cancel = doc.text + cancelled.text
+    assert project.document(doc.id).text == after_cancel
+
+    decoder = model.get_decoder()  # every engine path runs the decoder stack
+    forward = decoder.forward
+    passes = [0]
+
+    def failing_forward(*args, **kwargs):
+        passes[0] += 1
+        if passes[0] > 6:
+            raise RuntimeError("device lost")
+        return forward(*args, **kwargs)
+
+    decoder.forward = failing_forward
+    with pytest.raises(RuntimeError, match="device lost"):
+        DocumentSession(
+            project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
+            drafting=DraftSettings.plain(), max_new_tokens=50, flush_interval=0,
+        ).run()  # fmt: skip
+    del decoder.forward
+    failed = project.generations(doc.id)[-1]
+    assert failed.status == "failed" and "device lost" in failed.error
+    assert failed.n_tokens > 0 and not failed.applied
+    assert project.document(doc.id).text == after_cancel
+
+    def interrupt(piece):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        DocumentSession(
+            project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=20
+        ).run(on_text=interrupt)
+    stopped = project.generations(doc.id)[-1]
+    assert stopped.status == "cancelled" and stopped.applied
+    assert project.document(doc.id).text == after_cancel + stopped.text
+    assert project.interrupted_generations() == []
+
+
+def test_bad_requests_fail_before_any_work(project, tmp_path, tiny_llama):
+    doc = project.add_document("Chapter", "text")
+    tok = Latin1Tokenizer()
+    with pytest.raises(ProjectError, match="No document with id 99"):
+        DocumentSession(project, 99, model=tiny_llama, tokenizer=tok)
+    with pytest.raises(UserError, match="at least 1"):
+        DocumentSession(project, doc.id, model=tiny_llama, tokenizer=tok, max_new_tokens=0)
+    with pytest.raises(UserError, match="model and its tokenizer"):
+        DocumentSession(project, doc.id, model=tiny_llama)
+    with (
+        Project.open(project.path, readonly=True) as view,
+        pytest.raises(ProjectError, match="read-only"),
+    ):
+        DocumentSession(view, doc.id, model=tiny_llama, tokenizer=tok)
+    assert project.generations() == []
+
+
+def test_a_long_document_keeps_the_notes_and_its_end(project):
+    model = build_tiny("llama", seed=5, max_positions=64)
+    doc = project.add_document("Chapter", random_text(6, 500))
+    project.add_note("Style", "short", pinned=True)
+    tok = Latin1Tokenizer()
+    session = DocumentSession(
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=16
+    )
+    prompt = bytes(session.build_prompt()).decode("latin-1")
+    assert len(prompt) == 64 - 16 - 1
+    assert prompt.startswith("Style\nshort\n\n") and doc.text.endswith(
+        prompt[len("Style\nshort\n\n") :]
+    )
+    result = session.run()
+    assert 1 <= len(result.token_ids) <= 16
