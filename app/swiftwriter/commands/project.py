@@ -1,0 +1,145 @@
+"""`swiftwriter project`: make, list, import into and inspect project files headless.
+
+Commands that only read open the project read-only, so they also work while the app has it
+open; `swiftwriter generate --project P --doc D` writes into one."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from swiftwriter.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("project", help="create, list, import into and inspect projects")
+    psub = parser.add_subparsers(dest="project_cmd", metavar="ACTION")
+    new = psub.add_parser("new", help="create a new project file")
+    new.add_argument("file")
+    new.add_argument("--title", default="", help="the work's title (default: the file name)")
+    new.add_argument("--author", default="")
+    docs = psub.add_parser("docs", help="list the documents as a tree")
+    docs.add_argument("file")
+    show = psub.add_parser("show", help="print one document's text")
+    show.add_argument("file")
+    show.add_argument("doc", help="document id or exact title")
+    imp = psub.add_parser("import", help="add a .md or .txt file as documents")
+    imp.add_argument("file")
+    imp.add_argument("source")
+    imp.add_argument("--parent", help="put the new documents under this document")
+    hist = psub.add_parser("history", help="list generations (and interrupted ones)")
+    hist.add_argument("file")
+    hist.add_argument("--doc", help="only this document's generations")
+    rec = psub.add_parser("recover", help="close an interrupted generation, keeping its text")
+    rec.add_argument("file")
+    rec.add_argument("generation", type=int)
+    rec.add_argument(
+        "--discard",
+        action="store_true",
+        help="do not append its text to the document (it stays in the history)",
+    )
+    parser.set_defaults(func=run, project_parser=parser)
+
+
+def find_document(proj, ref: str) -> int:
+    """A document by id, or by its exact title (case-insensitive) when that is unambiguous."""
+    docs = proj.documents()
+    if ref.strip().isdigit():
+        doc_id = int(ref)
+        if any(d.id == doc_id for d in docs):
+            return doc_id
+    matches = [d for d in docs if d.title.casefold() == ref.strip().casefold()]
+    if len(matches) == 1:
+        return matches[0].id
+    if matches:
+        ids = ", ".join(str(d.id) for d in matches)
+        raise UserError(f"Several documents are titled '{ref}' (ids {ids}): give the id")
+    raise UserError(f"No document '{ref}' in {proj.path.name}: see `swiftwriter project docs`")
+
+
+def run(args: argparse.Namespace) -> int:
+    from swiftwriter.store import Project
+
+    cmd = args.project_cmd
+    if cmd is None:
+        args.project_parser.print_help()
+        return 0
+    if cmd == "new":
+        path = Path(args.file).expanduser()
+        title = args.title.strip() or path.stem
+        with Project.create(path, title=title, author=args.author) as proj:
+            print(f"Created {proj.path} ('{title}')")
+        return 0
+    if cmd in ("docs", "show", "history"):
+        with Project.open(args.file, readonly=True) as proj:
+            return {"docs": _docs, "show": _show, "history": _history}[cmd](proj, args)
+    with Project.open(args.file) as proj:
+        return {"import": _import, "recover": _recover}[cmd](proj, args)
+
+
+def _docs(proj, args) -> int:
+    docs = proj.documents()
+    meta = proj.meta
+    print(
+        f"{meta.get('title') or proj.path.stem}"
+        + (f" by {meta['author']}" if meta.get("author") else "")
+    )
+    if not docs:
+        print("  (no documents yet: `swiftwriter project import` adds some)")
+    for d in docs:
+        words = len(d.text.split())
+        print(f"{d.id:>5}  {'  ' * d.depth}{d.title}  [{d.kind}, {words} words]")
+    return 0
+
+
+def _show(proj, args) -> int:
+    text = proj.document(find_document(proj, args.doc)).text
+    sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    return 0
+
+
+def _import(proj, args) -> int:
+    from swiftwriter.store.importing import import_sections, read_sections
+
+    parent = find_document(proj, args.parent) if args.parent else None
+    added = import_sections(proj, read_sections(Path(args.source)), parent_id=parent)
+    words = sum(len(d.text.split()) for d in added)
+    print(f"Imported {len(added)} document(s), {words} words, into {proj.path.name}")
+    return 0
+
+
+def _history(proj, args) -> int:
+    doc_id = find_document(proj, args.doc) if args.doc else None
+    titles = {d.id: d.title for d in proj.documents()}
+    gens = proj.generations(doc_id)
+    if not gens:
+        print("No generations yet.")
+    for g in gens:
+        stats = g.stats or {}
+        speed = (
+            f"tau {stats.get('tau', 0):.2f}, {stats.get('tokens_per_s', 0):.1f} tok/s"
+            if stats
+            else ""
+        )
+        print(
+            f"#{g.id:<4} {g.started[:19]}  {g.status:9}  {g.n_tokens:>6} tokens  "
+            f"{titles.get(g.doc_id, f'document {g.doc_id} (deleted)')}  {g.model_id}  {speed}".rstrip()
+        )
+    interrupted = proj.interrupted_generations()
+    if interrupted:
+        ids = ", ".join(f"#{g.id}" for g in interrupted)
+        print(
+            f"\n{len(interrupted)} interrupted generation(s) ({ids}) can be recovered: "
+            f"swiftwriter project recover {args.file} ID"
+        )
+    return 0
+
+
+def _recover(proj, args) -> int:
+    gen = proj.recover_generation(args.generation, append=not args.discard)
+    where = "appended to its document" if gen.applied else "kept in the history only"
+    print(
+        f"Recovered generation #{gen.id}: {gen.n_tokens} tokens, {len(gen.text)} characters, {where}"
+    )
+    return 0
