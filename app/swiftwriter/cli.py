@@ -7,10 +7,10 @@ import os
 import sys
 
 from swiftwriter import __version__
-from swiftwriter.commands import export, generate, models, project
+from swiftwriter.commands import bench, export, generate, models, project
 from swiftwriter.errors import UserError
 
-COMMANDS = [generate, models, export, project]
+COMMANDS = [generate, models, bench, export, project]
 
 
 def build_parser() -> argparse.ArgumentParser:

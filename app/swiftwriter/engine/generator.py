@@ -196,7 +196,7 @@ class Generator:
         nodes that were offered, i.e. whose parent was accepted)."""
         node, path, new, offered = 0, [], [], []
         while True:
-            logits = runner.logits_at(node)
+            logits = runner.logits_at(node, trie)
             presence = window.presence(trie.path_to(node)) if self.sampling.penalty != 1.0 else None
             token = self.pipeline.choose(self.pipeline.process(logits, presence), rng)
             offered.extend(trie.children[node].values())

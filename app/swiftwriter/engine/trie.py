@@ -40,6 +40,14 @@ class Trie:
             node = self.parents[node]
         return out[::-1]
 
+    def subtree(self, node: int, limit: int = 1 << 30) -> list[int]:
+        """`node` and its descendants, breadth first, at most `limit` of them."""
+        out, i = [node], 0
+        while i < len(out) and len(out) < limit:
+            out.extend(self.children[out[i]].values())
+            i += 1
+        return out[:limit]
+
     def ancestor_mask(self) -> torch.Tensor:
         """Bool [n, n]: entry (i, j) is True when j is i itself or one of its ancestors."""
         n = len(self.tokens)

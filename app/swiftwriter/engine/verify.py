@@ -11,8 +11,8 @@ import contextlib
 import os
 
 import torch
-from transformers import DynamicCache
 
+from swiftwriter.engine.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.trie import Trie
 
 
@@ -58,13 +58,14 @@ class ModelRunner:
         self.dtype = next(model.parameters()).dtype
         self.prefill_chunk = prefill_chunk
         self.gqa = self.input_device.type == "cpu"
-        self.cache = DynamicCache(config=self.config)
+        self.cache = growing_cache(self.config)
         self.length = 0  # tokens in the cache
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
+        self._row_logits: dict[int, torch.Tensor] = {}
 
     def reset(self) -> None:
-        self.cache = DynamicCache(config=self.config)
+        self.cache = growing_cache(self.config)
         self.length = 0
 
     @torch.inference_mode()
@@ -113,6 +114,7 @@ class ModelRunner:
                 )
                 self._hidden = out.last_hidden_state[0]
                 self._logits = None
+                self._row_logits = {}
             else:
                 out = self.model(
                     input_ids=ids,
@@ -126,28 +128,37 @@ class ModelRunner:
         self._pending = n
 
     @torch.inference_mode()
-    def logits_at(self, node: int) -> torch.Tensor:
-        """float32 [V] logits after the trie node `node` (computed on demand)."""
+    def logits_at(self, node: int, trie: Trie | None = None) -> torch.Tensor:
+        """float32 [V] logits after trie node `node`, computed on demand: the root alone, then
+        on a miss the node with its whole subtree in one batched lm_head call (the lm_head reads
+        its full weight per call, so a few rows cost little more than one)."""
         if self._logits is not None:
             return self._logits[node].float()
-        h = self._hidden[node : node + 1].to(self.lm_head.weight.device)
-        return self.lm_head(h)[0].float()
+        cached = self._row_logits.get(node)
+        if cached is not None:
+            return cached
+        rows = [node] if node == 0 or trie is None else trie.subtree(node, limit=32)
+        index = torch.tensor(rows, device=self._hidden.device)
+        h = self._hidden.index_select(0, index).to(self.lm_head.weight.device)
+        out = self.lm_head(h).float()
+        for i, r in enumerate(rows):
+            self._row_logits[r] = out[i]
+        return self._row_logits[node]
 
     @torch.inference_mode()
     def compact(self, kept_nodes: list[int]) -> None:
         """Keep the prefix plus the trie nodes `kept_nodes` (root first, in path order)."""
         p, n = self.length, self._pending
         contiguous = kept_nodes == list(range(len(kept_nodes)))
+        offsets = None if contiguous else torch.tensor(kept_nodes)
         for layer in self.cache.layers:
-            if (
-                not getattr(layer, "is_initialized", True)
-                or layer.keys is None
-                or layer.keys.numel() == 0
-            ):
+            if not getattr(layer, "is_initialized", True) or layer.get_seq_length() == 0:
                 continue
             if contiguous:
                 if len(kept_nodes) < n:
                     layer.crop(-(n - len(kept_nodes)))
+            elif isinstance(layer, GrowingLayer):
+                layer.keep(p, offsets)
             else:
                 keep = torch.tensor(
                     [*range(p), *(p + i for i in kept_nodes)], device=layer.keys.device
@@ -158,6 +169,7 @@ class ModelRunner:
                     layer.cumulative_length -= n - len(kept_nodes)
         self.length = p + len(kept_nodes)
         self._hidden = self._logits = None
+        self._row_logits = {}
 
     @torch.inference_mode()
     def time_pass(self, n: int) -> float:

@@ -94,9 +94,14 @@ def pick_dtype(entry: ModelEntry, device: str, dtype: str = "auto") -> str:
 
 
 def load(
-    entry: ModelEntry, device: str = "auto", dtype: str = "auto", device_map=None
+    entry: ModelEntry,
+    device: str = "auto",
+    dtype: str = "auto",
+    device_map=None,
+    cpu_layout: bool = True,
 ) -> LoadedModel:
-    """Load model and tokenizer from the entry's folder, offline."""
+    """Load model and tokenizer from the entry's folder, offline. `cpu_layout` re-lays Linear
+    weights for fast few-row products on CPU (engine/layout.py); the values are unchanged."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -127,4 +132,8 @@ def load(
     if device_map is None:
         model.to(device)
     model.eval()
+    if cpu_layout and device == "cpu" and device_map is None:
+        from swiftwriter.engine.layout import transpose_linear_weights
+
+        transpose_linear_weights(model)
     return LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)

@@ -1,0 +1,125 @@
+"""`swiftwriter bench`: the speed benchmark, every method side by side in one process."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from swiftwriter.commands.common import non_negative_float, positive_int, read_text_file
+from swiftwriter.errors import UserError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="compare plain and accelerated decoding side by side")
+    p.add_argument("--model", help="registry id or model folder (default: the default model)")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="auto", help="auto (measured), float32 or bfloat16")
+    p.add_argument("--prompt-file", help="prompt text (default: a 560-token prose chapter opening)")
+    p.add_argument("--max-new-tokens", type=positive_int, default=2048)
+    p.add_argument("--penalty", type=non_negative_float, default=1.2)
+    p.add_argument("--window", type=positive_int, default=1024)
+    p.add_argument(
+        "--methods",
+        default="hf,hf-lookup,ar,tokenswift",
+        help="comma-separated: hf, hf-lookup, ar, tokenswift",
+    )
+    p.add_argument(
+        "--repeat", type=positive_int, default=1, help="runs per method; the fastest counts"
+    )
+    p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
+    p.add_argument("--json", dest="json_out", help="write the full report here")
+    p.add_argument(
+        "--verify-cost",
+        action="store_true",
+        help="instead: cost of one verification pass over k tree tokens, ours vs stock",
+    )
+    p.set_defaults(func=run)
+
+
+def _prompt_ids(tokenizer, args) -> list[int]:
+    if args.prompt_file:
+        text = read_text_file(args.prompt_file)
+    else:
+        from swiftwriter import paths
+
+        text = (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
+    ids = tokenizer(text, add_special_tokens=False).input_ids
+    if not ids:
+        raise UserError("The prompt is empty")
+    return ids
+
+
+def run(args: argparse.Namespace) -> int:
+    from swiftwriter.engine import bench
+    from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+    from swiftwriter.modelstore import loader, registry
+
+    entry = registry.resolve(args.model)
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = set(methods) - set(bench.METHODS)
+    if unknown:
+        raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(bench.METHODS)}")
+    if args.verify_cost:
+        return _verify_cost(entry, args)
+    loaded = loader.load(entry, device=args.device, dtype=args.dtype)
+    prompt = _prompt_ids(loaded.tokenizer, args)
+    sampling = SamplingSettings(greedy=True, penalty=args.penalty, window=args.window)
+    drafting = (
+        DraftSettings() if args.max_nodes is None else DraftSettings(max_nodes=args.max_nodes)
+    )
+    print(
+        f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
+        f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window}",
+        file=sys.stderr,
+    )
+    report = bench.run_bench(
+        loaded.model, prompt, args.max_new_tokens, sampling, methods, args.repeat, drafting
+    )
+    print(bench.format_table(report))
+    if args.json_out:
+        meta = {
+            "model": entry.id,
+            "device": loaded.device,
+            "dtype": loaded.dtype,
+            "prompt_tokens": len(prompt),
+            "max_new_tokens": args.max_new_tokens,
+            "penalty": args.penalty,
+            "window": args.window,
+            "sampling": "greedy",
+        }
+        Path(args.json_out).write_text(json.dumps({"meta": meta, "methods": report}, indent=2))
+    return 0
+
+
+def _verify_cost(entry, args) -> int:
+    from swiftwriter.engine import verifycost
+    from swiftwriter.modelstore import loader
+
+    dtypes = ["float32", "bfloat16"] if args.dtype == "auto" else [args.dtype]
+    result = {}
+    for dtype in dtypes:
+        ours_model = loader.load(entry, device=args.device, dtype=dtype).model
+        stock_model = loader.load(entry, device=args.device, dtype=dtype, cpu_layout=False).model
+        for context in (512, 4000):
+            ours = verifycost.our_costs(ours_model, context)
+            stock = verifycost.stock_costs(stock_model, context)
+            result[f"{dtype}/{context}"] = {
+                "ours_ms": {k: round(v * 1e3, 1) for k, v in ours.items()},
+                "stock_ms": {k: round(v * 1e3, 1) for k, v in stock.items()},
+            }
+            rel_o, rel_s = verifycost.relative(ours), verifycost.relative(stock)
+            print(
+                f"{dtype:9} ctx {context:5}  ours : "
+                + "  ".join(f"k={k} {ours[k] * 1e3:5.0f}ms x{rel_o[k]:.2f}" for k in ours)
+            )
+            print(
+                f"{'':9} {'':9}  stock: "
+                + "  ".join(f"k={k} {stock[k] * 1e3:5.0f}ms x{rel_s[k]:.2f}" for k in stock),
+                flush=True,
+            )
+        del ours_model, stock_model
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2))
+    return 0

@@ -1,0 +1,189 @@
+"""Side-by-side speed benchmark: every method on the same model object, prompt, settings and
+dtype, in one process, timed the same way (wall clock around the whole call, prefill included).
+
+Methods: `hf` (transformers `generate` with our logits pipeline as a processor), `hf-lookup`
+(the same with prompt lookup decoding), `ar` (our plain decoding) and `tokenswift` (ours)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from swiftwriter.engine.generator import Generator
+from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+
+METHODS = ("hf", "hf-lookup", "ar", "tokenswift")
+
+
+@dataclass
+class MethodResult:
+    method: str
+    tokens: list[int]
+    seconds: float
+    forward_passes: int | None = None
+    accepted_by_source: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.tokens) / self.seconds if self.seconds else 0.0
+
+    @property
+    def tau(self) -> float | None:
+        return len(self.tokens) / self.forward_passes if self.forward_passes else None
+
+
+def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) -> MethodResult:
+    from transformers import LogitsProcessorList
+
+    config = copy.deepcopy(model.generation_config)
+    config.eos_token_id = None  # every method writes exactly n tokens
+    config.pad_token_id = 0
+    config.do_sample = not sampling.greedy
+    config.temperature, config.top_k, config.top_p, config.min_p = 1.0, None, None, None
+    config.repetition_penalty = None
+    ids = torch.tensor([prompt], device=model.get_input_embeddings().weight.device)
+    kwargs = {"prompt_lookup_num_tokens": lookup} if lookup else {}
+    if not sampling.greedy and sampling.seed is not None:
+        torch.manual_seed(sampling.seed)
+    t = time.perf_counter()
+    with torch.inference_mode():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            generation_config=config,
+            max_new_tokens=n,
+            min_new_tokens=n,
+            logits_processor=LogitsProcessorList([PipelineLogitsProcessor(sampling)]),
+            **kwargs,
+        )
+    seconds = time.perf_counter() - t
+    return MethodResult(
+        "hf-lookup" if lookup else "hf",
+        out[0, len(prompt) :].tolist(),
+        seconds,
+        forward_passes=None if lookup else n,
+    )
+
+
+def _ours(model, prompt, n, sampling, drafting, name, sources=()) -> MethodResult:
+    gen = Generator(model, sampling, drafting, sources=list(sources))
+    out: list[int] = []
+    t = time.perf_counter()
+    for event in gen.generate(prompt, n):
+        out.extend(event.tokens)
+    seconds = time.perf_counter() - t
+    st = gen.stats
+    return MethodResult(
+        name,
+        out,
+        seconds,
+        st.forward_passes,
+        dict(st.accepted_by_source),
+        extra={"stats": st.as_dict()},
+    )
+
+
+def run_method(
+    method: str, model, prompt, n, sampling, drafting: DraftSettings | None = None
+) -> MethodResult:
+    if method == "hf":
+        return _hf_generate(model, prompt, n, sampling)
+    if method == "hf-lookup":
+        return _hf_generate(model, prompt, n, sampling, lookup=10)
+    if method == "ar":
+        return _ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
+    if method == "tokenswift":
+        return _ours(model, prompt, n, sampling, drafting or DraftSettings(), "tokenswift")
+    raise ValueError(f"unknown method {method}")
+
+
+def first_divergence(
+    model, prompt, reference: Sequence[int], other: Sequence[int], sampling: SamplingSettings
+) -> dict | None:
+    """Where `other` leaves `reference`, with the target's top-2 logit gap there: a gap within
+    numerical noise is a near-tie, not a logic error."""
+    idx = next((i for i, (a, b) in enumerate(zip(reference, other, strict=False)) if a != b), None)
+    if idx is None:
+        return (
+            None
+            if len(reference) == len(other)
+            else {"index": min(len(reference), len(other)), "gap": None, "near_tie": False}
+        )
+    ids = torch.tensor(
+        [list(prompt) + list(reference[:idx])], device=model.get_input_embeddings().weight.device
+    )
+    with torch.inference_mode():
+        logits = model(ids, logits_to_keep=1).logits[0, -1].float()
+    presence = torch.zeros_like(logits, dtype=torch.bool)
+    presence[ids[0, -sampling.window :]] = True
+    processed = LogitsPipeline(sampling).process(logits, presence)
+    top2 = processed.topk(2).values
+    gap = float(top2[0] - top2[1])
+    dtype = next(model.parameters()).dtype
+    if dtype == torch.float32:
+        near = gap < 1e-4
+    else:  # within the dtype's rounding step at this logit's magnitude (a few ulps)
+        near = gap <= 4 * float(torch.finfo(dtype).eps) * max(1.0, abs(float(top2[0])))
+    return {"index": idx, "gap": gap, "near_tie": near}
+
+
+def run_bench(
+    model,
+    prompt: list[int],
+    n: int,
+    sampling: SamplingSettings,
+    methods: Sequence[str] = METHODS,
+    repeat: int = 1,
+    drafting: DraftSettings | None = None,
+    warmup: bool = True,
+) -> dict:
+    """Run each method `repeat` times (interleaved); keep the fastest run of each."""
+    if warmup:  # first-call costs (allocator, kernels) should not land on whichever runs first
+        run_method("ar", model, prompt, min(8, n), sampling)
+    best: dict[str, MethodResult] = {}
+    for _ in range(repeat):
+        for method in methods:
+            res = run_method(method, model, prompt, n, sampling, drafting)
+            if method not in best or res.seconds < best[method].seconds:
+                best[method] = res
+    reference = best["hf"].tokens if "hf" in best else None
+    hf_seconds = best["hf"].seconds if "hf" in best else None
+    report = {}
+    for method, res in best.items():
+        row = {
+            "tokens": len(res.tokens),
+            "seconds": round(res.seconds, 3),
+            "tokens_per_s": round(res.tokens_per_s, 3),
+            "forward_passes": res.forward_passes,
+            "tau": round(res.tau, 3) if res.tau else None,
+            "accepted_by_source": res.accepted_by_source,
+            "speedup_vs_hf": round(hf_seconds / res.seconds, 3) if hf_seconds else None,
+        }
+        if reference is not None and sampling.greedy:
+            row["identical_to_hf"] = res.tokens == reference
+            row["first_divergence"] = first_divergence(
+                model, prompt, reference, res.tokens, sampling
+            )
+        row.update({k: v for k, v in res.extra.items()})
+        report[method] = row
+    return report
+
+
+def format_table(report: dict) -> str:
+    lines = [
+        f"{'method':14} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'speedup':>8} {'exact':>6}  accepted by source"
+    ]
+    for method, row in report.items():
+        exact = row.get("identical_to_hf")
+        lines.append(
+            f"{method:14} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
+            f"{(row['tau'] or 0):6.2f} {(row['speedup_vs_hf'] or 0):7.2f}x {'-' if exact is None else ('yes' if exact else 'NO'):>6}  "
+            f"{row['accepted_by_source'] or ''}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,100 @@
+"""A KV cache that grows in place: transformers' `DynamicCache` concatenates the whole cache on
+every forward pass (tens of ms per step at a few thousand tokens on a CPU); this one writes new
+keys and values into a preallocated buffer and hands out views. Compaction after acceptance
+moves only the accepted nodes."""
+
+from __future__ import annotations
+
+import torch
+from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
+
+
+class GrowingLayer(DynamicLayer):
+    """One layer's keys/values in a buffer of capacity >= length, doubled when full."""
+
+    def __init__(self, initial_capacity: int = 512, **kwargs):
+        super().__init__(**kwargs)
+        self.capacity = initial_capacity
+        self.length = 0
+        self._k = self._v = None
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.device = key_states.device
+        self.is_initialized = True
+
+    def _ensure(self, needed: int, like_k: torch.Tensor, like_v: torch.Tensor) -> None:
+        if self._k is not None and needed <= self._k.shape[-2]:
+            return
+        cap = max(self.capacity, needed)
+        while cap < needed:
+            cap *= 2
+        if self._k is not None:
+            cap = max(cap, 2 * self._k.shape[-2])
+        b, h, _, d = like_k.shape
+        new_k = like_k.new_empty(b, h, cap, d)
+        new_v = like_v.new_empty(b, h, cap, like_v.shape[-1])
+        if self._k is not None and self.length:
+            new_k[:, :, : self.length] = self._k[:, :, : self.length]
+            new_v[:, :, : self.length] = self._v[:, :, : self.length]
+        self._k, self._v = new_k, new_v
+
+    def update(self, key_states, value_states, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n = key_states.shape[-2]
+        self._ensure(self.length + n, key_states, value_states)
+        self._k[:, :, self.length : self.length + n] = key_states
+        self._v[:, :, self.length : self.length + n] = value_states
+        self.length += n
+        return self.keys, self.values
+
+    @property
+    def keys(self):
+        return None if self._k is None else self._k[:, :, : self.length]
+
+    @keys.setter
+    def keys(self, value):  # DynamicLayer.__init__/reset assign None
+        if value is None:
+            self._k, self.length = None, 0
+        else:
+            raise AttributeError("GrowingLayer keys are written through update()")
+
+    @property
+    def values(self):
+        return None if self._v is None else self._v[:, :, : self.length]
+
+    @values.setter
+    def values(self, value):
+        if value is None:
+            self._v = None
+        else:
+            raise AttributeError("GrowingLayer values are written through update()")
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+    def crop(self, tokens_to_remove: int) -> None:
+        if tokens_to_remove > 0:
+            raise ValueError("crop takes a negative count")
+        self.length = max(0, self.length + tokens_to_remove)
+
+    def keep(self, prefix: int, offsets: torch.Tensor) -> None:
+        """Keep [0, prefix) plus the entries at prefix + offsets (sorted, offsets[0] >= 0)."""
+        if self._k is None:
+            return
+        src = offsets.to(self._k.device) + prefix
+        m = src.numel()
+        self._k[:, :, prefix : prefix + m] = self._k.index_select(2, src)
+        self._v[:, :, prefix : prefix + m] = self._v.index_select(2, src)
+        self.length = prefix + m
+
+
+def growing_cache(config, initial_capacity: int = 512) -> DynamicCache:
+    """A DynamicCache whose layers grow in place (full-attention decoders: Llama, Qwen2, ...)."""
+    cache = DynamicCache(config=config)
+    n_layers = len(cache.layers) if cache.layers else config.num_hidden_layers
+    if any(getattr(layer, "is_sliding", False) for layer in cache.layers):
+        return cache  # sliding-window layers keep transformers' own logic
+    cache.layers = [GrowingLayer(initial_capacity) for _ in range(n_layers)]
+    return cache

@@ -1,0 +1,65 @@
+"""How the cost of one verification pass grows with the number of tree tokens k, at a given
+cached context: our path (in-place cache, native grouped-query attention, [in, out] weights,
+lm_head only where needed) against stock transformers (DynamicCache, 4-D mask, full logits)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+from transformers import DynamicCache
+
+from swiftwriter.engine.verify import ModelRunner
+
+KS = (1, 4, 16, 32, 64)
+
+
+def _star_mask(n: int, p: int, dtype) -> torch.Tensor:
+    allowed = torch.ones(n, p + n, dtype=torch.bool)
+    allowed[:, p:] = False
+    allowed[:, p] = True  # every node sees the root
+    allowed[torch.arange(n), p + torch.arange(n)] = True
+    mask = torch.zeros(n, p + n, dtype=dtype)
+    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
+    return mask[None, None]
+
+
+@torch.inference_mode()
+def stock_costs(model, context: int, ks=KS, reps: int = 5) -> dict[int, float]:
+    """Stock transformers: a forward over k tokens after `context` cached tokens (median)."""
+    torch.manual_seed(0)
+    prefix = torch.randint(100, 1000, (1, context))
+    cache = DynamicCache(config=model.config)
+    model(prefix, cache=cache, use_cache=True, logits_to_keep=1)
+    dtype = next(model.parameters()).dtype
+    out = {}
+    for k in ks:
+        ids = torch.randint(100, 1000, (1, k))
+        pos = torch.full((1, k), context)
+        pos[0, 1:] += 1
+        mask = None if k == 1 else _star_mask(k, context, dtype)
+        times = []
+        for _ in range(reps + 1):
+            t = time.perf_counter()
+            model(ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True)
+            times.append(time.perf_counter() - t)
+            cache.crop(-k)
+        out[k] = statistics.median(times[1:])
+    return out
+
+
+@torch.inference_mode()
+def our_costs(model, context: int, ks=KS, reps: int = 5) -> dict[int, float]:
+    torch.manual_seed(0)
+    runner = ModelRunner(model)
+    runner.prefill(torch.randint(100, 1000, (context,)).tolist())
+    out = {}
+    for k in ks:
+        times = [runner.time_pass(k) for _ in range(reps + 1)]
+        out[k] = statistics.median(times[1:])
+    return out
+
+
+def relative(costs: dict[int, float]) -> dict[int, float]:
+    return {k: v / costs[1] for k, v in costs.items()}
