@@ -121,6 +121,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
         if not path.parent.is_dir():
             raise ProjectError(f"No such folder: {path.parent}")
         tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
+        db = None
         try:
             db = sqlite_utils.Database(sqlite3.connect(tmp), execute_plugins=False)
             db.enable_wal()
@@ -139,6 +140,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                     ]
                 )
             db.close()  # checkpoints the WAL: the file is complete before it gets its name
+            db = None
             try:
                 os.link(tmp, path)  # fails if the name was taken meanwhile, never overwrites
             except FileExistsError as exc:
@@ -152,6 +154,8 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
         except (OSError, sqlite3.Error) as exc:
             raise ProjectError(f"Could not create {path}: {exc}") from exc
         finally:
+            if db is not None:
+                db.close()
             for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
                 with contextlib.suppress(OSError):
                     leftover.unlink()
