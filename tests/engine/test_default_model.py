@@ -16,8 +16,20 @@ COMMON = {"the", "a", "and", "to", "of", "was", "she", "he", "her", "in", "it", 
 @pytest.mark.default_model
 def test_generate_cli_writes_coherent_english():
     result = subprocess.run(
-        [sys.executable, "-m", "swiftwriter", "generate", "--prompt-file", str(DATA / "prose_prompt.txt"),
-         "--max-new-tokens", "120"], capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "swiftwriter",
+            "generate",
+            "--prompt-file",
+            str(DATA / "prose_prompt.txt"),
+            "--max-new-tokens",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     words = re.findall(r"[A-Za-z']+", result.stdout)
     assert len(words) >= 30, result.stdout

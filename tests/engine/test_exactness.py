@@ -7,20 +7,27 @@ import zlib
 
 import pytest
 import torch
-from transformers import LogitsProcessorList
-
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.logits import PipelineLogitsProcessor
+from transformers import LogitsProcessorList
 
 
 def hf_greedy(model, prompt, n, sampling, eos=None):
     ids = torch.tensor([prompt])
     out = model.generate(
-        ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=n,
+        do_sample=False,
         logits_processor=LogitsProcessorList([PipelineLogitsProcessor(sampling)]),
-        eos_token_id=eos, pad_token_id=0, num_beams=1, top_k=None, top_p=None, temperature=None,
+        eos_token_id=eos,
+        pad_token_id=0,
+        num_beams=1,
+        top_k=None,
+        top_p=None,
+        temperature=None,
     )
-    return out[0, len(prompt):].tolist()
+    return out[0, len(prompt) :].tolist()
 
 
 def ours(model, prompt, n, sampling, drafting=None, eos=()):
@@ -49,12 +56,18 @@ def test_greedy_identical_to_hf_generate(arch, penalty, request):
     for trial in range(4):
         length = [1, 5, 40, 200][trial]
         prompt = repetitive_prompt(rng, 256, length)
-        sampling = SamplingSettings(greedy=True, penalty=penalty, window=rng.choice([4, 8, 64, 1024]))
+        sampling = SamplingSettings(
+            greedy=True, penalty=penalty, window=rng.choice([4, 8, 64, 1024])
+        )
         expected = hf_greedy(model, prompt, 300, sampling)
         got, stats = ours(model, prompt, 300, sampling)
-        assert got == expected, f"trial {trial}: first divergence at {next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)}"
+        assert got == expected, (
+            f"trial {trial}: first divergence at {next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)}"
+        )
         total_accepted += stats.accepted_drafts
-    assert total_accepted > 0, "the drafts were never accepted: the test did not exercise speculation"
+    assert total_accepted > 0, (
+        "the drafts were never accepted: the test did not exercise speculation"
+    )
 
 
 def test_plain_decoding_identical(tiny_llama):

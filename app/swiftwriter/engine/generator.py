@@ -117,7 +117,7 @@ class Generator:
                 stats.stop_reason = "cancelled"
                 yield StepEvent([], StepStats(0, 0, 0, {}, [], 0, 0, 0), stats, True, "cancelled")
                 return
-            remaining = max_new_tokens - len(produced)
+            remaining = min(max_new_tokens - len(produced), self._room(committed))
             t_draft = time.perf_counter()
             trie = build_trie(
                 committed[-1],
@@ -126,7 +126,7 @@ class Generator:
                 self.drafting.max_depth,
             )
             exploring = False
-            budget = min(self.drafting.max_nodes, remaining - 1, self._room(runner) - 1)
+            budget = min(self.drafting.max_nodes, remaining - 1)
             if budget > 0 and len(trie) > 1:
                 probs = sorted(trie.probs[1:], reverse=True)
                 keep = best_size(probs, self.costs, budget) if self.drafting.adaptive else budget
@@ -175,7 +175,7 @@ class Generator:
                 t_end - t_after,
             )
             stats.add(step)
-            reason = self._stop_reason(new, produced, max_new_tokens, runner, stop_on_text)
+            reason = self._stop_reason(new, produced, max_new_tokens, committed, stop_on_text)
             if reason:
                 stats.stop_reason = reason
             yield StepEvent(new, step, stats, bool(reason), reason)
@@ -207,20 +207,20 @@ class Generator:
             path.append(child)
             node = child
 
-    def _room(self, runner: ModelRunner) -> int:
-        """Tokens the cache may still take before the model's context window is full."""
+    def _room(self, committed: list[int]) -> int:
+        """Tokens the sequence may still grow by before the model's context window is full."""
         if self.max_context is None:
             return 1 << 30
-        return self.max_context - runner.length
+        return self.max_context - len(committed)
 
-    def _stop_reason(self, new, produced, max_new_tokens, runner, stop_on_text) -> str:
+    def _stop_reason(self, new, produced, max_new_tokens, committed, stop_on_text) -> str:
         if any(t in self.eos_ids for t in new):
             return "eos"
         if len(produced) >= max_new_tokens:
             return "length"
         if stop_on_text is not None and stop_on_text(produced):
             return "stop_string"
-        if self._room(runner) < 1:
+        if self._room(committed) < 1:
             return "context_full"
         return ""
 

@@ -34,6 +34,16 @@ def _native_gqa(enabled: bool):
             os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = old
 
 
+def execution_device(module) -> torch.device:
+    """Where a module computes: accelerate's hook says so for offloaded (meta) weights."""
+    hook = getattr(module, "_hf_hook", None)
+    device = getattr(hook, "execution_device", None) if hook is not None else None
+    if device is not None:
+        return torch.device(device) if not isinstance(device, torch.device) else device
+    param = next(module.parameters(), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
 class ModelRunner:
     """Owns the KV cache of one generation and runs the target model over tries."""
 
@@ -49,12 +59,8 @@ class ModelRunner:
             and not getattr(self.config, "final_logit_softcapping", None)
             and getattr(self.config, "logit_scale", None) is None
         )
-        self.device = (
-            self.lm_head.weight.device
-            if self.lm_head is not None
-            else next(model.parameters()).device
-        )
-        self.input_device = model.get_input_embeddings().weight.device
+        self.device = execution_device(self.lm_head if self.lm_head is not None else model)
+        self.input_device = execution_device(model.get_input_embeddings())
         self.dtype = next(model.parameters()).dtype
         self.prefill_chunk = prefill_chunk
         self.gqa = self.input_device.type == "cpu"
@@ -139,7 +145,7 @@ class ModelRunner:
             return cached
         rows = [node] if node == 0 or trie is None else trie.subtree(node, limit=32)
         index = torch.tensor(rows, device=self._hidden.device)
-        h = self._hidden.index_select(0, index).to(self.lm_head.weight.device)
+        h = self._hidden.index_select(0, index).to(self.device)
         out = self.lm_head(h).float()
         for i, r in enumerate(rows):
             self._row_logits[r] = out[i]
