@@ -161,3 +161,15 @@ def test_read_only_view_refuses_writes_and_leaves_the_file_alone(project, projec
     assert file_digest(project_path) == digest
     with Project.open(project_path) as proj:
         assert proj.document(doc.id).text == "text"
+
+
+def test_the_store_and_its_cli_never_import_torch_or_qt():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, swiftwriter.store, swiftwriter.store.importing, swiftwriter.commands.project\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('torch', 'PySide6', 'transformers')]\n"
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
