@@ -42,7 +42,8 @@ def test_cancel_takes_effect_within_one_step(tiny_llama):
     gen = Generator(tiny_llama, SamplingSettings(penalty=1.0))
     stop = threading.Event()
     steps_after_cancel = 0
-    for i, event in enumerate(gen.generate([4, 5, 6], 10_000, should_stop=stop.is_set)):
+    event = None
+    for i, event in enumerate(gen.generate([4, 5, 6], 10_000, should_stop=stop.is_set)):  # noqa: B007
         if stop.is_set():
             steps_after_cancel += 1
         if i == 5:

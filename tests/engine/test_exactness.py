@@ -62,7 +62,7 @@ def test_greedy_identical_to_hf_generate(arch, penalty, request):
         expected = hf_greedy(model, prompt, 300, sampling)
         got, stats = ours(model, prompt, 300, sampling)
         assert got == expected, (
-            f"trial {trial}: first divergence at {next(i for i, (a, b) in enumerate(zip(got, expected)) if a != b)}"
+            f"trial {trial}: first divergence at {next(i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b)}"
         )
         total_accepted += stats.accepted_drafts
     assert total_accepted > 0, (
