@@ -13,9 +13,9 @@ class AcceptanceEstimator:
 
     def __init__(
         self,
-        prior_accept: float = 1.0,
-        prior_reject: float = 3.0,
-        decay: float = 0.97,
+        prior_accept: float = 0.5,
+        prior_reject: float = 9.5,
+        decay: float = 0.99,
         max_depth: int = 8,
         max_rank: int = 3,
     ):
@@ -70,3 +70,43 @@ class CostModel:
             (s1, t1), (s0, t0) = known[-1], known[-2] if len(known) > 1 else known[-1]
         t = t0 if s1 == s0 else t0 + (t1 - t0) * (n - s0) / (s1 - s0)
         return max(1.0, t / base)
+
+
+class ShadowLearner:
+    """Learns acceptance from every proposal, drafted or not: once the target has committed the
+    tokens that follow, each proposed node is judged as if it had been verified (offered when
+    its parent matched, accepted when it matched too). A source that was priced out of the trie
+    keeps being measured, so it wins its budget back as soon as it starts being right."""
+
+    def __init__(self, estimator: AcceptanceEstimator, horizon: int = 8, max_pending: int = 32):
+        self.estimator = estimator
+        self.horizon = horizon
+        self.max_pending = max_pending
+        self.pending: list[tuple[int, object]] = []
+
+    def add(self, start: int, trie) -> None:
+        """`trie` proposed continuations of the first `start` committed tokens."""
+        if len(trie) > 1:
+            self.pending.append((start, trie))
+            if len(self.pending) > self.max_pending:
+                self.pending.pop(0)
+
+    def update(self, committed) -> None:
+        keep = []
+        for start, trie in self.pending:
+            if len(committed) - start >= self.horizon:
+                self._judge(trie, committed[start : start + self.horizon])
+            else:
+                keep.append((start, trie))
+        self.pending = keep
+
+    def _judge(self, trie, actual) -> None:
+        matched = [True] + [False] * (len(trie) - 1)
+        for node in range(1, len(trie)):  # parents come before their children
+            depth = trie.depths[node]
+            if depth > len(actual) or not matched[trie.parents[node]]:
+                continue
+            ok = trie.tokens[node] == actual[depth - 1]
+            matched[node] = ok
+            for src in trie.sources[node]:
+                self.estimator.record(src, depth, trie.ranks[node], ok)

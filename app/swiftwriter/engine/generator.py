@@ -10,13 +10,14 @@ Either way every emitted token is drawn from exactly the distribution plain deco
 from __future__ import annotations
 
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from swiftwriter.engine.estimate import AcceptanceEstimator, CostModel
+from swiftwriter.engine.estimate import AcceptanceEstimator, CostModel, ShadowLearner
 from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 from swiftwriter.engine.sources import CandidateSource, build_sources
@@ -24,6 +25,9 @@ from swiftwriter.engine.stats import RunStats, StepStats
 from swiftwriter.engine.trie import best_size, build_trie, prune
 from swiftwriter.engine.verify import ModelRunner
 from swiftwriter.errors import UserError
+
+# One cost model per model object: measured once, then refined by every run on that model.
+_COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -68,7 +72,7 @@ class Generator:
         )
         self.max_context = context_length(model.config)
         self.pipeline = LogitsPipeline(self.sampling)
-        self.costs = CostModel()
+        self.costs = _COSTS.setdefault(model, CostModel())
         self.stats = RunStats()
 
     # -- the loop ---------------------------------------------------------------------------
@@ -92,6 +96,7 @@ class Generator:
             + self.extra_sources
         )
         estimator = AcceptanceEstimator()
+        learner = ShadowLearner(estimator)
         window = PenaltyWindow(self.vocab_size, sampling.window, device=runner.device)
         rng = None
         if not sampling.greedy:
@@ -106,12 +111,11 @@ class Generator:
         for src in sources:
             src.observe(prompt)
         if self.calibrate and sources and self.drafting.max_nodes > 0 and not self.costs.ready():
-            for n in (1, 2, 4, 8, 16, 32):
+            for n in (1, 2, 4, 8, 16, 32):  # about 0.5 s once per model; refined online
                 self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
 
         committed = list(prompt)
         produced: list[int] = []
-        explore_every, since_explore = 4, 0
         while True:
             if should_stop is not None and should_stop():
                 stats.stop_reason = "cancelled"
@@ -125,30 +129,21 @@ class Generator:
                 estimator,
                 self.drafting.max_depth,
             )
-            exploring = False
+            learner.add(len(committed), trie)
             budget = min(self.drafting.max_nodes, remaining - 1)
+            keep = 0
             if budget > 0 and len(trie) > 1:
                 probs = sorted(trie.probs[1:], reverse=True)
                 keep = best_size(probs, self.costs, budget) if self.drafting.adaptive else budget
-                if keep == 0 and self.drafting.adaptive:
-                    since_explore += 1
-                    if since_explore >= explore_every:  # keep learning whether drafts pay again
-                        keep, since_explore, exploring = 1, 0, True
-                trie = prune(trie, keep)
-            else:
-                trie = prune(trie, 0)
+            trie = prune(trie, keep)
             t_verify = time.perf_counter()
             runner.forward_trie(trie)
-            path, new, offered = self._walk(trie, runner, window, rng, remaining)
+            path, new = self._walk(trie, runner, window, rng, remaining)
             t_after = time.perf_counter()
             runner.compact([0] + path)
             self.costs.observe(len(trie), t_after - t_verify)
             by_source: Counter = Counter()
             by_depth = [0] * len(path)
-            for node in offered:
-                ok = node in path
-                for src in trie.sources[node]:
-                    estimator.record(src, trie.depths[node], trie.ranks[node], ok)
             for node in path:
                 by_depth[trie.depths[node] - 1] += 1
                 by_source[
@@ -156,9 +151,8 @@ class Generator:
                     if len(trie.sources[node]) == 1
                     else "+".join(trie.sources[node])
                 ] += 1
-            if exploring:
-                explore_every = 4 if path else min(explore_every * 2, 64)
             committed.extend(new)
+            learner.update(committed)
             produced.extend(new)
             window.extend(new)
             for src in sources:
@@ -192,18 +186,16 @@ class Generator:
         return out
 
     def _walk(self, trie, runner: ModelRunner, window: PenaltyWindow, rng, remaining: int):
-        """Follow the target's choices down the trie. Returns (accepted node path, new tokens,
-        nodes that were offered, i.e. whose parent was accepted)."""
-        node, path, new, offered = 0, [], [], []
+        """Follow the target's choices down the trie. Returns (accepted node path, new tokens)."""
+        node, path, new = 0, [], []
         while True:
             logits = runner.logits_at(node, trie)
             presence = window.presence(trie.path_to(node)) if self.sampling.penalty != 1.0 else None
             token = self.pipeline.choose(self.pipeline.process(logits, presence), rng)
-            offered.extend(trie.children[node].values())
             child = trie.children[node].get(token)
             new.append(token)
             if child is None or len(new) >= remaining or token in self.eos_ids:
-                return path, new, offered
+                return path, new
             path.append(child)
             node = child
 

@@ -117,12 +117,17 @@ def prune(trie: Trie, keep: int) -> Trie:
     )
 
 
-def best_size(probs_desc: Sequence[float], cost: Callable[[int], float], max_nodes: int) -> int:
+def best_size(
+    probs_desc: Sequence[float], cost: Callable[[int], float], max_nodes: int, margin: float = 1.03
+) -> int:
     """Number of draft nodes that maximises expected tokens per step / cost of the pass.
 
     Expected tokens = 1 (the target's own token) + the sum of the chosen nodes' acceptance
-    probabilities; cost(n) is the relative cost of verifying n tokens (root included)."""
-    best_k, best_rate, total = 0, 1.0 / cost(1), 1.0
+    probabilities; cost(n) is the relative cost of verifying n tokens (root included). Drafting
+    must beat plain decoding by `margin`, so estimates that only just favour it (noise) do not
+    make the engine slower than plain decoding."""
+    plain_rate = 1.0 / cost(1)
+    best_k, best_rate, total = 0, plain_rate * margin, 1.0
     for k, p in enumerate(probs_desc[:max_nodes], start=1):
         total += p
         rate = total / cost(k + 1)

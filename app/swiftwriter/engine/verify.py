@@ -83,7 +83,8 @@ class ModelRunner:
                 None
             ]
             if self.lazy_head:
-                self.decoder(input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True)
+                with _native_gqa(self.gqa):
+                    self.decoder(input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True)
             else:
                 self.model(
                     input_ids=ids,
@@ -109,7 +110,7 @@ class ModelRunner:
         ids = torch.tensor([trie.tokens], device=self.input_device)
         pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
         mask = None if trie.is_chain() else self.tree_mask(trie)
-        with _native_gqa(self.gqa and mask is not None):
+        with _native_gqa(self.gqa and n > 1):
             if self.lazy_head:
                 out = self.decoder(
                     input_ids=ids,
