@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from swiftwriter.engine.generator import Generator, context_length
+from swiftwriter.engine.generator import Generator, StepEvent, context_length
 from swiftwriter.engine.history_source import HistoryIndex, HistorySource
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 from swiftwriter.engine.textgen import IncrementalDecoder, eos_ids_of
@@ -113,7 +113,9 @@ class DocumentSession:
 
     `loaded` is a modelstore LoadedModel; tests pass `model` and `tokenizer` instead (any
     tokenizer with HF's `encode(text, add_special_tokens=False)` and
-    `decode(ids, skip_special_tokens=True)`)."""
+    `decode(ids, skip_special_tokens=True)`). `prompt_text` replaces the document's text in the
+    prompt (the app passes the text before the cursor); `extra_stats` is merged into the
+    generation's stats when it closes (the app adds its measured plain-decoding baseline)."""
 
     def __init__(
         self,
@@ -131,6 +133,7 @@ class DocumentSession:
         history: bool | ProjectHistory = True,
         use_notes: bool = True,
         flush_interval: float = 1.0,
+        prompt_text: str | None = None,
     ):
         if project.readonly:
             raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
@@ -156,6 +159,8 @@ class DocumentSession:
         self.max_new_tokens = max_new_tokens
         self.use_notes = use_notes
         self.flush_interval = flush_interval
+        self.prompt_text = prompt_text
+        self.extra_stats: dict = {}
         self.encode = self.encoder_for(tokenizer)
         if isinstance(history, ProjectHistory):
             self.history = history
@@ -179,7 +184,8 @@ class DocumentSession:
     def build_prompt(self) -> list[int]:
         """Pinned notes, then the document's text; when too long for the model, the notes
         keep at most half the room and the document keeps its end."""
-        doc_ids = self.encode(self.project.document(self.doc_id).text)
+        text = self.prompt_text
+        doc_ids = self.encode(self.project.document(self.doc_id).text if text is None else text)
         note_ids = self.encode(self.notes_text())
         limit = context_length(self.model.config)
         if limit is not None:
@@ -199,8 +205,10 @@ class DocumentSession:
         self,
         should_stop: Callable[[], bool] | None = None,
         on_text: Callable[[str], None] | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
     ) -> SessionResult:
         """Generate, stream into the store, append to the document; returns what happened.
+        `on_step` sees every engine step (live statistics), after its text went to `on_text`.
 
         Cancelled (by `should_stop` or Ctrl-C): the text so far is still appended. Failed: the
         text so far stays in the generation's record, the document is unchanged."""
@@ -240,6 +248,8 @@ class DocumentSession:
                     shown.append(piece)
                     if on_text is not None:
                         on_text(piece)
+                if on_step is not None:
+                    on_step(event)
             tail = self._tail(produced, "".join(shown))
             if tail:
                 record.append(tail, ())
@@ -249,13 +259,13 @@ class DocumentSession:
             cancelled = isinstance(exc, KeyboardInterrupt)
             record.finish(
                 "cancelled" if cancelled else "failed",
-                self._stats(generator, history_source, history_stats),
+                {**self._stats(generator, history_source, history_stats), **self.extra_stats},
                 error=None if cancelled else f"{type(exc).__name__}: {exc}",
                 append_to_document=cancelled,
             )
             raise
         status = "cancelled" if generator.stats.stop_reason == "cancelled" else "finished"
-        stats = self._stats(generator, history_source, history_stats)
+        stats = {**self._stats(generator, history_source, history_stats), **self.extra_stats}
         generation = record.finish(status, stats, append_to_document=True)
         if self.history is not None:
             self.history.add_generation(self.project.generation(generation.id))
@@ -294,8 +304,9 @@ def generate_into_document(
     *,
     should_stop: Callable[[], bool] | None = None,
     on_text: Callable[[str], None] | None = None,
+    on_step: Callable[[StepEvent], None] | None = None,
     **kwargs,
 ) -> SessionResult:
     """One call for the CLI and scripts: see DocumentSession for the other arguments."""
     session = DocumentSession(project, doc_id, loaded, **kwargs)
-    return session.run(should_stop=should_stop, on_text=on_text)
+    return session.run(should_stop=should_stop, on_text=on_text, on_step=on_step)

@@ -13,8 +13,9 @@ import pytest
 def test_run_command_opens_app_on_default_model():
     """What `make run` does, minus the event loop: start, load the default model, quit."""
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SWIFTWRITER_EXIT_WHEN_READY="1")
-    result = subprocess.run([sys.executable, "-m", "swiftwriter"], env=env, capture_output=True,
-                            text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "swiftwriter"], env=env, capture_output=True, text=True, timeout=300
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ready: smollm2-135m-instruct" in result.stdout
 

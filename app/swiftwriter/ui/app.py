@@ -13,8 +13,9 @@ def run_app(model: str | None = None, project: str | None = None) -> int:
     from swiftwriter.ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("SwiftWriter")
     app.setApplicationName("SwiftWriter")
-    window = MainWindow(model=model)
+    window = MainWindow(model=model, project=project)
     window.show()
     # For packaging checks and the start-up test: quit once the model is ready (or failed).
     if os.environ.get("SWIFTWRITER_EXIT_WHEN_READY") == "1":

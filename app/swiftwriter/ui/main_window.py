@@ -1,46 +1,284 @@
-"""The main window: for now an editor and a status line that says which model is ready."""
+"""The main window: welcome screen or the writing desk (project tree, editor, notes, generation
+panel, speed dock), its menus, the project's life cycle and autosave.
+
+Safety rules live here: the editor's text is saved a few seconds after the writer stops typing,
+before every generation, when another document is chosen and on close; interrupted generations
+are offered for recovery on open; a project open in another SwiftWriter opens read-only and the
+window says so; closing while a generation runs asks first."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Signal
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QLabel, QMainWindow, QPlainTextEdit
+from pathlib import Path
 
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from swiftwriter.errors import UserError
+from swiftwriter.store import Project, ProjectError
+from swiftwriter.ui.editor import Editor, FindBar
+from swiftwriter.ui.generation import GenerationController
+from swiftwriter.ui.generation_panel import GenerationPanel
 from swiftwriter.ui.model_worker import start_loader
+from swiftwriter.ui.notes import NotesPanel
+from swiftwriter.ui.project_tree import ProjectTree
+from swiftwriter.ui.settings import AppSettings, SettingsDialog, apply_theme, is_dark
+from swiftwriter.ui.stats_dock import StatsDock
+from swiftwriter.ui.welcome import WelcomePage, create_sample_project
+
+FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 
 
 class MainWindow(QMainWindow):
     model_ready = Signal(object)
     model_failed = Signal(str)
+    project_opened = Signal(object)
 
-    def __init__(self, model: str | None = None, load_model: bool = True):
+    def __init__(
+        self,
+        model: str | None = None,
+        load_model: bool = True,
+        project: str | Path | None = None,
+        settings: AppSettings | None = None,
+    ):
         super().__init__()
         self.setWindowTitle("SwiftWriter")
-        self.resize(1100, 750)
-        self.editor = QPlainTextEdit(self)
-        self.editor.setPlaceholderText("Start writing, or give the model a first paragraph…")
-        font = QFont("Serif")
-        font.setPointSize(12)
-        self.editor.setFont(font)
-        self.setCentralWidget(self.editor)
-        self.model_label = QLabel("No model", self)
-        self.statusBar().addPermanentWidget(self.model_label)
+        self.resize(1280, 820)
+        self.settings = settings or AppSettings()
+        apply_theme(self.settings.theme)
+        self.project: Project | None = None
+        self.doc_id: int | None = None
         self.loaded_model = None
+        self.last_error = ""
         self._loader = None
+        self._thread = None
+        self._saved_text = ""
+        self._loading_doc = False
+        self._histories: dict = {}
+        self._last_deleted: int | None = None
+        self.generation = GenerationController(self)
+        self._build_actions()
+        self._build_ui()
+        self._build_menus()
+        self.settings.restore_layout(self)
+        self._update_actions()
+        if project:
+            self.open_project(project)
         if load_model:
-            self.load_model(model)
+            self.load_model(model or self.settings.model or None)
 
+    # -- building ---------------------------------------------------------------------------
+    def _action(self, name: str, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcuts(shortcut if isinstance(shortcut, list) else [shortcut])
+        action.setToolTip(tip or text)
+        action.triggered.connect(lambda _checked=False: slot())
+        self.actions_by_name[name] = action
+        self.addAction(action)
+        return action
+
+    def _build_actions(self) -> None:
+        self.actions_by_name: dict[str, QAction] = {}
+        a = self._action
+        g = self.generation
+        a("generate", "Generate", g.generate,
+          [QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")],
+          "Write from the cursor (Ctrl+Enter)")  # fmt: skip
+        a("stop", "Stop", g.stop, QKeySequence(Qt.Key.Key_Escape), "Stop the generation (Esc)")
+        a("continue", "Continue", g.continue_, QKeySequence("Ctrl+Shift+Return"),
+          "Write on from the end of the document")  # fmt: skip
+        a("regenerate", "Regenerate", g.regenerate, QKeySequence("Ctrl+R"),
+          "Another take at the same spot; the previous one is kept")  # fmt: skip
+        a("undo", "Undo generation", g.undo_generation, QKeySequence("Ctrl+Shift+Z"),
+          "Remove the last generated text (one step)")  # fmt: skip
+        a("new", "New project…", self.new_project, QKeySequence.StandardKey.New)
+        a("open", "Open project…", self.open_project_dialog, QKeySequence.StandardKey.Open)
+        a("sample", "Open sample project", self.open_sample)
+        a("close_project", "Close project", self.close_project)
+        a("save", "Save", lambda: self.save_now(force=True), QKeySequence.StandardKey.Save)
+        a("import", "Import…", self.import_dialog)
+        a("export_md", "Export as Markdown…", lambda: self.export_dialog("md"))
+        a("export_docx", "Export as Word (.docx)…", lambda: self.export_dialog("docx"))
+        a("quit", "Quit", self.close, QKeySequence.StandardKey.Quit)
+        a("find", "Find and replace…", self._open_find, QKeySequence.StandardKey.Find)
+        a("undo_delete", "Undo delete", self.undo_delete)
+        a("history", "History…", self.open_history, QKeySequence("Ctrl+H"))
+        a("models", "Models…", self.open_models)
+        a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
+
+    def _build_ui(self) -> None:
+        self.welcome = WelcomePage()
+        self.welcome.new_requested.connect(self.new_project)
+        self.welcome.open_requested.connect(self.open_project_dialog)
+        self.welcome.sample_requested.connect(self.open_sample)
+        self.welcome.recent_requested.connect(self.open_project)
+        self.welcome.set_recent(self.settings.recent_projects())
+
+        self.editor = Editor(dark=is_dark(self.settings.theme))
+        self.editor.setFont(self.settings.editor_font)
+        self.banner = QLabel("")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("background: #f6e7b4; color: #3b3000; padding: 6px 10px;")
+        self.banner.hide()
+        self.find_bar = FindBar(self.editor)
+        desk = QWidget()
+        column = QVBoxLayout(desk)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(0)
+        column.addWidget(self.banner)
+        column.addWidget(self.find_bar)
+        column.addWidget(self.editor, 1)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.welcome)
+        self.stack.addWidget(desk)
+        self.setCentralWidget(self.stack)
+
+        self.tree = ProjectTree()
+        self.tree.confirm = self.ask
+        self.tree.document_selected.connect(self.show_document)
+        self.tree.deleted.connect(self._on_deleted)
+        self.notes = NotesPanel()
+        self.panel = GenerationPanel(self.actions_by_name, self.settings.default_preset)
+        self.panel.take_chosen.connect(self.generation.choose_take)
+        self.stats_dock = StatsDock(self)
+        self.docks = {}
+        for name, title, widget, area in (
+            ("project", "Project", self.tree, Qt.DockWidgetArea.LeftDockWidgetArea),
+            ("notes", "Notes", self.notes, Qt.DockWidgetArea.LeftDockWidgetArea),
+            ("generate", "Generate", self.panel, Qt.DockWidgetArea.RightDockWidgetArea),
+        ):
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"{name}_dock")
+            dock.setWidget(widget)
+            self.addDockWidget(area, dock)
+            self.docks[name] = dock
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.stats_dock)
+        self.docks["stats"] = self.stats_dock
+        self.resizeDocks([self.docks["project"], self.docks["generate"]], [240, 300],
+                         Qt.Orientation.Horizontal)  # fmt: skip
+
+        self.words_label = QLabel("")
+        self.save_label = QLabel("")
+        self.model_label = QLabel("No model", self)
+        for label in (self.words_label, self.save_label, self.model_label):
+            self.statusBar().addPermanentWidget(label)
+        self.undo_delete_button = QPushButton("Undo delete")
+        self.undo_delete_button.setFlat(True)
+        self.undo_delete_button.clicked.connect(self.undo_delete)
+        self.undo_delete_button.hide()
+        self.statusBar().addWidget(self.undo_delete_button)
+
+        self.autosave_timer = QTimer(self, singleShot=True)
+        self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
+        self.autosave_timer.timeout.connect(self.save_now)
+        self.editor.textChanged.connect(self._on_text_changed)
+        self.editor.word_count_changed.connect(lambda n: self.words_label.setText(f"{n:,} words"))
+        self.generation.busy_changed.connect(lambda _busy: self._update_actions())
+        self._show_page()
+
+    def _build_menus(self) -> None:
+        act = self.actions_by_name
+        bar = self.menuBar()
+        file_menu = bar.addMenu("&File")
+        for name in ("new", "open", "sample"):
+            file_menu.addAction(act[name])
+        self.recent_menu = file_menu.addMenu("Open recent")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        file_menu.addSeparator()
+        for name in ("save", "import", "export_md", "export_docx", "close_project"):
+            file_menu.addAction(act[name])
+        file_menu.addSeparator()
+        file_menu.addAction(act["quit"])
+        edit = bar.addMenu("&Edit")
+        edit.addAction("Undo", self.editor.undo, QKeySequence.StandardKey.Undo)
+        edit.addAction("Redo", self.editor.redo, QKeySequence.StandardKey.Redo)
+        edit.addSeparator()
+        edit.addAction(act["find"])
+        edit.addAction(act["undo_delete"])
+        gen = bar.addMenu("&Generate")
+        for name in ("generate", "stop", "continue", "regenerate", "undo"):
+            gen.addAction(act[name])
+        view = bar.addMenu("&View")
+        for dock in self.docks.values():
+            view.addAction(dock.toggleViewAction())
+        tools = bar.addMenu("&Tools")
+        for name in ("history", "models", "settings"):
+            tools.addAction(act[name])
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        for path in self.settings.recent_projects():
+            self.recent_menu.addAction(Path(path).stem, lambda p=path: self.open_project(p))
+
+    def _show_page(self) -> None:
+        has_project = self.project is not None
+        self.stack.setCurrentIndex(1 if has_project else 0)
+        for dock in self.docks.values():
+            dock.setVisible(has_project)
+
+    def _update_actions(self) -> None:
+        busy = self.generation.busy
+        has_doc = self.project is not None and self.doc_id is not None
+        writable = has_doc and not self.project.readonly
+        act = self.actions_by_name
+        act["generate"].setEnabled(writable and not busy)
+        act["continue"].setEnabled(writable and not busy)
+        act["regenerate"].setEnabled(writable and not busy)
+        act["undo"].setEnabled(writable and not busy)
+        act["stop"].setEnabled(busy)
+        for name in ("import", "export_md", "export_docx", "close_project", "history", "save"):
+            act[name].setEnabled(self.project is not None)
+        act["import"].setEnabled(self.project is not None and not self.project.readonly)
+        act["undo_delete"].setEnabled(self._last_deleted is not None)
+        self.tree.setEnabled(not busy)
+
+    # -- questions and messages (tests replace `ask`) ---------------------------------------
+    def ask(self, title: str, text: str) -> bool:
+        answer = QMessageBox.question(self, title, text)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def show_error(self, title: str, message: str) -> None:
+        """Never blocks: the message box is window-modal and opened, not executed."""
+        self.last_error = message
+        self.statusBar().showMessage(message, 10000)
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, parent=self)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+    # -- the model --------------------------------------------------------------------------
     def load_model(self, model: str | None) -> None:
+        if self._thread is not None and self._thread.isRunning():
+            self.statusBar().showMessage("A model is already loading", 5000)
+            return
         self.model_label.setText("Loading model…")
-        self._thread, self._loader = start_loader(self, model)
+        self._thread, self._loader = start_loader(self, model, self.settings.device,
+                                                  self.settings.dtype)  # fmt: skip
         self._loader.progress.connect(self.statusBar().showMessage)
         self._loader.loaded.connect(self._on_loaded)
         self._loader.failed.connect(self._on_failed)
+
+    def set_model(self, loaded) -> None:
+        """Use an already loaded model (a modelstore LoadedModel); tests pass tiny ones."""
+        self._on_loaded(loaded)
 
     def _on_loaded(self, loaded) -> None:
         self.loaded_model = loaded
         self.model_label.setText(f"{loaded.entry.name} · {loaded.device} · {loaded.dtype}")
         self.statusBar().showMessage("Model ready", 5000)
+        self._update_actions()
         self.model_ready.emit(loaded)
 
     def _on_failed(self, message: str) -> None:
@@ -48,8 +286,324 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(message)
         self.model_failed.emit(message)
 
-    def closeEvent(self, event) -> None:
-        if getattr(self, "_thread", None) is not None and self._thread.isRunning():
+    def history_for(self, loaded):
+        """One drafting history per open project and tokenizer, kept between generations."""
+        from swiftwriter.session import ProjectHistory, tokenizer_identity
+
+        tok_id = tokenizer_identity(loaded.tokenizer)
+        if tok_id not in self._histories:
+            from swiftwriter.session import encoder_of
+
+            self._histories[tok_id] = ProjectHistory(
+                self.project, tok_id, encoder_of(loaded.tokenizer)
+            )
+        return self._histories[tok_id]
+
+    # -- projects ---------------------------------------------------------------------------
+    def open_project(self, path) -> bool:
+        if not self.close_project():
+            return False
+        try:
+            project = Project.open(Path(path), fallback_readonly=True)
+        except UserError as exc:
+            self.show_error("Cannot open the project", str(exc))
+            return False
+        self._adopt(project)
+        return True
+
+    def _adopt(self, project: Project) -> None:
+        self.project = project
+        self._histories = {}
+        self.settings.add_recent(project.path)
+        self.welcome.set_recent(self.settings.recent_projects())
+        self.setWindowTitle(f"{project.meta.get('title') or project.path.stem} — SwiftWriter")
+        if project.readonly:
+            self.banner.setText(
+                f"Read-only: {project.readonly_reason}. You can read and export, not change it."
+            )
+        self.banner.setVisible(project.readonly)
+        self.editor.setReadOnly(project.readonly)
+        self._offer_recovery()
+        self.doc_id = None
+        self._show_page()
+        self.notes.set_project(project)
+        self.tree.set_project(project)
+        if self.doc_id is None:
+            self.editor.set_text("")
+        self._update_actions()
+        self.project_opened.emit(project)
+
+    def _offer_recovery(self) -> None:
+        if self.project.readonly:
+            return
+        lost = self.project.interrupted_generations()
+        if not lost:
+            return
+        words = sum(len(g.text.split()) for g in lost)
+        if self.ask(
+            "Recover generations",
+            f"{len(lost)} generation(s) were interrupted when SwiftWriter last stopped "
+            f"({words:,} words saved). Add their text to the end of their documents?",
+        ):
+            for gen in lost:
+                self.project.recover_generation(gen.id, append=True)
+        else:  # keep them in the history only, closed as failed
+            for gen in lost:
+                self.project.recover_generation(gen.id, append=False)
+
+    def close_project(self) -> bool:
+        """Save and close the open project; False when the writer chose to keep it open."""
+        if self.project is None:
+            return True
+        if self.generation.busy:
+            if not self.ask("Generation running", "A generation is running. Stop it and close?"):
+                return False
+            self.generation.stop()
+            self.generation.wait()
+            QApplication.processEvents()  # deliver its last text and result before closing
+        self.save_now()
+        self.notes.save()
+        self.generation.reset()
+        project, self.project, self.doc_id = self.project, None, None
+        self.tree.set_project(None)
+        self.notes.set_project(None)
+        self.editor.set_text("")
+        project.close()
+        self.banner.hide()
+        self.setWindowTitle("SwiftWriter")
+        self._show_page()
+        self._update_actions()
+        return True
+
+    def new_project(self, path=None) -> bool:
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "New project", "", FILTER)
+            if not path:
+                return False
+            if not path.endswith(".swiftwriter"):
+                path += ".swiftwriter"
+        if not self.close_project():
+            return False
+        try:
+            project = Project.create(Path(path), title=Path(path).stem)
+            project.add_document("Chapter 1")
+        except UserError as exc:
+            self.show_error("Cannot create the project", str(exc))
+            return False
+        self._adopt(project)
+        return True
+
+    def open_project_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", FILTER)
+        if path:
+            self.open_project(path)
+
+    def open_sample(self, folder=None) -> bool:
+        try:
+            path = create_sample_project(folder)
+        except UserError as exc:
+            self.show_error("Cannot create the sample project", str(exc))
+            return False
+        return self.open_project(path)
+
+    # -- documents and autosave -------------------------------------------------------------
+    def show_document(self, doc_id: int) -> None:
+        if self.project is None or doc_id == self.doc_id:
+            return
+        if self.generation.busy:
+            self.statusBar().showMessage("Wait for the generation, or stop it, first", 5000)
+            return
+        self.save_now()
+        self.generation.reset()
+        try:
+            doc = self.project.document(doc_id)
+        except ProjectError as exc:
+            self.show_error("Cannot show the document", str(exc))
+            return
+        self._loading_doc = True
+        try:
+            self.doc_id = doc_id
+            self.editor.set_text(doc.text)
+            self._saved_text = doc.text
+        finally:
+            self._loading_doc = False
+        cursor = self.editor.textCursor()
+        cursor.movePosition(cursor.MoveOperation.End)
+        self.editor.setTextCursor(cursor)
+        self.save_label.setText("Saved")
+        self._update_actions()
+
+    def _on_text_changed(self) -> None:
+        if self._loading_doc or self.project is None or self.project.readonly:
+            return
+        if self.editor.toPlainText() != self._saved_text:
+            self.save_label.setText("Edited")
+            if not self.generation.busy:
+                self.autosave_timer.start()
+
+    def save_now(self, force: bool = False) -> bool:
+        """Write the editor's text to the store if it changed (not while a generation streams,
+        unless forced: the generation's own record is the safe copy meanwhile)."""
+        self.autosave_timer.stop()
+        if self.project is None or self.doc_id is None or self.project.readonly:
+            return False
+        if self.generation.busy and not force:
+            return False
+        text = self.editor.toPlainText()
+        if text == self._saved_text and not force:
+            return False
+        try:
+            if force and self.project.document(self.doc_id).text == text:
+                self._saved_text = text
+                return False
+            self.project.update_text(self.doc_id, text)
+        except ProjectError as exc:
+            self.save_label.setText("Not saved")
+            self.show_error("Could not save", str(exc))
+            return False
+        self._saved_text = text
+        self.save_label.setText("Saved")
+        return True
+
+    def _on_deleted(self, doc_id: int, title: str) -> None:
+        self._last_deleted = doc_id
+        if doc_id == self.doc_id or self.doc_id not in self.tree.ids_in_order():
+            self.doc_id = None
+            self.editor.set_text("")
+            current = self.tree.current_id()
+            if current is not None:
+                self.show_document(current)
+        self.statusBar().showMessage(f"“{title}” moved to the trash", 15000)
+        self.undo_delete_button.show()
+        QTimer.singleShot(15000, self.undo_delete_button.hide)
+        self._update_actions()
+
+    def undo_delete(self) -> None:
+        if self._last_deleted is None or self.project is None:
+            return
+        doc_id, self._last_deleted = self._last_deleted, None
+        self.tree.undelete(doc_id)
+        self.undo_delete_button.hide()
+        self._update_actions()
+
+    def _open_find(self) -> None:
+        if self.project is not None:
+            self.find_bar.open()
+
+    # -- dialogs ----------------------------------------------------------------------------
+    def open_history(self):
+        from swiftwriter.ui.history_dialog import HistoryDialog
+
+        if self.project is None:
+            return None
+        self.save_now()
+        dialog = HistoryDialog(self.project, self)
+        dialog.insert_requested.connect(self.insert_text)
+        dialog.open_requested.connect(self.tree.select)
+        dialog.snapshot_restored.connect(self._on_snapshot_restored)
+        dialog.show()
+        return dialog
+
+    def insert_text(self, text: str) -> None:
+        if self.doc_id is not None and not self.editor.isReadOnly():
+            self.editor.textCursor().insertText(text)
+            self.save_now()
+
+    def _on_snapshot_restored(self, doc_id: int) -> None:
+        if doc_id == self.doc_id:
+            text = self.project.document(doc_id).text
+            self._loading_doc = True
+            try:
+                self.editor.set_text(text)
+                self._saved_text = text
+            finally:
+                self._loading_doc = False
+        self.tree.reload()
+
+    def open_models(self):
+        from swiftwriter.ui.model_manager import ModelManagerDialog
+
+        current = self.loaded_model.entry.id if self.loaded_model is not None else None
+        dialog = ModelManagerDialog(self.settings, current, self)
+        dialog.use_model.connect(self._use_model)
+        dialog.show()
+        return dialog
+
+    def _use_model(self, model_id: str) -> None:
+        self.settings.model = model_id
+        self.load_model(model_id)
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self)
+        if dialog.exec():
+            self.apply_settings()
+
+    def apply_settings(self) -> None:
+        apply_theme(self.settings.theme)
+        self.editor.set_dark(is_dark(self.settings.theme))
+        self.editor.setFont(self.settings.editor_font)
+        self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
+
+    # -- import and export ------------------------------------------------------------------
+    def export_dialog(self, fmt: str) -> None:
+        if self.project is None:
+            return
+        suffix = ".md" if fmt == "md" else ".docx"
+        start = str(self.project.path.with_suffix(suffix))
+        path, _ = QFileDialog.getSaveFileName(self, "Export", start, f"*{suffix}")
+        if path:
+            self.export_to(path, fmt)
+
+    def export_to(self, path, fmt: str) -> bool:
+        from swiftwriter.export import manuscript_from_project
+
+        self.save_now()
+        try:
+            manuscript = manuscript_from_project(self.project)
+            if fmt == "md":
+                from swiftwriter.export.markdown_out import export_markdown
+
+                export_markdown(manuscript, path)
+            else:
+                from swiftwriter.export.docx_out import export_docx
+
+                export_docx(manuscript, path)
+        except (UserError, OSError) as exc:
+            self.show_error("Export failed", str(exc))
+            return False
+        self.statusBar().showMessage(f"Exported to {path}", 8000)
+        return True
+
+    def import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import", "", "Documents (*.md *.markdown *.txt *.docx)"
+        )
+        if path:
+            self.import_from(path)
+
+    def import_from(self, path) -> int:
+        from swiftwriter.export.importers import import_file
+        from swiftwriter.store.importing import import_sections
+
+        if self.project is None or self.project.readonly:
+            return 0
+        try:
+            added = import_sections(self.project, import_file(path))
+        except (UserError, OSError) as exc:
+            self.show_error("Import failed", str(exc))
+            return 0
+        self.tree.reload(select=added[0].id if added else None)
+        self.statusBar().showMessage(f"Imported {len(added)} document(s)", 8000)
+        return len(added)
+
+    # -- closing ----------------------------------------------------------------------------
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if not self.close_project():
+            event.ignore()
+            return
+        self.settings.save_layout(self)
+        self.settings.sync()
+        if self._thread is not None and self._thread.isRunning():
             self._thread.quit()
             self._thread.wait(30000)
         super().closeEvent(event)

@@ -1,0 +1,80 @@
+"""The plain-decoding baseline behind the speedup the stats dock shows.
+
+A speedup is only honest against plain decoding measured with the same model, on this machine,
+at this context length: attention cost grows with the context, so a number measured at 100
+tokens says little at 5,000. Before a generation the worker times a few plain decoding steps
+(DraftSettings.plain(), one token per forward pass) on the real prompt, and keeps the result per
+model and context bucket so that back-to-back generations do not pay for it again."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from swiftwriter.engine.generator import Generator
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+
+BUCKET = 256  # tokens of context that share one measurement
+STEPS = 8  # plain steps timed per measurement (the first one is a warm-up)
+
+_cache: dict[tuple, Baseline] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Baseline:
+    tokens_per_s: float  # plain decoding, decode steps only (prefill excluded)
+    context: int  # prompt tokens it was measured at
+    steps: int
+    measured_at: float  # time.time()
+
+    def as_dict(self) -> dict:
+        return {
+            "plain_tokens_per_s": round(self.tokens_per_s, 3),
+            "plain_context": self.context,
+            "plain_steps": self.steps,
+            "plain_measured": True,
+        }
+
+
+def measure_plain(
+    model,
+    prompt: Sequence[int],
+    sampling: SamplingSettings,
+    steps: int = STEPS,
+    should_stop: Callable[[], bool] | None = None,
+    cache: bool = True,
+) -> Baseline | None:
+    """Time `steps` plain decoding steps after `prompt`; the median step gives tokens/s.
+    Returns None when cancelled before it could measure anything."""
+    key = (id(model), len(prompt) // BUCKET, sampling.greedy, sampling.penalty != 1.0)
+    if cache:
+        with _lock:
+            hit = _cache.get(key)
+        if hit is not None:
+            return hit
+    generator = Generator(model, sampling, DraftSettings.plain(), calibrate=False)
+    times: list[float] = []
+    for event in generator.generate(list(prompt), steps, should_stop=should_stop):
+        if event.stop_reason == "cancelled":
+            break
+        step = event.step
+        if step.new_tokens:
+            times.append((step.draft_s + step.verify_s + step.overhead_s) / step.new_tokens)
+    timed = times[1:] if len(times) > 2 else times  # the first step pays one-off costs
+    if not timed:
+        return None
+    median = statistics.median(timed)
+    result = Baseline(1.0 / median if median > 0 else 0.0, len(prompt), len(timed), time.time())
+    if cache:
+        with _lock:
+            _cache[key] = result
+    return result
+
+
+def clear_cache() -> None:
+    with _lock:
+        _cache.clear()

@@ -1,0 +1,317 @@
+"""The manuscript editor: plain text with light Markdown highlighting, a word count, a find and
+replace bar, and streamed text that stays marked as generated until the writer edits it.
+
+Generated text is inserted through one tracked span (a QTextCursor whose selection Qt keeps in
+place while the rest of the text changes), so Undo generation removes exactly what was streamed
+even after the writer typed elsewhere, and plain Ctrl+Z undoes it in one step when nothing else
+was edited in between."""
+
+from __future__ import annotations
+
+import re
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QKeySequence,
+    QShortcut,
+    QSyntaxHighlighter,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
+
+WORD = re.compile(r"\S+")
+
+
+def count_words(text: str) -> int:
+    return sum(1 for _ in WORD.finditer(text))
+
+
+class MarkdownHighlighter(QSyntaxHighlighter):
+    """Headings, emphasis, scene breaks and block quotes; nothing that hides the text."""
+
+    RULES = (
+        (re.compile(r"^#{1,6}\s.*$"), "heading"),
+        (re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__"), "bold"),
+        (re.compile(r"(?<![*\w])\*[^*\n]+\*(?!\*)|(?<![_\w])_[^_\n]+_(?!_)"), "italic"),
+        (re.compile(r"^\s*(\* \* \*|\*\*\*|---|#)\s*$"), "break"),
+        (re.compile(r"^>.*$"), "quote"),
+    )
+
+    def __init__(self, document: QTextDocument, dark: bool = False):
+        super().__init__(document)
+        self.formats: dict[str, QTextCharFormat] = {}
+        self.set_dark(dark)
+
+    def set_dark(self, dark: bool) -> None:
+        accent = QColor("#8fb3d9" if dark else "#2f5d8a")
+        muted = QColor("#8a8a8a" if dark else "#8c8c8c")
+        heading = QTextCharFormat()
+        heading.setFontWeight(QFont.Weight.Bold)
+        heading.setForeground(accent)
+        bold = QTextCharFormat()
+        bold.setFontWeight(QFont.Weight.Bold)
+        italic = QTextCharFormat()
+        italic.setFontItalic(True)
+        brk = QTextCharFormat()
+        brk.setForeground(muted)
+        quote = QTextCharFormat()
+        quote.setForeground(muted)
+        quote.setFontItalic(True)
+        self.formats = {
+            "heading": heading,
+            "bold": bold,
+            "italic": italic,
+            "break": brk,
+            "quote": quote,
+        }
+        self.rehighlight()
+
+    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        for pattern, name in self.RULES:
+            for match in pattern.finditer(text):
+                self.setFormat(match.start(), match.end() - match.start(), self.formats[name])
+
+
+class Editor(QPlainTextEdit):
+    """QPlainTextEdit plus generated spans and a debounced word count."""
+
+    word_count_changed = Signal(int)
+
+    def __init__(self, parent=None, dark: bool = False):
+        super().__init__(parent)
+        self.setPlaceholderText("Start writing, or give the model a first paragraph…")
+        self.setTabChangesFocus(False)
+        self.document().setDocumentMargin(28)
+        self.highlighter = MarkdownHighlighter(self.document(), dark)
+        self.generated_color = QColor("#33403a" if dark else "#e8f1e4")
+        self.spans: list[QTextCursor] = []  # generated text not yet edited (shown tinted)
+        self.stream: QTextCursor | None = None  # the span being streamed into now
+        self._stream_revision = -1
+        self._streaming = False
+        self.words = 0
+        self._count_timer = QTimer(self, singleShot=True, interval=250)
+        self._count_timer.timeout.connect(self._count)
+        self.document().contentsChange.connect(self._on_change)
+        self.textChanged.connect(self._count_timer.start)
+
+    def set_dark(self, dark: bool) -> None:
+        self.highlighter.set_dark(dark)
+        self.generated_color = QColor("#33403a" if dark else "#e8f1e4")
+        self._paint()
+
+    def set_text(self, text: str) -> None:
+        """Load a document: a fresh undo history and no generated marks."""
+        self.spans.clear()
+        self.stream = None
+        self.setPlainText(text)
+        self._count()
+        self._paint()
+
+    # -- streaming --------------------------------------------------------------------------
+    def begin_stream(self, position: int | None = None) -> QTextCursor:
+        """Start a generated span at `position` (default: the cursor) and return it."""
+        cursor = QTextCursor(self.document())
+        pos = self.textCursor().position() if position is None else position
+        cursor.setPosition(max(0, min(pos, self.document().characterCount() - 1)))
+        self.stream = cursor
+        self._stream_revision = -1
+        self.spans.append(cursor)
+        return cursor
+
+    def append_stream(self, text: str) -> None:
+        """Insert streamed text at the end of the current span, as one undo step overall."""
+        if self.stream is None or not text:
+            return
+        cursor = self.stream
+        start = cursor.selectionStart()
+        end = cursor.selectionEnd()
+        insert = QTextCursor(self.document())
+        insert.setPosition(end)
+        self._streaming = True
+        try:
+            if self._stream_revision == self.document().revision():
+                insert.joinPreviousEditBlock()  # nothing else edited since: same undo step
+            else:
+                insert.beginEditBlock()
+            insert.insertText(text)
+            insert.endEditBlock()
+        finally:
+            self._streaming = False
+        self._stream_revision = self.document().revision()
+        cursor.setPosition(start)
+        cursor.setPosition(end + len(text), QTextCursor.MoveMode.KeepAnchor)
+        self._paint()
+
+    def end_stream(self) -> QTextCursor | None:
+        span, self.stream = self.stream, None
+        if span is not None and not span.hasSelection() and span in self.spans:
+            self.spans.remove(span)
+        self._paint()
+        return span
+
+    def span_text(self, span: QTextCursor | None) -> str:
+        return span.selectedText().replace("\u2029", "\n") if span is not None else ""
+
+    def replace_span(self, span: QTextCursor, text: str) -> None:
+        """Replace a span's text in one undo step (undo generation, swapping takes)."""
+        start = span.selectionStart()
+        self._streaming = True
+        try:
+            span.beginEditBlock()
+            span.insertText(text)
+            span.endEditBlock()
+        finally:
+            self._streaming = False
+        span.setPosition(start)
+        span.setPosition(start + len(text), QTextCursor.MoveMode.KeepAnchor)
+        if not text and span in self.spans:
+            self.spans.remove(span)
+        elif text and span not in self.spans:
+            self.spans.append(span)
+        self._paint()
+
+    def generated_ranges(self) -> list[tuple[int, int]]:
+        return [(c.selectionStart(), c.selectionEnd()) for c in self.spans if c.hasSelection()]
+
+    def _on_change(self, position: int, removed: int, added: int) -> None:
+        """An edit by the writer inside a generated span makes that span theirs."""
+        if self._streaming:
+            return
+        end = position + added
+        for span in list(self.spans):
+            if span is self.stream:
+                continue
+            if span.selectionStart() <= end and position <= span.selectionEnd():
+                self.spans.remove(span)
+        if self.spans or removed or added:
+            QTimer.singleShot(0, self._paint)
+
+    def _paint(self) -> None:
+        selections = []
+        for span in self.spans:
+            if not span.hasSelection():
+                continue
+            sel = QTextEdit.ExtraSelection()
+            sel.cursor = span
+            sel.format.setBackground(self.generated_color)
+            selections.append(sel)
+        self.setExtraSelections(selections)
+
+    # -- words ------------------------------------------------------------------------------
+    def _count(self) -> None:
+        self.words = count_words(self.toPlainText())
+        self.word_count_changed.emit(self.words)
+
+
+class FindBar(QWidget):
+    """Find and replace in the editor (Ctrl+F shows it, Esc hides it)."""
+
+    def __init__(self, editor: Editor, parent=None):
+        super().__init__(parent)
+        self.editor = editor
+        self.find_edit = QLineEdit(placeholderText="Find")
+        self.replace_edit = QLineEdit(placeholderText="Replace with")
+        self.case = QCheckBox("Match case")
+        self.status = QLabel("")
+        next_btn = QPushButton("Next")
+        prev_btn = QPushButton("Previous")
+        replace_btn = QPushButton("Replace")
+        all_btn = QPushButton("Replace all")
+        close_btn = QPushButton("×")
+        close_btn.setFlat(True)
+        row = QHBoxLayout()
+        row.setContentsMargins(8, 4, 8, 4)
+        for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, replace_btn, all_btn):
+            row.addWidget(w)
+        row.addWidget(self.case)
+        row.addWidget(self.status, 1)
+        row.addWidget(close_btn)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(row)
+        self.find_edit.returnPressed.connect(self.find_next)
+        next_btn.clicked.connect(self.find_next)
+        prev_btn.clicked.connect(lambda: self.find_next(backward=True))
+        replace_btn.clicked.connect(self.replace)
+        all_btn.clicked.connect(self.replace_all)
+        close_btn.clicked.connect(self.hide)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.hide)
+        self.hide()
+
+    def open(self) -> None:
+        self.show()
+        selected = self.editor.textCursor().selectedText()
+        if selected and "\u2029" not in selected:
+            self.find_edit.setText(selected)
+        self.find_edit.setFocus()
+        self.find_edit.selectAll()
+
+    def _flags(self, backward: bool = False) -> QTextDocument.FindFlag:
+        flags = QTextDocument.FindFlag(0)
+        if self.case.isChecked():
+            flags |= QTextDocument.FindFlag.FindCaseSensitively
+        if backward:
+            flags |= QTextDocument.FindFlag.FindBackward
+        return flags
+
+    def find_next(self, backward: bool = False) -> bool:
+        needle = self.find_edit.text()
+        if not needle:
+            return False
+        if self.editor.find(needle, self._flags(backward)):
+            self.status.setText("")
+            return True
+        cursor = self.editor.textCursor()  # wrap around once
+        cursor.movePosition(
+            QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start
+        )
+        self.editor.setTextCursor(cursor)
+        found = self.editor.find(needle, self._flags(backward))
+        self.status.setText("" if found else "Not found")
+        return found
+
+    def _matches(self, selected: str) -> bool:
+        needle = self.find_edit.text()
+        if self.case.isChecked():
+            return selected == needle
+        return selected.lower() == needle.lower()
+
+    def replace(self) -> None:
+        cursor = self.editor.textCursor()
+        if cursor.hasSelection() and self._matches(cursor.selectedText()):
+            cursor.insertText(self.replace_edit.text())
+        self.find_next()
+
+    def replace_all(self) -> int:
+        """Replace every match in one undo step; returns how many were replaced."""
+        needle, repl = self.find_edit.text(), self.replace_edit.text()
+        if not needle:
+            return 0
+        doc = self.editor.document()
+        cursor = QTextCursor(doc)
+        count = 0
+        edit = QTextCursor(doc)
+        edit.beginEditBlock()
+        while True:
+            cursor = doc.find(needle, cursor, self._flags())
+            if cursor.isNull():
+                break
+            cursor.insertText(repl)
+            count += 1
+        edit.endEditBlock()
+        self.status.setText(f"Replaced {count}")
+        return count

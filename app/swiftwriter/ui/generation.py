@@ -1,0 +1,213 @@
+"""Generate, Stop, Continue, Regenerate, Undo generation and takes: the glue between the window
+(editor, panel, stats dock) and one worker thread at a time.
+
+The editor is the truth for the open document: the session appends the finished text to the
+end of the stored document, then the window saves the editor's text over it, which puts the
+take where the cursor was. Regenerate removes the last take from the text (the store keeps it
+as a generation) and writes another at the same spot; the takes menu swaps between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+from swiftwriter.ui.worker import GenerationJob, GenerationWorker, start_generation
+
+
+@dataclass
+class Take:
+    generation_id: int | None
+    text: str
+    status: str
+
+
+class GenerationController(QObject):
+    started = Signal()
+    finished = Signal(dict)
+    failed = Signal(str)
+    busy_changed = Signal(bool)
+
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.thread: QThread | None = None
+        self.worker: GenerationWorker | None = None
+        self.takes: list[Take] = []
+        self.current = -1  # the take shown now
+        self.span = None  # the editor span of the last spot (QTextCursor)
+        self._regenerating = False
+        self.measure_baseline = True
+        self.flush_interval = 1.0
+
+    @property
+    def busy(self) -> bool:
+        return self.thread is not None
+
+    def reset(self) -> None:
+        """A different document is shown: takes and spans belong to the old one."""
+        self.takes = []
+        self.current = -1
+        self.span = None
+        self.window.panel.set_takes([], 0)
+
+    # -- starting ---------------------------------------------------------------------------
+    def can_generate(self) -> str:
+        """Why a generation cannot start now ('' when it can)."""
+        w = self.window
+        if self.busy:
+            return "A generation is already running"
+        if w.project is None or w.doc_id is None:
+            return "Open a project and choose a document first"
+        if w.project.readonly:
+            return f"This project is read-only here ({w.project.readonly_reason})"
+        if w.loaded_model is None:
+            return "The model is not loaded yet"
+        return ""
+
+    def generate(self, at_end: bool = False) -> bool:
+        why = self.can_generate()
+        if why:
+            self.window.statusBar().showMessage(why, 5000)
+            return False
+        w = self.window
+        editor = w.editor
+        if at_end:
+            cursor = editor.textCursor()
+            cursor.movePosition(cursor.MoveOperation.End)
+            editor.setTextCursor(cursor)
+        if not self._regenerating:
+            self.takes = []
+        w.save_now()  # autosave before every generation (the store snapshots it, too)
+        w.notes.save()
+        position = editor.textCursor().position()
+        text = editor.toPlainText()
+        length, unit = w.panel.target()
+        job = GenerationJob(
+            project=w.project,
+            doc_id=w.doc_id,
+            loaded=w.loaded_model,
+            prompt_text=text[:position],
+            length=length,
+            unit=unit,
+            sampling=w.panel.sampling(),
+            drafting=w.panel.drafting(),
+            history=w.history_for(w.loaded_model) if w.panel.use_history() else False,
+            measure_baseline=self.measure_baseline,
+            flush_interval=self.flush_interval,
+        )
+        self.span = editor.begin_stream(position)
+        w.stats_dock.reset()
+        self.thread, self.worker = start_generation(self, job)
+        self.worker.text.connect(editor.append_stream)
+        self.worker.stats.connect(w.stats_dock.update_stats)
+        self.worker.baseline.connect(w.stats_dock.show_baseline)
+        self.worker.done.connect(self._on_done)
+        self.worker.failed.connect(self._on_failed)
+        self.thread.finished.connect(self._on_thread_finished)
+        self.busy_changed.emit(True)
+        self.started.emit()
+        self.thread.start()
+        w.statusBar().showMessage("Generating… (Esc stops)")
+        return True
+
+    def continue_(self) -> bool:
+        return self.generate(at_end=True)
+
+    def regenerate(self) -> bool:
+        """Another take at the last spot; the previous one stays among the takes."""
+        if self.busy or self.span is None or not self.takes:
+            return self.generate()
+        editor = self.window.editor
+        start = self.span.selectionStart()
+        editor.replace_span(self.span, "")
+        cursor = editor.textCursor()
+        cursor.setPosition(start)
+        editor.setTextCursor(cursor)
+        self._regenerating = True
+        try:
+            started = self.generate()
+        finally:
+            self._regenerating = False
+        return started
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.window.statusBar().showMessage("Stopping after this step…")
+
+    def wait(self, ms: int = 30000) -> bool:
+        if self.thread is None:
+            return True
+        return self.thread.wait(ms)
+
+    # -- after ------------------------------------------------------------------------------
+    def _on_done(self, result: dict) -> None:
+        w = self.window
+        span = w.editor.end_stream()
+        self.span = span
+        text = w.editor.span_text(span)
+        if result.get("generation_id") is not None or text:
+            self.takes.append(Take(result.get("generation_id"), text, result.get("status", "")))
+        self.current = len(self.takes) - 1
+        self._show_takes()
+        w.save_now(force=True)
+        w.stats_dock.show_summary(result)
+        w.statusBar().showMessage(
+            f"Generation {result.get('status', 'finished')}: {result.get('stats', {}).get('tokens', 0):,} tokens",
+            8000,
+        )
+        self.finished.emit(result)
+
+    def _on_failed(self, message: str) -> None:
+        w = self.window
+        self.span = w.editor.end_stream()
+        w.save_now(force=True)
+        w.show_error("Generation failed", message)
+        self.failed.emit(message)
+
+    def _on_thread_finished(self) -> None:
+        thread, self.thread, self.worker = self.thread, None, None
+        if thread is not None:
+            thread.deleteLater()
+        self.busy_changed.emit(False)
+
+    def _show_takes(self) -> None:
+        labels = [
+            f"Take {i + 1}" + (f" · generation {t.generation_id}" if t.generation_id else "")
+            for i, t in enumerate(self.takes)
+        ]
+        self.window.panel.set_takes(labels, len(labels) - 1)
+
+    # -- undo and takes ---------------------------------------------------------------------
+    def undo_generation(self) -> bool:
+        """Remove the last take's text in one undo step (Ctrl+Z brings it back)."""
+        if self.busy or self.span is None or not self._reselect():
+            return False
+        self.window.editor.replace_span(self.span, "")
+        self.window.save_now(force=True)
+        self.window.statusBar().showMessage("Generation removed (it stays in the history)", 5000)
+        return True
+
+    def _reselect(self) -> bool:
+        """Find the current take again after an undo and redo collapsed its span."""
+        span = self.span
+        if span.hasSelection():
+            return True
+        text = self.takes[self.current].text if 0 <= self.current < len(self.takes) else ""
+        pos, full = span.position(), self.window.editor.toPlainText()
+        if not text:
+            return False
+        for start in (pos, pos - len(text)):  # a redo leaves the cursor before or after it
+            if start >= 0 and full[start : start + len(text)] == text:
+                span.setPosition(start)
+                span.setPosition(start + len(text), span.MoveMode.KeepAnchor)
+                return True
+        return False
+
+    def choose_take(self, index: int) -> None:
+        if self.busy or self.span is None or not 0 <= index < len(self.takes):
+            return
+        self.window.editor.replace_span(self.span, self.takes[index].text)
+        self.current = index
+        self.window.save_now(force=True)

@@ -1,0 +1,194 @@
+"""The generation panel: how much to write and how, in the writer's terms.
+
+Presets hide the drafting knobs (Conservative drafts small tries, Fast large ones; the output
+is the same text either way, only the speed differs). Precise is greedy decoding, Creative
+samples; the advanced box exposes the sampler itself."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QRadioButton,
+    QSizePolicy,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.ui.settings import PRESETS
+
+PRESET_DRAFTING = {
+    "Conservative": DraftSettings(max_nodes=8, max_depth=8),
+    "Balanced": DraftSettings(),
+    "Fast": DraftSettings(max_nodes=64, max_depth=32),
+}
+UNITS = ("words", "tokens")
+
+
+def drafting_for(preset: str) -> DraftSettings:
+    return PRESET_DRAFTING.get(preset, PRESET_DRAFTING["Balanced"])
+
+
+class GenerationPanel(QWidget):
+    settings_changed = Signal()
+    take_chosen = Signal(int)  # index into the takes of the last spot
+
+    def __init__(self, actions: dict, default_preset: str = "Balanced", parent=None):
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 8, 8, 8)
+
+        form = QFormLayout()
+        length_row = QHBoxLayout()
+        self.length = QSpinBox()
+        self.length.setRange(1, 100_000)
+        self.length.setSingleStep(100)
+        self.length.setValue(300)
+        self.length.setGroupSeparatorShown(True)
+        self.unit = QComboBox()
+        self.unit.addItems(UNITS)
+        length_row.addWidget(self.length, 1)
+        length_row.addWidget(self.unit)
+        form.addRow("Length", length_row)
+        self.preset = QComboBox()
+        self.preset.addItems(PRESETS)
+        self.preset.setCurrentText(default_preset)
+        self.preset.setToolTip("How boldly to draft: the text is the same, only the speed differs")
+        form.addRow("Strategy", self.preset)
+        mode_row = QHBoxLayout()
+        self.precise = QRadioButton("Precise")
+        self.precise.setToolTip("Greedy: always the model's most likely next word")
+        self.creative = QRadioButton("Creative")
+        self.creative.setToolTip("Sampling: varied text, different on each take")
+        self.precise.setChecked(True)
+        group = QButtonGroup(self)
+        group.addButton(self.precise)
+        group.addButton(self.creative)
+        mode_row.addWidget(self.precise)
+        mode_row.addWidget(self.creative)
+        mode_row.addStretch(1)
+        form.addRow("Mode", mode_row)
+        layout.addLayout(form)
+
+        self.advanced = QGroupBox("Advanced sampler")
+        self.advanced.setCheckable(True)
+        self.advanced.setChecked(False)
+        box = QVBoxLayout(self.advanced)
+        self._advanced_body = QWidget()
+        box.addWidget(self._advanced_body)
+        adv = QFormLayout(self._advanced_body)
+        adv.setContentsMargins(0, 0, 0, 0)
+        self.penalty = self._double(0.5, 3.0, 1.2, 0.05, "Repetition penalty (1 = off)")
+        self.window = QSpinBox()
+        self.window.setRange(1, 32_768)
+        self.window.setValue(1024)
+        self.temperature = self._double(0.05, 3.0, 0.8, 0.05, "Creative only")
+        self.top_k = QSpinBox()
+        self.top_k.setRange(0, 1000)
+        self.top_k.setSpecialValueText("off")
+        self.top_p = self._double(0.01, 1.0, 0.95, 0.01, "Creative only")
+        self.min_p = self._double(0.0, 0.99, 0.05, 0.01, "Creative only")
+        self.seed = QSpinBox()
+        self.seed.setRange(-1, 2_000_000_000)
+        self.seed.setValue(-1)
+        self.seed.setSpecialValueText("random")
+        self.history = QCheckBox("Draft from the project's earlier text")
+        self.history.setChecked(True)
+        for label, widget in (
+            ("Penalty", self.penalty),
+            ("Penalty window", self.window),
+            ("Temperature", self.temperature),
+            ("Top-k", self.top_k),
+            ("Top-p", self.top_p),
+            ("Min-p", self.min_p),
+            ("Seed", self.seed),
+        ):
+            adv.addRow(label, widget)
+        adv.addRow(self.history)
+        self.advanced.toggled.connect(self._show_advanced)
+        self._show_advanced(False)
+        layout.addWidget(self.advanced)
+
+        grid = QGridLayout()
+        for i, name in enumerate(("generate", "stop", "continue", "regenerate", "undo")):
+            button = QToolButton()
+            button.setDefaultAction(actions[name])
+            button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+            button.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+            grid.addWidget(button, i // 2, i % 2)
+        layout.addLayout(grid)
+
+        takes_row = QHBoxLayout()
+        takes_row.addWidget(QLabel("Takes"))
+        self.takes = QComboBox()
+        self.takes.setToolTip("Earlier takes of this spot: choose one to put it back")
+        self.takes.setEnabled(False)
+        takes_row.addWidget(self.takes, 1)
+        layout.addLayout(takes_row)
+        self.takes.activated.connect(self.take_chosen.emit)
+        layout.addStretch(1)
+
+        for w in (self.length, self.window, self.top_k, self.seed):
+            w.valueChanged.connect(lambda *_: self.settings_changed.emit())
+        for w in (self.penalty, self.temperature, self.top_p, self.min_p):
+            w.valueChanged.connect(lambda *_: self.settings_changed.emit())
+        self.unit.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
+        self.preset.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
+        self.precise.toggled.connect(lambda *_: self.settings_changed.emit())
+
+    @staticmethod
+    def _double(low, high, value, step, tip) -> QDoubleSpinBox:
+        box = QDoubleSpinBox()
+        box.setRange(low, high)
+        box.setDecimals(2)
+        box.setSingleStep(step)
+        box.setValue(value)
+        box.setToolTip(tip)
+        return box
+
+    def _show_advanced(self, on: bool) -> None:
+        self._advanced_body.setVisible(on)
+
+    # -- what the worker needs --------------------------------------------------------------
+    def sampling(self) -> SamplingSettings:
+        seed = self.seed.value()
+        return SamplingSettings(
+            greedy=self.precise.isChecked(),
+            penalty=self.penalty.value(),
+            window=self.window.value(),
+            temperature=self.temperature.value(),
+            top_k=self.top_k.value(),
+            top_p=self.top_p.value(),
+            min_p=self.min_p.value(),
+            seed=None if seed < 0 else seed,
+        )
+
+    def drafting(self) -> DraftSettings:
+        return drafting_for(self.preset.currentText())
+
+    def target(self) -> tuple[int, str]:
+        return self.length.value(), self.unit.currentText()
+
+    def set_target(self, n: int, unit: str = "tokens") -> None:
+        self.length.setValue(n)
+        self.unit.setCurrentText(unit)
+
+    def use_history(self) -> bool:
+        return self.history.isChecked()
+
+    def set_takes(self, labels: list[str], current: int) -> None:
+        self.takes.clear()
+        self.takes.addItems(labels)
+        self.takes.setCurrentIndex(current)
+        self.takes.setEnabled(len(labels) > 1)

@@ -1,0 +1,182 @@
+"""Live statistics of the running generation, and a small chart of its speed.
+
+The speedup shown is against plain decoding measured on this machine at this context length
+(see baseline.py), and says so; without a measurement it shows a dash, never an estimate."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
+from PySide6.QtWidgets import QDockWidget, QFormLayout, QLabel, QVBoxLayout, QWidget
+
+SOURCE_NAMES = {"ngram": "n-gram", "suffix": "context", "history": "history", "heads": "heads"}
+
+
+def fmt_time(seconds) -> str:
+    if seconds is None:
+        return "–"
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def fmt_sources(by_source: dict) -> str:
+    """Accepted draft tokens per source; combined labels ('ngram+history') count for each."""
+    totals: dict[str, int] = {}
+    for key, count in (by_source or {}).items():
+        for part in str(key).split("+"):
+            name = SOURCE_NAMES.get(part, part)
+            totals[name] = totals.get(name, 0) + int(count)
+    if not totals:
+        return "–"
+    return " · ".join(f"{name} {count:,}" for name, count in sorted(totals.items()))
+
+
+class SpeedChart(QWidget):
+    """Tokens/s (solid) and the speedup over plain decoding (dashed) over the run."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setMinimumHeight(90)
+        self.rates: list[tuple[float, float]] = []  # (elapsed s, tokens/s)
+        self.speedups: list[tuple[float, float]] = []
+
+    def clear(self) -> None:
+        self.rates.clear()
+        self.speedups.clear()
+        self.update()
+
+    def add(self, elapsed: float, rate: float, speedup: float | None) -> None:
+        self.rates.append((elapsed, rate))
+        if speedup is not None:
+            self.speedups.append((elapsed, speedup))
+        self.update()
+
+    def _path(self, points, box: QRectF, top: float) -> QPainterPath:
+        path = QPainterPath()
+        t_max = max(self.rates[-1][0] if self.rates else 1.0, 1e-6)
+        for i, (t, v) in enumerate(points):
+            p = QPointF(box.left() + box.width() * t / t_max,
+                        box.bottom() - box.height() * min(v / top, 1.0))  # fmt: skip
+            path.moveTo(p) if i == 0 else path.lineTo(p)
+        return path
+
+    def paintEvent(self, _event) -> None:  # noqa: N802 (Qt's name)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        box = QRectF(self.rect()).adjusted(6, 14, -6, -6)
+        painter.setPen(QPen(pal.mid().color(), 1))
+        painter.drawRoundedRect(box, 4, 4)
+        text = pal.windowText().color()
+        muted = QColor(text)
+        muted.setAlpha(150)
+        painter.setPen(muted)
+        painter.drawText(QRectF(6, 0, self.width() - 12, 14), Qt.AlignmentFlag.AlignLeft,
+                         "tokens/s — speedup ┄")  # fmt: skip
+        if len(self.rates) < 2:
+            painter.end()
+            return
+        inner = box.adjusted(4, 4, -4, -4)
+        top = max(v for _, v in self.rates) * 1.15 or 1.0
+        painter.setPen(QPen(QColor("#4a7fb0"), 1.6))
+        painter.drawPath(self._path(self.rates, inner, top))
+        if len(self.speedups) >= 2:
+            s_top = max(max(v for _, v in self.speedups) * 1.15, 1.5)
+            pen = QPen(QColor("#c07a3a"), 1.4, Qt.PenStyle.DashLine)
+            painter.setPen(pen)
+            painter.drawPath(self._path(self.speedups, inner, s_top))
+            one = inner.bottom() - inner.height() / s_top  # the 1x line: plain decoding
+            painter.setPen(QPen(muted, 0.8, Qt.PenStyle.DotLine))
+            painter.drawLine(QPointF(inner.left(), one), QPointF(inner.right(), one))
+        painter.setPen(muted)
+        painter.drawText(inner, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignRight,
+                         f"{self.rates[-1][1]:.1f} tok/s")  # fmt: skip
+        painter.end()
+
+
+class StatsDock(QDockWidget):
+    def __init__(self, parent=None):
+        super().__init__("Speed", parent)
+        self.setObjectName("stats_dock")
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        layout.setContentsMargins(8, 6, 8, 6)
+        form = QFormLayout()
+        form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+        self.labels: dict[str, QLabel] = {}
+        for key, title in (
+            ("tokens", "Tokens"),
+            ("rate", "Speed"),
+            ("plain", "Plain decoding"),
+            ("speedup", "Speedup"),
+            ("tau", "Tokens per pass (τ)"),
+            ("sources", "Accepted drafts"),
+            ("elapsed", "Elapsed"),
+            ("eta", "Remaining"),
+        ):
+            label = QLabel("–")
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.setWordWrap(True)
+            self.labels[key] = label
+            form.addRow(title, label)
+        layout.addLayout(form)
+        self.chart = SpeedChart()
+        layout.addWidget(self.chart)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.summary.setStyleSheet("color: palette(mid);")
+        layout.addWidget(self.summary)
+        layout.addStretch(1)
+        self.setWidget(body)
+        self.last: dict = {}
+        self.updates = 0
+
+    def reset(self) -> None:
+        for label in self.labels.values():
+            label.setText("–")
+        self.chart.clear()
+        self.last = {}
+        self.updates = 0
+
+    def show_baseline(self, base: dict) -> None:
+        self.labels["plain"].setText(
+            f"{base['plain_tokens_per_s']:.1f} tok/s, measured here at "
+            f"{base['plain_context']:,} tokens of context"
+        )
+
+    def update_stats(self, stats: dict) -> None:
+        self.last = stats
+        self.updates += 1
+        if stats.get("phase") == "measuring":
+            self.labels["plain"].setText("measuring plain decoding…")
+            self.labels["tokens"].setText(f"0 / {stats.get('target', 0):,}")
+            return
+        tokens, target = stats.get("tokens", 0), stats.get("target", 0)
+        rate = stats.get("tokens_per_s", 0.0)
+        speedup = stats.get("speedup_vs_plain")
+        self.labels["tokens"].setText(f"{tokens:,} / {target:,}" if target else f"{tokens:,}")
+        self.labels["rate"].setText(f"{rate:.1f} tokens/s")
+        self.labels["tau"].setText(f"{stats.get('tau', 0.0):.2f}")
+        self.labels["sources"].setText(fmt_sources(stats.get("accepted_by_source", {})))
+        self.labels["elapsed"].setText(fmt_time(stats.get("elapsed_s")))
+        self.labels["eta"].setText(fmt_time(stats.get("eta_s")))
+        if speedup is not None:
+            self.labels["speedup"].setText(f"×{speedup:.2f} over plain decoding (measured)")
+        elif "plain_tokens_per_s" not in stats:
+            self.labels["speedup"].setText("– (no plain-decoding measurement)")
+        self.chart.add(stats.get("elapsed_s", 0.0), rate, speedup)
+
+    def show_summary(self, result: dict) -> None:
+        stats = result.get("stats", {})
+        speed = stats.get("speedup_vs_plain")
+        parts = [
+            f"Generation {result.get('generation_id')}: {result.get('status')}",
+            f"{stats.get('tokens', 0):,} tokens",
+            f"{stats.get('tokens_per_s', 0):.1f} tok/s",
+            f"τ {stats.get('tau', 0):.2f}",
+        ]
+        if speed:
+            parts.append(f"×{speed:.2f} vs plain (measured)")
+        self.summary.setText(" · ".join(parts))

@@ -1,0 +1,187 @@
+"""One generation off the GUI thread: a DocumentSession run inside a QThread.
+
+The worker never touches a widget; it speaks through queued signals (text pieces, throttled
+live statistics, the measured baseline, the result or an error message), and stops between two
+engine steps when asked. Any exception becomes a `failed` message: the app never crashes on a
+generation."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QObject, QThread, Signal
+
+from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.errors import UserError
+from swiftwriter.ui.baseline import measure_plain
+from swiftwriter.ui.editor import count_words
+
+STATS_INTERVAL_S = 0.1  # at most ten live updates a second: the window stays calm
+DEFAULT_TOKENS_PER_WORD = 1.4
+
+
+@dataclass
+class GenerationJob:
+    project: object
+    doc_id: int
+    loaded: object  # a modelstore LoadedModel (or anything with .model/.tokenizer/.entry)
+    prompt_text: str
+    length: int = 300
+    unit: str = "tokens"  # or "words"
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    drafting: DraftSettings = field(default_factory=DraftSettings)
+    history: object = True  # a session.ProjectHistory to reuse, True for a fresh one, or False
+    measure_baseline: bool = True
+    flush_interval: float = 1.0
+
+
+def tokens_per_word(encode, text: str) -> float:
+    """Measured on the writer's own recent text with this tokenizer; a typical ratio if short."""
+    sample = text[-4000:]
+    words = count_words(sample)
+    if words < 30:
+        return DEFAULT_TOKENS_PER_WORD
+    return max(1.0, len(encode(sample)) / words)
+
+
+class GenerationWorker(QObject):
+    text = Signal(str)
+    stats = Signal(dict)
+    baseline = Signal(dict)
+    done = Signal(dict)
+    failed = Signal(str)
+    finished = Signal()  # after done or failed: the thread may quit
+
+    def __init__(self, job: GenerationJob):
+        super().__init__()
+        self.job = job
+        self._stop = threading.Event()
+        self.target_tokens = 0
+        self._plain: float | None = None
+        self._last_emit = 0.0
+        self._t0 = 0.0
+
+    def stop(self) -> None:
+        """Thread-safe: the engine checks it between two steps."""
+        self._stop.set()
+
+    def should_stop(self) -> bool:
+        return self._stop.is_set()
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except UserError as exc:
+            self.failed.emit(str(exc))
+        except Exception as exc:  # noqa: BLE001 - shown to the writer, never a crash
+            self.failed.emit(f"The generation failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.finished.emit()
+
+    def _run(self) -> None:
+        from swiftwriter.session import DocumentSession
+
+        job = self.job
+        tokenizer = job.loaded.tokenizer
+        encode = DocumentSession.encoder_for(tokenizer)
+        if job.unit == "words":
+            ratio = tokens_per_word(encode, job.prompt_text)
+            n_tokens = max(1, round(job.length * ratio))
+        else:
+            n_tokens = max(1, int(job.length))
+        session = DocumentSession(
+            job.project,
+            job.doc_id,
+            job.loaded,
+            sampling=job.sampling,
+            drafting=job.drafting,
+            max_new_tokens=n_tokens,
+            history=job.history,
+            flush_interval=job.flush_interval,
+            prompt_text=job.prompt_text,
+        )
+        self.target_tokens = n_tokens
+        self._t0 = time.perf_counter()
+        if job.measure_baseline:
+            prompt = session.build_prompt()
+            self.stats.emit({"phase": "measuring", "target": n_tokens})
+            base = measure_plain(session.model, prompt, job.sampling, should_stop=self.should_stop)
+            if base is not None:
+                self._plain = base.tokens_per_s
+                session.extra_stats.update(base.as_dict())
+                self.baseline.emit(base.as_dict())
+        if self.should_stop():
+            self.done.emit({"status": "cancelled", "generation_id": None, "text": "", "stats": {}})
+            return
+        self._t0 = time.perf_counter()
+        result = session.run(should_stop=self.should_stop, on_text=self.text.emit,
+                             on_step=self._on_step)  # fmt: skip
+        stats = dict(result.stats)
+        if self._plain and stats.get("tokens"):
+            decode_s = (
+                stats.get("draft_s", 0) + stats.get("verify_s", 0) + stats.get("overhead_s", 0)
+            )
+            if decode_s > 0:
+                stats["speedup_vs_plain"] = round(stats["tokens"] / decode_s / self._plain, 3)
+        self.stats.emit(self._live(stats, final=True))
+        self.done.emit(
+            {
+                "status": result.generation.status,
+                "generation_id": result.generation.id,
+                "text": result.text,
+                "stats": stats,
+                "target": n_tokens,
+            }
+        )
+
+    def _on_step(self, event) -> None:
+        now = time.perf_counter()
+        if now - self._last_emit < STATS_INTERVAL_S and not event.done:
+            return
+        self._last_emit = now
+        run = event.run
+        self.stats.emit(
+            self._live(
+                {
+                    "tokens": run.tokens,
+                    "tau": run.tau,
+                    "tokens_per_s": run.tokens_per_s,
+                    "accepted_by_source": dict(run.accepted_by_source),
+                    "decode_s": run.decode_s,
+                    "prefill_s": run.prefill_s,
+                }
+            )
+        )
+
+    def _live(self, stats: dict, final: bool = False) -> dict:
+        """What the dock shows: the engine's numbers plus elapsed, ETA and the speedup."""
+        out = dict(stats)
+        out["phase"] = "done" if final else "generating"
+        out["target"] = self.target_tokens
+        out["elapsed_s"] = time.perf_counter() - self._t0
+        tokens, rate = out.get("tokens", 0), out.get("tokens_per_s", 0.0)
+        out["eta_s"] = 0.0 if final else (
+            (self.target_tokens - tokens) / rate if rate > 0 else None
+        )  # fmt: skip
+        decode_s = out.get("decode_s")
+        if decode_s is None:
+            decode_s = sum(out.get(k, 0) for k in ("draft_s", "verify_s", "overhead_s"))
+        if self._plain:
+            out["plain_tokens_per_s"] = self._plain
+            if decode_s and tokens:
+                out["speedup_vs_plain"] = tokens / decode_s / self._plain
+        return out
+
+
+def start_generation(parent: QObject, job: GenerationJob) -> tuple[QThread, GenerationWorker]:
+    """Start a worker in its own QThread; the caller connects the signals it needs first-hand
+    (the signals are queued to the GUI thread because the worker lives in the other thread)."""
+    thread = QThread(parent)
+    worker = GenerationWorker(job)
+    worker.moveToThread(thread)
+    thread.started.connect(worker.run)
+    worker.finished.connect(thread.quit)
+    thread.finished.connect(worker.deleteLater)
+    return thread, worker

@@ -1,0 +1,164 @@
+"""Generation in the app: tokens stream into the editor while the window keeps working, Stop
+ends it midway, Undo generation and Ctrl+Z take it back in one step, Regenerate keeps the
+previous take, the speed dock shows live numbers against a measured plain baseline, and an
+error in the worker becomes a message."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+WAIT = 30000
+
+
+def open_doc(window, make_project, text="The sea was grey and the wall was old."):
+    path = make_project(docs=(("Chapter 1", text),))
+    assert window.open_project(path)
+    assert window.doc_id is not None
+    return window.project.document(window.doc_id)
+
+
+def generate(qtbot, window, action="generate"):
+    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+        window.actions_by_name[action].trigger()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    return blocker.args[0]
+
+
+def test_tokens_stream_into_the_editor_at_the_cursor(qtbot, window, make_project):
+    doc = open_doc(window, make_project)
+    cursor = window.editor.textCursor()
+    cursor.setPosition(len("The sea was grey"))  # the middle of the text
+    window.editor.setTextCursor(cursor)
+    window.panel.set_target(60, "tokens")
+    seen: list[tuple[int, bool]] = []
+    window.editor.textChanged.connect(
+        lambda: seen.append((len(window.editor.toPlainText()), window.generation.busy))
+    )
+    result = generate(qtbot, window)
+    text = window.editor.toPlainText()
+    streamed = [n for n, busy in seen if busy]
+    assert len(set(streamed)) > 3, "the text should arrive in pieces while the worker runs"
+    assert result["status"] == "finished" and result["stats"]["tokens"] == 60
+    assert text == "The sea was grey" + result["text"] + " and the wall was old."
+    # the store holds what the editor shows, and the generation is recorded
+    assert window.project.document(doc.id).text == text
+    gen = window.project.generation(result["generation_id"])
+    assert gen.status == "finished" and gen.text == result["text"]
+    # the new text is marked as generated until the writer edits it
+    ((start, end),) = window.editor.generated_ranges()
+    assert text[start:end] == result["text"]
+    edit = window.editor.textCursor()
+    edit.setPosition(start + 3)
+    edit.insertText("X")
+    qtbot.waitUntil(lambda: window.editor.generated_ranges() == [])
+
+
+def test_the_window_stays_responsive_while_generating(qtbot, window, make_project):
+    open_doc(window, make_project)
+    window.panel.set_target(400, "tokens")
+    window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) > 0, timeout=WAIT)
+    window.notes.add_note("Typed meanwhile", "written during a generation")  # the GUI answers
+    assert window.generation.busy
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    assert any(n.title == "Typed meanwhile" for n in window.project.notes())
+
+
+def test_stop_midway_keeps_the_text_so_far(qtbot, window, make_project):
+    doc = open_doc(window, make_project)
+    window.panel.set_target(3000, "tokens")
+    window.generation.measure_baseline = False
+    window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 20, timeout=WAIT)
+    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+        qtbot.keyClick(window.editor, Qt.Key.Key_Escape)  # Stop is Esc
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    result = blocker.args[0]
+    assert result["status"] == "cancelled"
+    assert 20 <= result["stats"]["tokens"] < 3000
+    assert window.project.document(doc.id).text == doc.text + result["text"]
+    assert window.editor.toPlainText() == doc.text + result["text"]
+
+
+def test_undo_generation_is_one_step(qtbot, window, make_project):
+    doc = open_doc(window, make_project)
+    generate(qtbot, window)
+    assert window.editor.toPlainText() != doc.text
+    window.editor.undo()  # plain Ctrl+Z: the whole streamed take in one step
+    assert window.editor.toPlainText() == doc.text
+    window.editor.redo()
+    assert window.editor.toPlainText() != doc.text
+    window.actions_by_name["undo"].trigger()  # Undo generation, even after other edits
+    assert window.editor.toPlainText() == doc.text
+    assert window.project.document(doc.id).text == doc.text
+    assert len(window.project.generations(doc.id)) == 1  # the take stays in the history
+
+
+def test_regenerate_keeps_the_previous_take(qtbot, window, make_project):
+    doc = open_doc(window, make_project)
+    window.panel.creative.setChecked(True)  # sampling: each take differs
+    first = generate(qtbot, window)
+    second = generate(qtbot, window, "regenerate")
+    assert first["text"] != second["text"]
+    assert window.editor.toPlainText() == doc.text + second["text"]
+    gens = window.project.generations(doc.id)
+    assert [g.text for g in gens] == [first["text"], second["text"]]
+    assert window.panel.takes.count() == 2 and window.panel.takes.isEnabled()
+    window.panel.take_chosen.emit(0)  # put the first take back
+    assert window.editor.toPlainText() == doc.text + first["text"]
+    assert window.project.document(doc.id).text == doc.text + first["text"]
+
+
+def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_project):
+    from swiftwriter.ui import baseline
+
+    baseline.clear_cache()  # measured for this run, at this context
+    open_doc(window, make_project)
+    window.panel.set_target(200, "tokens")
+    updates: list[dict] = []
+    window.generation.started.connect(
+        lambda: window.generation.worker.stats.connect(lambda s: updates.append(s))
+    )
+    result = generate(qtbot, window)
+    live = [u for u in updates if u.get("phase") == "generating"]
+    assert live and updates[-1]["phase"] == "done"
+    labels = window.stats_dock.labels
+    assert labels["tokens"].text() == "200 / 200"
+    assert "tokens/s" in labels["rate"].text()
+    assert "measured here" in labels["plain"].text()
+    assert "measured" in labels["speedup"].text() and "×" in labels["speedup"].text()
+    assert window.stats_dock.chart.rates
+    stats = window.project.generation(result["generation_id"]).stats
+    assert stats["plain_measured"] and stats["plain_tokens_per_s"] > 0
+    assert stats["plain_context"] == stats["prompt_tokens"]
+    again = generate(qtbot, window)  # the same context bucket reuses the measurement
+    stats2 = window.project.generation(again["generation_id"]).stats
+    assert stats2["plain_tokens_per_s"] == stats["plain_tokens_per_s"]
+    assert stats2["plain_context"] // baseline.BUCKET == stats2["prompt_tokens"] // baseline.BUCKET
+    assert "Generation" in window.stats_dock.summary.text()
+
+
+def test_words_are_converted_with_the_measured_ratio(qtbot, window, make_project):
+    open_doc(window, make_project, " ".join(["the old sea wall"] * 20))
+    window.panel.set_target(30, "words")
+    result = generate(qtbot, window)
+    assert result["target"] == 30  # the word tokenizer has one token per word
+    assert result["stats"]["tokens"] == 30
+
+
+def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkeypatch):
+    from swiftwriter.session import DocumentSession
+
+    doc = open_doc(window, make_project)
+
+    def broken(self, **kwargs):
+        raise RuntimeError("the model caught fire")
+
+    monkeypatch.setattr(DocumentSession, "run", broken)
+    with qtbot.waitSignal(window.generation.failed, timeout=WAIT):
+        window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    assert "the model caught fire" in window.last_error
+    assert window.editor.toPlainText() == doc.text
+    monkeypatch.undo()
+    generate(qtbot, window)  # and the app goes on working
