@@ -3,7 +3,7 @@ the writer chose (auto by default: the loader measures which dtype pays on this 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 
 class ModelLoader(QObject):
@@ -42,8 +42,8 @@ def start_loader(
     worker = ModelLoader(model, device, dtype)
     worker.moveToThread(thread)
     thread.started.connect(worker.run)
-    worker.loaded.connect(thread.quit)
-    worker.failed.connect(thread.quit)
+    worker.loaded.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+    worker.failed.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     thread.start()
     return thread, worker
 
@@ -78,7 +78,7 @@ def start_converter(parent: QObject, model_id: str) -> tuple[QThread, ModelConve
     worker = ModelConverter(model_id)
     worker.moveToThread(thread)
     thread.started.connect(worker.run)
-    worker.done.connect(thread.quit)
-    worker.failed.connect(thread.quit)
+    worker.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+    worker.failed.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     thread.start()
     return thread, worker

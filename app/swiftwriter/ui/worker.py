@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QObject, QThread, Signal
+from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
@@ -182,6 +182,7 @@ def start_generation(parent: QObject, job: GenerationJob) -> tuple[QThread, Gene
     worker = GenerationWorker(job)
     worker.moveToThread(thread)
     thread.started.connect(worker.run)
-    worker.finished.connect(thread.quit)
+    # Direct: quit from the worker thread itself, so a GUI thread blocked in wait() is freed.
+    worker.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     thread.finished.connect(worker.deleteLater)
     return thread, worker

@@ -1,0 +1,175 @@
+"""The writing desk without the model: opening projects (welcome, sample, read-only, recovery),
+the project tree, notes pinned to the prompt, find and replace, autosave, closing safely."""
+
+from __future__ import annotations
+
+from swiftwriter.store import Project
+
+
+def test_welcome_then_open_a_project(qtbot, window, make_project):
+    assert window.stack.currentWidget() is window.welcome
+    path = make_project(docs=(("One", "first text"), ("Two", "second text")))
+    assert window.open_project(path)
+    assert window.stack.currentIndex() == 1
+    assert [window.tree.tree.topLevelItem(i).text(0) for i in range(2)] == ["One", "Two"]
+    assert window.editor.toPlainText() == "first text"
+    assert window.words_label.text() == "" or "word" in window.words_label.text()
+    qtbot.waitUntil(lambda: window.words_label.text() == "2 words")
+    window.tree.tree.setCurrentItem(window.tree.tree.topLevelItem(1))
+    assert window.editor.toPlainText() == "second text"
+    assert str(path.resolve()) in window.settings.recent_projects()
+    assert window.notes.list.count() == 1
+    assert window.notes.list.item(0).checkState().name == "Checked"
+
+
+def test_new_and_sample_projects(qtbot, window, tmp_path):
+    assert window.new_project(tmp_path / "Fresh.swiftwriter")
+    assert [d.title for d in window.project.documents()] == ["Chapter 1"]
+    assert window.open_sample(tmp_path / "samples")
+    docs = window.project.documents()
+    assert docs[0].kind == "part" and len(docs) == 4
+    assert "Aldermouth" in docs[1].text
+    assert [n.title for n in window.project.pinned_notes()] == ["Cast", "Setting"]
+    assert window.editor.toPlainText() == docs[0].text  # the part itself is shown first
+
+
+def test_tree_add_rename_move_delete_and_undo(qtbot, window, make_project):
+    path = make_project(docs=(("A", "a"), ("B", "b"), ("C", "c")))
+    window.open_project(path)
+    tree, project = window.tree, window.project
+    a, b, c = (d.id for d in project.documents())
+    tree.select(a)
+    new = tree.add_document("Inserted")
+    assert [d.title for d in project.documents()] == ["A", "Inserted", "B", "C"]
+    tree.rename(new, "Renamed")
+    assert project.document(new).title == "Renamed"
+    tree.move(c, None, 0)  # what a drop does
+    assert [d.title for d in project.documents()] == ["C", "A", "Renamed", "B"]
+    tree.move(b, a, 0)  # into another document
+    assert project.document(b).parent_id == a
+    assert tree.ids_in_order() == [d.id for d in project.documents()]
+    tree.select(a)
+    asked = []
+    window.tree.confirm = lambda title, text: asked.append(text) or False
+    tree.delete_current()  # the writer said no
+    assert asked and "inside it" in asked[0] and project.document(a)
+    window.tree.confirm = lambda title, text: True
+    tree.delete_current()
+    assert [d.title for d in project.documents()] == ["C", "Renamed"]
+    assert window.actions_by_name["undo_delete"].isEnabled()
+    window.actions_by_name["undo_delete"].trigger()
+    assert {d.title for d in project.documents()} == {"C", "A", "B", "Renamed"}
+    assert project.document(b).parent_id == a
+
+
+def test_drop_in_the_tree_moves_in_the_store(qtbot, window, make_project):
+    from PySide6.QtCore import QTimer
+
+    path = make_project(docs=(("A", "a"), ("B", "b")))
+    window.open_project(path)
+    a, b = (d.id for d in window.project.documents())
+    with qtbot.waitSignal(window.tree.tree.moved, timeout=5000):
+        QTimer.singleShot(0, lambda: window.tree.tree.moved.emit(b, None, 0))
+    qtbot.waitUntil(lambda: [d.id for d in window.project.documents()] == [b, a])
+
+
+def test_notes_pin_to_the_prompt(qtbot, window, make_project):
+    path = make_project(notes=(("Cast", "Elena", False),))
+    window.open_project(path)
+    note_id = window.notes.current_id()
+    window.notes.set_pinned(note_id, True)
+    assert [n.title for n in window.project.pinned_notes()] == ["Cast"]
+    window.notes.text.setPlainText("Elena Marsh, surveyor")
+    window.notes.save()
+    assert window.project.note(note_id).text == "Elena Marsh, surveyor"
+    added = window.notes.add_note("Places", "Aldermouth", pinned=False)
+    assert window.project.note(added).pinned is False
+
+
+def test_find_and_replace(qtbot, window, make_project):
+    window.open_project(make_project(docs=(("A", "the sea, the Sea, the wall"),)))
+    bar = window.find_bar
+    window.actions_by_name["find"].trigger()
+    assert bar.isVisible()
+    bar.find_edit.setText("sea")
+    assert bar.find_next()
+    assert window.editor.textCursor().selectedText().lower() == "sea"
+    bar.replace_edit.setText("harbour")
+    assert bar.replace_all() == 2
+    assert window.editor.toPlainText() == "the harbour, the harbour, the wall"
+    window.editor.undo()  # replace all is one step
+    assert window.editor.toPlainText() == "the sea, the Sea, the wall"
+    bar.find_edit.setText("nowhere")
+    assert not bar.find_next() and bar.status.text() == "Not found"
+
+
+def test_autosave_after_idle_and_before_closing(qtbot, window, make_project):
+    window.open_project(make_project())
+    window.autosave_timer.setInterval(200)
+    doc_id = window.doc_id
+    window.editor.moveCursor(window.editor.textCursor().MoveOperation.End)
+    window.editor.insertPlainText(" More.")
+    assert window.save_label.text() == "Edited"
+    qtbot.waitUntil(lambda: window.project.document(doc_id).text.endswith(" More."), timeout=3000)
+    assert window.save_label.text() == "Saved"
+    window.autosave_timer.setInterval(60000)
+    window.editor.insertPlainText(" Unsaved yet.")
+    path = window.project.path
+    window.close_project()
+    with Project.open(path, readonly=True) as proj:
+        assert proj.document(doc_id).text.endswith(" More. Unsaved yet.")
+
+
+def test_interrupted_generations_are_offered_for_recovery(qtbot, window, make_project):
+    path = make_project(docs=(("A", "Start."),))
+    proj = Project.open(path)
+    doc = proj.documents()[0]
+    record = proj.start_generation(doc.id, "h", "tiny", "tok", flush_interval=0)
+    record.append(" Saved before the crash.", [5, 6])
+    proj._live.clear()  # as if the process had died: nobody owns the streaming row
+    proj.close()
+    asked = []
+    window.ask = lambda title, text: asked.append(text) or True
+    window.open_project(path)
+    assert asked and "interrupted" in asked[0]
+    assert window.project.document(doc.id).text == "Start. Saved before the crash."
+    assert window.editor.toPlainText() == "Start. Saved before the crash."
+    assert window.project.interrupted_generations() == []
+
+
+def test_a_second_instance_opens_read_only_and_says_so(qtbot, window, make_project):
+    path = make_project()
+    holder = Project.open(path)  # "another SwiftWriter"
+    try:
+        window.open_project(path)
+        assert window.project.readonly
+        assert window.banner.isVisible() and "Read-only" in window.banner.text()
+        assert "another SwiftWriter" in window.banner.text()
+        assert window.editor.isReadOnly()
+        assert not window.actions_by_name["generate"].isEnabled()
+        assert window.generation.generate() is False
+    finally:
+        window.close_project()
+        holder.close()
+
+
+def test_closing_while_generating_asks_first(qtbot, window, make_project):
+    window.open_project(make_project())
+    window.panel.set_target(3000, "tokens")
+    window.generation.measure_baseline = False
+    window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) > 5, timeout=30000)
+    questions = []
+    window.ask = lambda title, text: questions.append(text) or False
+    window.close()
+    assert questions and "generation is running" in questions[0].lower()
+    assert window.isVisible() and window.project is not None
+    window.ask = lambda title, text: True
+    doc_id = window.doc_id
+    path = window.project.path
+    window.close()
+    assert not window.isVisible() and window.project is None
+    with Project.open(path, readonly=True) as proj:
+        gen = proj.generations(doc_id)[-1]
+        assert gen.status == "cancelled"
+        assert proj.document(doc_id).text.endswith(gen.text)

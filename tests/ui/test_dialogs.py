@@ -1,0 +1,144 @@
+"""History browser, model manager, settings, and File > Export / Import."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+WAIT = 30000
+
+
+def generate(qtbot, window):
+    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+        window.generation.generate()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    return blocker.args[0]
+
+
+def test_history_lists_compares_inserts_and_restores(qtbot, window, make_project):
+    window.open_project(make_project(docs=(("A", "Before."),)))
+    window.generation.measure_baseline = False
+    window.panel.creative.setChecked(True)
+    first = generate(qtbot, window)
+    second = generate(qtbot, window)
+    dialog = window.open_history()
+    qtbot.addWidget(dialog)
+    assert dialog.table.rowCount() == 2
+    assert dialog.table.item(0, 0).text() == str(second["generation_id"])  # newest first
+    assert dialog.table.item(0, 8).text() == "Creative"
+    dialog.select_rows([1])
+    assert "Sampling:" in dialog.details.text() and dialog.left.toPlainText() == first["text"]
+    dialog.select_rows([0, 1])
+    assert dialog.compare_selected() == (second["text"], first["text"])
+    assert dialog.right.isVisible()
+    dialog.select_rows([1])
+    cursor = window.editor.textCursor()
+    cursor.setPosition(0)
+    window.editor.setTextCursor(cursor)
+    dialog.insert_selected()
+    assert window.editor.toPlainText().startswith(first["text"])
+    dialog.select_rows([0])  # the document as it was before the second generation
+    assert dialog.restore_selected()
+    assert window.editor.toPlainText() == "Before." + first["text"]
+    assert window.project.document(window.doc_id).text == "Before." + first["text"]
+
+
+def test_model_manager_refuses_a_bad_folder_and_adds_a_good_one(qtbot, window, tmp_path):
+    from swiftwriter.modelstore import registry
+
+    dialog = window.open_models()
+    qtbot.addWidget(dialog)
+    default = registry.default_entry()
+    assert dialog.table.item(0, 1).text() == default.id
+    assert dialog.table.item(0, 3).text() in ("present", "missing", "mismatched", "none")
+    empty = tmp_path / "not-a-model"
+    empty.mkdir()
+    assert dialog.add_folder(str(empty), "broken") is None
+    assert "Not added" in dialog.message.text() and "config.json" in dialog.message.text()
+    (empty / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert dialog.add_folder(str(empty), "broken") is None
+    assert "no weights" in dialog.message.text()
+    assert dialog.add_folder("", "x") is None
+    assert "broken" not in registry.load_registry()
+    good = tmp_path / "good-model"
+    window.loaded_model.model.save_pretrained(good)
+    entry = dialog.add_folder(str(good), "tiny-good")
+    assert entry is not None and entry.is_ready()
+    assert "tiny-good" in registry.load_registry()
+    assert any(
+        dialog.table.item(r, 1).text() == "tiny-good" for r in range(dialog.table.rowCount())
+    )
+    dialog.device.setCurrentText("cpu")
+    dialog.dtype.setCurrentText("float32")
+    assert (window.settings.device, window.settings.dtype) == ("cpu", "float32")
+    chosen = []
+    dialog.use_model.connect(chosen.append)
+    row = next(
+        r for r in range(dialog.table.rowCount()) if dialog.table.item(r, 1).text() == "tiny-good"
+    )
+    dialog.table.selectRow(row)
+    dialog.use_selected()
+    assert chosen == ["tiny-good"]
+
+
+def test_settings_are_remembered_in_the_test_settings_file(qtbot, tmp_path):
+    from PySide6.QtGui import QFont
+    from swiftwriter.ui.settings import AppSettings, SettingsDialog
+
+    settings = AppSettings()
+    assert str(tmp_path) in settings.qs.fileName()  # never the writer's real settings
+    dialog = SettingsDialog(settings)
+    qtbot.addWidget(dialog)
+    dialog.theme.setCurrentText("Dark")
+    dialog.font_box.setCurrentFont(QFont("Monospace"))
+    dialog.font_size.setValue(15)
+    dialog.autosave.setValue(7)
+    dialog.preset.setCurrentText("Fast")
+    dialog.accept()
+    again = AppSettings()
+    assert again.theme == "Dark" and again.autosave_s == 7 and again.default_preset == "Fast"
+    assert again.editor_font.pointSize() == 15
+
+
+def test_settings_apply_to_the_window(qtbot, window):
+    window.settings.theme = "Dark"
+    window.settings.autosave_s = 9
+    window.apply_settings()
+    assert window.autosave_timer.interval() == 9000
+    qtbot.waitUntil(lambda: window.palette().window().color().lightness() < 100)
+    assert window.editor.generated_color.lightness() < 100
+    window.settings.theme = "Light"
+    window.apply_settings()
+    qtbot.waitUntil(lambda: window.palette().window().color().lightness() > 200)
+
+
+def test_presets_and_modes_map_to_engine_settings(qtbot, window):
+    from swiftwriter.engine.settings import DraftSettings
+
+    panel = window.panel
+    panel.preset.setCurrentText("Conservative")
+    assert panel.drafting().max_nodes < DraftSettings().max_nodes
+    panel.preset.setCurrentText("Fast")
+    assert panel.drafting().max_nodes > DraftSettings().max_nodes
+    assert panel.sampling().greedy
+    panel.creative.setChecked(True)
+    panel.temperature.setValue(0.7)
+    panel.seed.setValue(42)
+    sampling = panel.sampling()
+    assert not sampling.greedy and sampling.temperature == pytest.approx(0.7)
+    assert sampling.seed == 42
+
+
+def test_export_and_import(qtbot, window, make_project, tmp_path):
+    window.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
+    md, docx = tmp_path / "out.md", tmp_path / "out.docx"
+    assert window.export_to(md, "md") and window.export_to(docx, "docx")
+    assert "The sea was grey." in md.read_text() and "Chapter 1" in md.read_text()
+    assert docx.stat().st_size > 1000
+    source = tmp_path / "more.md"
+    source.write_text("# Chapter 2\n\nThe wall held.\n\n# Chapter 3\n\nThe tide turned.\n")
+    assert window.import_from(source) == 2
+    assert [d.title for d in window.project.documents()][-2:] == ["Chapter 2", "Chapter 3"]
+    assert window.import_from(tmp_path / "missing.md") == 0
+    assert "No such file" in window.last_error
