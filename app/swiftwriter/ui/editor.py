@@ -106,7 +106,7 @@ class Editor(QPlainTextEdit):
         self._count_timer = QTimer(self, singleShot=True, interval=250)
         self._count_timer.timeout.connect(self._count)
         self.document().contentsChange.connect(self._on_change)
-        self.textChanged.connect(self._count_timer.start)
+        self.textChanged.connect(self._schedule_count)
 
     def set_dark(self, dark: bool) -> None:
         self.highlighter.set_dark(dark)
@@ -212,6 +212,11 @@ class Editor(QPlainTextEdit):
         self.setExtraSelections(selections)
 
     # -- words ------------------------------------------------------------------------------
+    def _schedule_count(self) -> None:
+        """At most four counts a second, also while text streams in (no restart)."""
+        if not self._count_timer.isActive():
+            self._count_timer.start()
+
     def _count(self) -> None:
         self.words = count_words(self.toPlainText())
         self.word_count_changed.emit(self.words)

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QGridLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QRadioButton,
@@ -81,12 +80,9 @@ class GenerationPanel(QWidget):
         form.addRow("Mode", mode_row)
         layout.addLayout(form)
 
-        self.advanced = QGroupBox("Advanced sampler")
-        self.advanced.setCheckable(True)
+        self.advanced = QCheckBox("Advanced sampler")
         self.advanced.setChecked(False)
-        box = QVBoxLayout(self.advanced)
         self._advanced_body = QWidget()
-        box.addWidget(self._advanced_body)
         adv = QFormLayout(self._advanced_body)
         adv.setContentsMargins(0, 0, 0, 0)
         self.penalty = self._double(0.5, 3.0, 1.2, 0.05, "Repetition penalty (1 = off)")
@@ -119,6 +115,7 @@ class GenerationPanel(QWidget):
         self.advanced.toggled.connect(self._show_advanced)
         self._show_advanced(False)
         layout.addWidget(self.advanced)
+        layout.addWidget(self._advanced_body)
 
         grid = QGridLayout()
         for i, name in enumerate(("generate", "stop", "continue", "regenerate", "undo")):

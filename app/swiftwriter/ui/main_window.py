@@ -455,6 +455,7 @@ class MainWindow(QMainWindow):
         try:
             if force and self.project.document(self.doc_id).text == text:
                 self._saved_text = text
+                self.save_label.setText("Saved")
                 return False
             self.project.update_text(self.doc_id, text)
         except ProjectError as exc:

@@ -142,8 +142,8 @@ class StatsDock(QDockWidget):
 
     def show_baseline(self, base: dict) -> None:
         self.labels["plain"].setText(
-            f"{base['plain_tokens_per_s']:.1f} tok/s, measured here at "
-            f"{base['plain_context']:,} tokens of context"
+            f"{base['plain_tokens_per_s']:.1f} tokens/s\n"
+            f"measured here at {base['plain_context']:,} tokens"
         )
 
     def update_stats(self, stats: dict) -> None:
@@ -163,7 +163,7 @@ class StatsDock(QDockWidget):
         self.labels["elapsed"].setText(fmt_time(stats.get("elapsed_s")))
         self.labels["eta"].setText(fmt_time(stats.get("eta_s")))
         if speedup is not None:
-            self.labels["speedup"].setText(f"×{speedup:.2f} over plain decoding (measured)")
+            self.labels["speedup"].setText(f"×{speedup:.2f} over plain\ndecoding (measured)")
         elif "plain_tokens_per_s" not in stats:
             self.labels["speedup"].setText("– (no plain-decoding measurement)")
         self.chart.add(stats.get("elapsed_s", 0.0), rate, speedup)

@@ -47,7 +47,7 @@ def sample_text() -> str:
     lines = text.strip().splitlines()
     if lines and lines[0].strip().lower().startswith("chapter"):
         lines = lines[1:]
-    return "\n".join(lines).strip() + "\n"
+    return "\n".join(lines).strip()
 
 
 def create_sample_project(folder: Path | None = None) -> Path:
@@ -60,7 +60,7 @@ def create_sample_project(folder: Path | None = None) -> Path:
     with Project.create(path, title="The Harbour", author="SwiftWriter sample") as project:
         part = project.add_document("Part One: Return", kind="part")
         project.add_document("Chapter 1: The Wall", sample_text(), parent_id=part.id)
-        project.add_document("Chapter 2: The Letter", CHAPTER_TWO + "\n", parent_id=part.id)
+        project.add_document("Chapter 2: The Letter", CHAPTER_TWO, parent_id=part.id)
         project.add_document("Chapter 3", "", parent_id=part.id)
         for title, text, pinned in NOTES:
             project.add_note(title, text, pinned=pinned)

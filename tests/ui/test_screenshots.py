@@ -1,0 +1,40 @@
+"""Screenshots of the main window during and after a generation, for the README and for a look
+by eye; they are rewritten on every run into resources/screenshots/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QImage
+
+SHOTS = Path(__file__).resolve().parents[2] / "resources" / "screenshots"
+
+
+def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
+    from swiftwriter.ui.settings import apply_theme
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    window.settings.theme = "Light"
+    apply_theme("Light")
+    window.resize(1280, 800)
+    assert window.open_sample(tmp_path / "samples")
+    window.tree.select(window.project.documents()[2].id)  # Chapter 2: The Letter
+    window.panel.set_target(160, "tokens")
+    shots: dict[str, Path] = {}
+
+    def during(stats: dict) -> None:
+        if "during" not in shots and stats.get("tokens", 0) >= 60:
+            shots["during"] = SHOTS / "main-window-generating.png"
+            assert window.grab().save(str(shots["during"]))
+
+    window.generation.started.connect(lambda: window.generation.worker.stats.connect(during))
+    with qtbot.waitSignal(window.generation.finished, timeout=30000):
+        window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=30000)
+    qtbot.wait(50)  # let the last repaint land
+    shots["after"] = SHOTS / "main-window.png"
+    assert window.grab().save(str(shots["after"]))
+    assert set(shots) == {"during", "after"}
+    for path in shots.values():
+        image = QImage(str(path))
+        assert image.width() >= 1000 and image.height() >= 600
