@@ -173,3 +173,35 @@ def test_closing_while_generating_asks_first(qtbot, window, make_project):
         gen = proj.generations(doc_id)[-1]
         assert gen.status == "cancelled"
         assert proj.document(doc_id).text.endswith(gen.text)
+
+
+def test_keyboard_generate_and_find_bar_escape(qtbot, window, make_project):
+    from PySide6.QtCore import Qt
+
+    window.open_project(make_project())
+    window.generation.measure_baseline = False
+    window.panel.set_target(10, "tokens")
+    window.editor.setFocus()
+    with qtbot.waitSignal(window.generation.finished, timeout=30000):
+        qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=30000)
+    assert len(window.project.generations()) == 1
+    window.actions_by_name["find"].trigger()
+    assert window.find_bar.isVisible()
+    qtbot.keyClick(window.find_bar.find_edit, Qt.Key.Key_Escape)
+    assert not window.find_bar.isVisible()
+
+
+def test_window_layout_and_recent_projects_are_remembered(qtbot, window, make_project):
+    from swiftwriter.ui.main_window import MainWindow
+
+    path = make_project()
+    window.open_project(path)
+    window.resize(1000, 640)
+    qtbot.waitUntil(lambda: window.size().height() == 640)
+    window.close()
+    again = MainWindow(load_model=False)
+    qtbot.addWidget(again)
+    assert again.size().height() == 640  # not the default 820
+    assert again.welcome.recent.count() == 1
+    assert again.welcome.recent.item(0).data(256) == str(path.resolve())

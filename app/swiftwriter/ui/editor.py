@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
-    QKeySequence,
-    QShortcut,
     QSyntaxHighlighter,
     QTextCharFormat,
     QTextCursor,
@@ -254,8 +252,18 @@ class FindBar(QWidget):
         replace_btn.clicked.connect(self.replace)
         all_btn.clicked.connect(self.replace_all)
         close_btn.clicked.connect(self.hide)
-        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self.hide)
+        # Esc in the bar hides it; an event filter rather than a window-wide shortcut, which
+        # would collide with Stop (also Esc) while a generation runs.
+        self.find_edit.installEventFilter(self)
+        self.replace_edit.installEventFilter(self)
         self.hide()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_Escape:
+            self.hide()
+            self.editor.setFocus()
+            return True
+        return super().eventFilter(watched, event)
 
     def open(self) -> None:
         self.show()
