@@ -142,3 +142,32 @@ def test_export_and_import(qtbot, window, make_project, tmp_path):
     assert [d.title for d in window.project.documents()][-2:] == ["Chapter 2", "Chapter 3"]
     assert window.import_from(tmp_path / "missing.md") == 0
     assert "No such file" in window.last_error
+
+
+def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_path):
+    from swiftwriter.errors import UserError
+    from swiftwriter.modelstore import provision
+
+    calls = []
+
+    def fake_convert(entry, progress=None, force=False):
+        for step in ("Reading the GGUF…", "Writing safetensors…"):
+            progress(step)
+            calls.append(step)
+        if len(calls) > 2:
+            raise UserError("disk full")
+        return tmp_path / entry.id
+
+    monkeypatch.setattr(provision, "convert", fake_convert)
+    dialog = window.open_models()
+    qtbot.addWidget(dialog)
+    assert dialog.selected().default and not dialog.selected().is_ready()  # a fresh data folder
+    assert dialog.convert_button.isEnabled()
+    dialog.convert_selected()
+    assert dialog.progress.isVisible() and not dialog.convert_button.isEnabled()
+    qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)
+    assert "Ready: converted into" in dialog.message.text()
+    assert not dialog.progress.isVisible()
+    dialog.convert_selected()
+    qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)
+    assert dialog.message.text() == "Conversion failed: disk full"
