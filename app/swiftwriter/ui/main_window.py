@@ -67,6 +67,7 @@ class MainWindow(QMainWindow):
         self._loading_doc = False
         self._histories: dict = {}
         self._last_deleted: int | None = None
+        self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
         self.generation = GenerationController(self)
         self._build_actions()
         self._build_ui()
@@ -168,6 +169,8 @@ class MainWindow(QMainWindow):
         self.docks["stats"] = self.stats_dock
         self.resizeDocks([self.docks["project"], self.docks["generate"]], [240, 300],
                          Qt.Orientation.Horizontal)  # fmt: skip
+        self.resizeDocks([self.docks["generate"], self.stats_dock], [320, 480],
+                         Qt.Orientation.Vertical)  # fmt: skip
 
         self.words_label = QLabel("")
         self.save_label = QLabel("")
@@ -502,6 +505,7 @@ class MainWindow(QMainWindow):
         dialog.insert_requested.connect(self.insert_text)
         dialog.open_requested.connect(self.tree.select)
         dialog.snapshot_restored.connect(self._on_snapshot_restored)
+        self._dialogs.append(dialog)
         dialog.show()
         return dialog
 
@@ -527,6 +531,7 @@ class MainWindow(QMainWindow):
         current = self.loaded_model.entry.id if self.loaded_model is not None else None
         dialog = ModelManagerDialog(self.settings, current, self)
         dialog.use_model.connect(self._use_model)
+        self._dialogs.append(dialog)
         dialog.show()
         return dialog
 
@@ -602,6 +607,9 @@ class MainWindow(QMainWindow):
         if not self.close_project():
             event.ignore()
             return
+        for dialog in self._dialogs:
+            dialog.close()  # a model conversion finishes first: never cut in half
+        self._dialogs.clear()
         self.settings.save_layout(self)
         self.settings.sync()
         if self._thread is not None and self._thread.isRunning():

@@ -30,7 +30,8 @@ def fmt_sources(by_source: dict) -> str:
             totals[name] = totals.get(name, 0) + int(count)
     if not totals:
         return "–"
-    return " · ".join(f"{name} {count:,}" for name, count in sorted(totals.items()))
+    parts = [f"{name} {count:,}" for name, count in sorted(totals.items())]
+    return "\n".join(" · ".join(parts[i : i + 2]) for i in range(0, len(parts), 2))
 
 
 class SpeedChart(QWidget):
@@ -110,6 +111,7 @@ class StatsDock(QDockWidget):
             ("tokens", "Tokens"),
             ("rate", "Speed"),
             ("plain", "Plain decoding"),
+            ("context", "Measured at"),
             ("speedup", "Speedup"),
             ("tau", "Tokens per pass (τ)"),
             ("sources", "Accepted drafts"),
@@ -118,7 +120,7 @@ class StatsDock(QDockWidget):
         ):
             label = QLabel("–")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            label.setWordWrap(True)
+            label.setWordWrap(False)  # explicit line breaks: wrapped labels get clipped in forms
             self.labels[key] = label
             form.addRow(title, label)
         layout.addLayout(form)
@@ -141,10 +143,8 @@ class StatsDock(QDockWidget):
         self.updates = 0
 
     def show_baseline(self, base: dict) -> None:
-        self.labels["plain"].setText(
-            f"{base['plain_tokens_per_s']:.1f} tokens/s\n"
-            f"measured here at {base['plain_context']:,} tokens"
-        )
+        self.labels["plain"].setText(f"{base['plain_tokens_per_s']:.1f} tokens/s, measured here")
+        self.labels["context"].setText(f"{base['plain_context']:,} tokens of context")
 
     def update_stats(self, stats: dict) -> None:
         self.last = stats
@@ -163,7 +163,7 @@ class StatsDock(QDockWidget):
         self.labels["elapsed"].setText(fmt_time(stats.get("elapsed_s")))
         self.labels["eta"].setText(fmt_time(stats.get("eta_s")))
         if speedup is not None:
-            self.labels["speedup"].setText(f"×{speedup:.2f} over plain\ndecoding (measured)")
+            self.labels["speedup"].setText(f"×{speedup:.2f} over plain (measured)")
         elif "plain_tokens_per_s" not in stats:
             self.labels["speedup"].setText("– (no plain-decoding measurement)")
         self.chart.add(stats.get("elapsed_s", 0.0), rate, speedup)
