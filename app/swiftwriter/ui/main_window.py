@@ -33,14 +33,15 @@ from swiftwriter.ui.generation_panel import GenerationPanel
 from swiftwriter.ui.model_worker import start_loader
 from swiftwriter.ui.notes import NotesPanel
 from swiftwriter.ui.project_tree import ProjectTree
-from swiftwriter.ui.settings import AppSettings, SettingsDialog, apply_theme, is_dark
+from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
 from swiftwriter.ui.stats_dock import StatsDock
+from swiftwriter.ui.tools import ToolsMixin
 from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ToolsMixin, QMainWindow):
     model_ready = Signal(object)
     model_failed = Signal(str)
     project_opened = Signal(object)
@@ -493,114 +494,6 @@ class MainWindow(QMainWindow):
     def _open_find(self) -> None:
         if self.project is not None:
             self.find_bar.open()
-
-    # -- dialogs ----------------------------------------------------------------------------
-    def open_history(self):
-        from swiftwriter.ui.history_dialog import HistoryDialog
-
-        if self.project is None:
-            return None
-        self.save_now()
-        dialog = HistoryDialog(self.project, self)
-        dialog.insert_requested.connect(self.insert_text)
-        dialog.open_requested.connect(self.tree.select)
-        dialog.snapshot_restored.connect(self._on_snapshot_restored)
-        self._dialogs.append(dialog)
-        dialog.show()
-        return dialog
-
-    def insert_text(self, text: str) -> None:
-        if self.doc_id is not None and not self.editor.isReadOnly():
-            self.editor.textCursor().insertText(text)
-            self.save_now()
-
-    def _on_snapshot_restored(self, doc_id: int) -> None:
-        if doc_id == self.doc_id:
-            text = self.project.document(doc_id).text
-            self._loading_doc = True
-            try:
-                self.editor.set_text(text)
-                self._saved_text = text
-            finally:
-                self._loading_doc = False
-        self.tree.reload()
-
-    def open_models(self):
-        from swiftwriter.ui.model_manager import ModelManagerDialog
-
-        current = self.loaded_model.entry.id if self.loaded_model is not None else None
-        dialog = ModelManagerDialog(self.settings, current, self)
-        dialog.use_model.connect(self._use_model)
-        self._dialogs.append(dialog)
-        dialog.show()
-        return dialog
-
-    def _use_model(self, model_id: str) -> None:
-        self.settings.model = model_id
-        self.load_model(model_id)
-
-    def open_settings(self) -> None:
-        dialog = SettingsDialog(self.settings, self)
-        if dialog.exec():
-            self.apply_settings()
-
-    def apply_settings(self) -> None:
-        apply_theme(self.settings.theme)
-        self.editor.set_dark(is_dark(self.settings.theme))
-        self.editor.setFont(self.settings.editor_font)
-        self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
-
-    # -- import and export ------------------------------------------------------------------
-    def export_dialog(self, fmt: str) -> None:
-        if self.project is None:
-            return
-        suffix = ".md" if fmt == "md" else ".docx"
-        start = str(self.project.path.with_suffix(suffix))
-        path, _ = QFileDialog.getSaveFileName(self, "Export", start, f"*{suffix}")
-        if path:
-            self.export_to(path, fmt)
-
-    def export_to(self, path, fmt: str) -> bool:
-        from swiftwriter.export import manuscript_from_project
-
-        self.save_now()
-        try:
-            manuscript = manuscript_from_project(self.project)
-            if fmt == "md":
-                from swiftwriter.export.markdown_out import export_markdown
-
-                export_markdown(manuscript, path)
-            else:
-                from swiftwriter.export.docx_out import export_docx
-
-                export_docx(manuscript, path)
-        except (UserError, OSError) as exc:
-            self.show_error("Export failed", str(exc))
-            return False
-        self.statusBar().showMessage(f"Exported to {path}", 8000)
-        return True
-
-    def import_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Import", "", "Documents (*.md *.markdown *.txt *.docx)"
-        )
-        if path:
-            self.import_from(path)
-
-    def import_from(self, path) -> int:
-        from swiftwriter.export.importers import import_file
-        from swiftwriter.store.importing import import_sections
-
-        if self.project is None or self.project.readonly:
-            return 0
-        try:
-            added = import_sections(self.project, import_file(path))
-        except (UserError, OSError) as exc:
-            self.show_error("Import failed", str(exc))
-            return 0
-        self.tree.reload(select=added[0].id if added else None)
-        self.statusBar().showMessage(f"Imported {len(added)} document(s)", 8000)
-        return len(added)
 
     # -- closing ----------------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)

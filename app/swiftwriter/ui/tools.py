@@ -1,0 +1,121 @@
+"""The commands that open tool windows or touch files: history, models, settings, export and
+import. A mixin of MainWindow, kept apart so the window itself stays about the writing desk."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QFileDialog
+
+from swiftwriter.errors import UserError
+from swiftwriter.ui.settings import SettingsDialog, apply_theme, is_dark
+
+
+class ToolsMixin:
+    """Needs the window's project, editor, tree, settings, save_now and show_error."""
+
+    # -- dialogs ----------------------------------------------------------------------------
+    def open_history(self):
+        from swiftwriter.ui.history_dialog import HistoryDialog
+
+        if self.project is None:
+            return None
+        self.save_now()
+        dialog = HistoryDialog(self.project, self)
+        dialog.insert_requested.connect(self.insert_text)
+        dialog.open_requested.connect(self.tree.select)
+        dialog.snapshot_restored.connect(self._on_snapshot_restored)
+        self._dialogs.append(dialog)
+        dialog.show()
+        return dialog
+
+    def insert_text(self, text: str) -> None:
+        if self.doc_id is not None and not self.editor.isReadOnly():
+            self.editor.textCursor().insertText(text)
+            self.save_now()
+
+    def _on_snapshot_restored(self, doc_id: int) -> None:
+        if doc_id == self.doc_id:
+            text = self.project.document(doc_id).text
+            self._loading_doc = True
+            try:
+                self.editor.set_text(text)
+                self._saved_text = text
+            finally:
+                self._loading_doc = False
+        self.tree.reload()
+
+    def open_models(self):
+        from swiftwriter.ui.model_manager import ModelManagerDialog
+
+        current = self.loaded_model.entry.id if self.loaded_model is not None else None
+        dialog = ModelManagerDialog(self.settings, current, self)
+        dialog.use_model.connect(self._use_model)
+        self._dialogs.append(dialog)
+        dialog.show()
+        return dialog
+
+    def _use_model(self, model_id: str) -> None:
+        self.settings.model = model_id
+        self.load_model(model_id)
+
+    def open_settings(self) -> None:
+        dialog = SettingsDialog(self.settings, self)
+        if dialog.exec():
+            self.apply_settings()
+
+    def apply_settings(self) -> None:
+        apply_theme(self.settings.theme)
+        self.editor.set_dark(is_dark(self.settings.theme))
+        self.editor.setFont(self.settings.editor_font)
+        self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
+
+    # -- import and export ------------------------------------------------------------------
+    def export_dialog(self, fmt: str) -> None:
+        if self.project is None:
+            return
+        suffix = ".md" if fmt == "md" else ".docx"
+        start = str(self.project.path.with_suffix(suffix))
+        path, _ = QFileDialog.getSaveFileName(self, "Export", start, f"*{suffix}")
+        if path:
+            self.export_to(path, fmt)
+
+    def export_to(self, path, fmt: str) -> bool:
+        from swiftwriter.export import manuscript_from_project
+
+        self.save_now()
+        try:
+            manuscript = manuscript_from_project(self.project)
+            if fmt == "md":
+                from swiftwriter.export.markdown_out import export_markdown
+
+                export_markdown(manuscript, path)
+            else:
+                from swiftwriter.export.docx_out import export_docx
+
+                export_docx(manuscript, path)
+        except (UserError, OSError) as exc:
+            self.show_error("Export failed", str(exc))
+            return False
+        self.statusBar().showMessage(f"Exported to {path}", 8000)
+        return True
+
+    def import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import", "", "Documents (*.md *.markdown *.txt *.docx)"
+        )
+        if path:
+            self.import_from(path)
+
+    def import_from(self, path) -> int:
+        from swiftwriter.export.importers import import_file
+        from swiftwriter.store.importing import import_sections
+
+        if self.project is None or self.project.readonly:
+            return 0
+        try:
+            added = import_sections(self.project, import_file(path))
+        except (UserError, OSError) as exc:
+            self.show_error("Import failed", str(exc))
+            return 0
+        self.tree.reload(select=added[0].id if added else None)
+        self.statusBar().showMessage(f"Imported {len(added)} document(s)", 8000)
+        return len(added)
