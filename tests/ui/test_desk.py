@@ -205,3 +205,21 @@ def test_window_layout_and_recent_projects_are_remembered(qtbot, window, make_pr
     assert again.size().height() == 640  # not the default 820
     assert again.welcome.recent.count() == 1
     assert again.welcome.recent.item(0).data(256) == str(path.resolve())
+
+
+def test_markdown_is_lightly_highlighted(qtbot, window, make_project):
+    from PySide6.QtGui import QFont
+
+    window.open_project(make_project(docs=(("A", "# Heading\n\nSome *soft* words.\n\n* * *"),)))
+    doc = window.editor.document()
+
+    def formats(block_no):
+        return doc.findBlockByNumber(block_no).layout().formats()
+
+    heading = formats(0)
+    assert heading and heading[0].format.fontWeight() == QFont.Weight.Bold
+    assert heading[0].start == 0 and heading[0].length == len("# Heading")
+    italic = formats(2)
+    assert any(f.format.fontItalic() and f.length == len("*soft*") for f in italic)
+    assert formats(4)  # the scene break is muted
+    assert window.editor.toPlainText() == "# Heading\n\nSome *soft* words.\n\n* * *"  # untouched

@@ -78,6 +78,19 @@ def test_stop_midway_keeps_the_text_so_far(qtbot, window, make_project):
     assert 20 <= result["stats"]["tokens"] < 3000
     assert window.project.document(doc.id).text == doc.text + result["text"]
     assert window.editor.toPlainText() == doc.text + result["text"]
+    assert "(stopped)" in window.statusBar().currentMessage()
+
+
+def test_context_full_is_explained(qtbot, window, make_project):
+    from tests.ui.conftest import tiny_loaded
+
+    window.set_model(tiny_loaded(max_positions=64))  # a tiny context window
+    open_doc(window, make_project)
+    window.generation.measure_baseline = False
+    window.panel.set_target(5000, "tokens")
+    result = generate(qtbot, window)
+    assert result["stats"]["stop_reason"] == "context_full"
+    assert "context is full" in window.statusBar().currentMessage()
 
 
 def test_undo_generation_is_one_step(qtbot, window, make_project):

@@ -14,6 +14,12 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from swiftwriter.ui.worker import GenerationJob, GenerationWorker, start_generation
 
+STOP_REASONS = {
+    "eos": " (the model ended the text)",
+    "context_full": " (the model's context is full: shorten the text before the cursor)",
+    "cancelled": " (stopped)",
+}
+
 
 @dataclass
 class Take:
@@ -153,9 +159,11 @@ class GenerationController(QObject):
         self._show_takes()
         w.save_now(force=True)
         w.stats_dock.show_summary(result)
+        stats = result.get("stats", {})
+        why = STOP_REASONS.get(stats.get("stop_reason", ""), "")
         w.statusBar().showMessage(
-            f"Generation {result.get('status', 'finished')}: {result.get('stats', {}).get('tokens', 0):,} tokens",
-            8000,
+            f"Generation {result.get('status', 'finished')}: {stats.get('tokens', 0):,} tokens{why}",
+            10000,
         )
         self.finished.emit(result)
 
