@@ -175,3 +175,22 @@ def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkey
     assert window.editor.toPlainText() == doc.text
     monkeypatch.undo()
     generate(qtbot, window)  # and the app goes on working
+
+
+def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words):
+    from swiftwriter.engine.settings import SamplingSettings
+    from swiftwriter.ui import baseline
+
+    from tests.ui.conftest import tiny_loaded
+
+    baseline.clear_cache()
+    sampling = SamplingSettings()
+    short = baseline.measure_plain(tiny_words.model, list(range(2, 40)), sampling)
+    assert short.context == 38 and short.steps == 7 and short.tokens_per_s > 0
+    assert baseline.measure_plain(tiny_words.model, list(range(2, 60)), sampling) is short
+    longer = baseline.measure_plain(tiny_words.model, [5] * 300, sampling)  # another bucket
+    assert longer is not short and longer.context == 300
+    other = tiny_loaded(seed=9).model  # another model never reuses this one's numbers
+    assert baseline.measure_plain(other, list(range(2, 40)), sampling) is not short
+    stopped = baseline.measure_plain(other, [7] * 300, sampling, should_stop=lambda: True)
+    assert stopped is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -20,7 +21,7 @@ from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 BUCKET = 256  # tokens of context that share one measurement
 STEPS = 8  # plain steps timed per measurement (the first one is a warm-up)
 
-_cache: dict[tuple, Baseline] = {}
+_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {key: Baseline}
 _lock = threading.Lock()
 
 
@@ -50,10 +51,10 @@ def measure_plain(
 ) -> Baseline | None:
     """Time `steps` plain decoding steps after `prompt`; the median step gives tokens/s.
     Returns None when cancelled before it could measure anything."""
-    key = (id(model), len(prompt) // BUCKET, sampling.greedy, sampling.penalty != 1.0)
+    key = (len(prompt) // BUCKET, sampling.greedy, sampling.penalty != 1.0)
     if cache:
         with _lock:
-            hit = _cache.get(key)
+            hit = _cache.get(model, {}).get(key)
         if hit is not None:
             return hit
     generator = Generator(model, sampling, DraftSettings.plain(), calibrate=False)
@@ -71,7 +72,7 @@ def measure_plain(
     result = Baseline(1.0 / median if median > 0 else 0.0, len(prompt), len(timed), time.time())
     if cache:
         with _lock:
-            _cache[key] = result
+            _cache.setdefault(model, {})[key] = result
     return result
 
 
