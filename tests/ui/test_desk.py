@@ -30,7 +30,7 @@ def test_new_and_sample_projects(qtbot, window, tmp_path):
     assert docs[0].kind == "part" and len(docs) == 4
     assert "Aldermouth" in docs[1].text
     assert [n.title for n in window.project.pinned_notes()] == ["Cast", "Setting"]
-    assert window.editor.toPlainText() == docs[0].text  # the part itself is shown first
+    assert window.editor.toPlainText() == docs[1].text  # the first page with words on it
 
 
 def test_tree_add_rename_move_delete_and_undo(qtbot, window, make_project):

@@ -177,7 +177,7 @@ def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkey
     generate(qtbot, window)  # and the app goes on working
 
 
-def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words):
+def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words, monkeypatch):
     from swiftwriter.engine.settings import SamplingSettings
     from swiftwriter.ui import baseline
 
@@ -186,7 +186,7 @@ def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words):
     baseline.clear_cache()
     sampling = SamplingSettings()
     short = baseline.measure_plain(tiny_words.model, list(range(2, 40)), sampling)
-    assert short.context == 38 and short.steps == 7 and short.tokens_per_s > 0
+    assert short.context == 38 and short.steps == baseline.STEPS - 1 and short.tokens_per_s > 0
     assert baseline.measure_plain(tiny_words.model, list(range(2, 60)), sampling) is short
     longer = baseline.measure_plain(tiny_words.model, [5] * 300, sampling)  # another bucket
     assert longer is not short and longer.context == 300
@@ -194,3 +194,5 @@ def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words):
     assert baseline.measure_plain(other, list(range(2, 40)), sampling) is not short
     stopped = baseline.measure_plain(other, [7] * 300, sampling, should_stop=lambda: True)
     assert stopped is None
+    monkeypatch.setattr(baseline.time, "time", lambda: short.measured_at + baseline.MAX_AGE_S)
+    assert baseline.measure_plain(tiny_words.model, list(range(2, 40)), sampling) is not short

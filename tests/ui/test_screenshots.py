@@ -11,8 +11,10 @@ SHOTS = Path(__file__).resolve().parents[2] / "resources" / "screenshots"
 
 
 def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
+    from swiftwriter.ui import baseline
     from swiftwriter.ui.settings import apply_theme
 
+    baseline.clear_cache()  # a fresh plain-decoding measurement at this context
     SHOTS.mkdir(parents=True, exist_ok=True)
     window.settings.theme = "Light"
     apply_theme("Light")

@@ -4,7 +4,8 @@ A speedup is only honest against plain decoding measured with the same model, on
 at this context length: attention cost grows with the context, so a number measured at 100
 tokens says little at 5,000. Before a generation the worker times a few plain decoding steps
 (DraftSettings.plain(), one token per forward pass) on the real prompt, and keeps the result per
-model and context bucket so that back-to-back generations do not pay for it again."""
+model and context bucket for a couple of minutes, so that back-to-back generations do not pay
+for it again while the machine's load is still about the same."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from swiftwriter.engine.generator import Generator
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 
 BUCKET = 256  # tokens of context that share one measurement
-STEPS = 8  # plain steps timed per measurement (the first one is a warm-up)
+STEPS = 12  # plain steps timed per measurement (the first one is a warm-up)
+MAX_AGE_S = 120.0  # the machine's load changes: an older measurement is taken again
 
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {key: Baseline}
 _lock = threading.Lock()
@@ -55,7 +57,7 @@ def measure_plain(
     if cache:
         with _lock:
             hit = _cache.get(model, {}).get(key)
-        if hit is not None:
+        if hit is not None and time.time() - hit.measured_at < MAX_AGE_S:
             return hit
     generator = Generator(model, sampling, DraftSettings.plain(), calibrate=False)
     times: list[float] = []

@@ -238,7 +238,13 @@ class FindBar(QWidget):
         close_btn.setFlat(True)
         row = QHBoxLayout()
         row.setContentsMargins(8, 4, 8, 4)
-        for w in (self.find_edit, prev_btn, next_btn, self.replace_edit, replace_btn, all_btn):
+        for edit in (self.find_edit, self.replace_edit):
+            edit.setMinimumWidth(110)
+        row.addWidget(self.find_edit, 2)
+        for w in (prev_btn, next_btn):
+            row.addWidget(w)
+        row.addWidget(self.replace_edit, 2)
+        for w in (replace_btn, all_btn):
             row.addWidget(w)
         row.addWidget(self.case)
         row.addWidget(self.status, 1)

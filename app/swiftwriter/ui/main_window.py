@@ -68,12 +68,13 @@ class MainWindow(ToolsMixin, QMainWindow):
         self._loading_doc = False
         self._histories: dict = {}
         self._last_deleted: int | None = None
+        self._docks_sized = False
         self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
         self.generation = GenerationController(self)
         self._build_actions()
         self._build_ui()
         self._build_menus()
-        self.settings.restore_layout(self)
+        self._docks_sized = self.settings.restore_layout(self)
         self._update_actions()
         if project:
             self.open_project(project)
@@ -148,10 +149,12 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.setCentralWidget(self.stack)
 
         self.tree = ProjectTree()
+        self.tree.setMinimumWidth(190)
         self.tree.confirm = self.ask
         self.tree.document_selected.connect(self.show_document)
         self.tree.deleted.connect(self._on_deleted)
         self.notes = NotesPanel()
+        self.notes.setMinimumWidth(190)
         self.panel = GenerationPanel(self.actions_by_name, self.settings.default_preset)
         self.panel.take_chosen.connect(self.generation.choose_take)
         self.stats_dock = StatsDock(self)
@@ -168,10 +171,6 @@ class MainWindow(ToolsMixin, QMainWindow):
             self.docks[name] = dock
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.stats_dock)
         self.docks["stats"] = self.stats_dock
-        self.resizeDocks([self.docks["project"], self.docks["generate"]], [240, 300],
-                         Qt.Orientation.Horizontal)  # fmt: skip
-        self.resizeDocks([self.docks["generate"], self.stats_dock], [320, 480],
-                         Qt.Orientation.Vertical)  # fmt: skip
 
         self.words_label = QLabel("")
         self.save_label = QLabel("")
@@ -231,6 +230,15 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.stack.setCurrentIndex(1 if has_project else 0)
         for dock in self.docks.values():
             dock.setVisible(has_project)
+        if has_project and not self._docks_sized:  # first time shown, unless a layout was kept
+            self._docks_sized = True
+            QTimer.singleShot(0, self._size_docks)  # once the shown docks are laid out
+
+    def _size_docks(self) -> None:
+        self.resizeDocks([self.docks["project"], self.docks["generate"]], [250, 310],
+                         Qt.Orientation.Horizontal)  # fmt: skip
+        self.resizeDocks([self.docks["generate"], self.stats_dock], [320, 480],
+                         Qt.Orientation.Vertical)  # fmt: skip
 
     def _update_actions(self) -> None:
         busy = self.generation.busy

@@ -106,6 +106,7 @@ class ProjectTree(QWidget):
             if self.project is None:
                 return
             items: dict[int, QTreeWidgetItem] = {}
+            first_with_text = None
             flags = (
                 Qt.ItemFlag.ItemIsSelectable
                 | Qt.ItemFlag.ItemIsEnabled
@@ -122,10 +123,12 @@ class ProjectTree(QWidget):
                 item.setFlags(flags)
                 (parent.addChild(item) if parent else self.tree.addTopLevelItem(item))
                 items[doc.id] = item
+                if first_with_text is None and doc.text.strip():
+                    first_with_text = item
             self.tree.expandAll()
             target = items.get(select) if select is not None else None
-            if target is None and items:
-                target = next(iter(items.values()))
+            if target is None and items:  # open on the first page with words, not a part title
+                target = first_with_text or next(iter(items.values()))
             if target is not None:
                 self.tree.setCurrentItem(target)
         finally:

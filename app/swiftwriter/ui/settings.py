@@ -125,13 +125,13 @@ class AppSettings:
         self.qs.setValue("window/geometry", window.saveGeometry())
         self.qs.setValue("window/state", window.saveState())
 
-    def restore_layout(self, window) -> None:
+    def restore_layout(self, window) -> bool:
+        """True when a saved layout of the docks was put back."""
         geometry = self.qs.value("window/geometry")
         state = self.qs.value("window/state")
         if geometry is not None:
             window.restoreGeometry(geometry)
-        if state is not None:
-            window.restoreState(state)
+        return state is not None and bool(window.restoreState(state))
 
     def sync(self) -> None:
         self.qs.sync()
