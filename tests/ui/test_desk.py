@@ -223,3 +223,16 @@ def test_markdown_is_lightly_highlighted(qtbot, window, make_project):
     assert any(f.format.fontItalic() and f.length == len("*soft*") for f in italic)
     assert formats(4)  # the scene break is muted
     assert window.editor.toPlainText() == "# Heading\n\nSome *soft* words.\n\n* * *"  # untouched
+
+
+def test_the_window_opens_the_project_it_is_given(qtbot, make_project):
+    from swiftwriter.ui.main_window import MainWindow
+
+    path = make_project(docs=(("Only", "given on the command line"),))
+    win = MainWindow(load_model=False, project=path)
+    qtbot.addWidget(win)
+    assert win.project is not None and win.project.path == path
+    assert win.editor.toPlainText() == "given on the command line"
+    assert win.generation.generate() is False  # no model yet: a message, not a crash
+    assert "not loaded" in win.statusBar().currentMessage()
+    win.close_project()
