@@ -171,3 +171,25 @@ def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_pa
     dialog.convert_selected()
     qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)
     assert dialog.message.text() == "Conversion failed: disk full"
+
+
+def test_heads_state_present_missing_mismatched(tmp_path):
+    from swiftwriter.modelstore.registry import ModelEntry
+    from swiftwriter.ui.model_manager import heads_state
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"hidden_size": 576, "vocab_size": 49152}))
+    heads = tmp_path / "heads"
+
+    def entry(with_heads=True):
+        return ModelEntry(id="m", name="m", source="folder", path=model,
+                          heads=str(heads) if with_heads else None)  # fmt: skip
+
+    assert heads_state(entry(with_heads=False)) == "none"
+    assert heads_state(entry()) == "missing"
+    heads.mkdir()
+    (heads / "config.json").write_text(json.dumps({"hidden_size": 576}))
+    assert heads_state(entry()) == "present"
+    (heads / "config.json").write_text(json.dumps({"hidden_size": 960}))
+    assert heads_state(entry()) == "mismatched"
