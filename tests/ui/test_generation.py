@@ -196,3 +196,37 @@ def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words, monkey
     assert stopped is None
     monkeypatch.setattr(baseline.time, "time", lambda: short.measured_at + baseline.MAX_AGE_S)
     assert baseline.measure_plain(tiny_words.model, list(range(2, 40)), sampling) is not short
+
+
+def test_text_with_emoji_before_the_cursor(qtbot, window, make_project):
+    from swiftwriter.ui.editor import qt_len
+
+    doc = open_doc(window, make_project, "The 🌊 sea. The end.")
+    cursor = window.editor.textCursor()
+    cursor.setPosition(qt_len("The 🌊 sea."))  # Qt counts the emoji as two positions
+    window.editor.setTextCursor(cursor)
+    window.generation.measure_baseline = False
+    window.panel.set_target(12, "tokens")
+    result = generate(qtbot, window)
+    assert window.editor.toPlainText() == "The 🌊 sea." + result["text"] + " The end."
+    assert window.editor.span_text(window.generation.span) == result["text"]
+    window.editor.append_stream("never: the stream is closed")
+    window.editor.undo()
+    window.editor.redo()  # the span collapses; Undo generation finds the take again
+    assert window.generation.undo_generation()
+    assert window.editor.toPlainText() == doc.text
+
+
+def test_the_editor_span_counts_in_qt_positions(qtbot):
+    from swiftwriter.ui.editor import Editor, text_before
+
+    editor = Editor()
+    qtbot.addWidget(editor)
+    editor.set_text("x🌊y")
+    span = editor.begin_stream(3)  # after the emoji: x, two halves of 🌊
+    editor.append_stream("a😀b")
+    editor.append_stream("c")
+    assert editor.toPlainText() == "x🌊a😀bcy"
+    assert editor.span_text(editor.end_stream()) == "a😀bc"
+    assert editor.span_text(span) == "a😀bc"
+    assert text_before("x🌊y", 3) == "x🌊"

@@ -38,6 +38,16 @@ def count_words(text: str) -> int:
     return sum(1 for _ in WORD.finditer(text))
 
 
+def qt_len(text: str) -> int:
+    """Length in Qt's text positions (UTF-16 units): an emoji counts two, not one."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def text_before(text: str, qt_position: int) -> str:
+    """The Python string before a Qt text position (they differ after any emoji)."""
+    return text.encode("utf-16-le")[: 2 * qt_position].decode("utf-16-le", errors="ignore")
+
+
 class MarkdownHighlighter(QSyntaxHighlighter):
     """Headings, emphasis, scene breaks and block quotes; nothing that hides the text."""
 
@@ -151,7 +161,7 @@ class Editor(QPlainTextEdit):
             self._streaming = False
         self._stream_revision = self.document().revision()
         cursor.setPosition(start)
-        cursor.setPosition(end + len(text), QTextCursor.MoveMode.KeepAnchor)
+        cursor.setPosition(end + qt_len(text), QTextCursor.MoveMode.KeepAnchor)
         self._paint()
 
     def end_stream(self) -> QTextCursor | None:
@@ -175,7 +185,7 @@ class Editor(QPlainTextEdit):
         finally:
             self._streaming = False
         span.setPosition(start)
-        span.setPosition(start + len(text), QTextCursor.MoveMode.KeepAnchor)
+        span.setPosition(start + qt_len(text), QTextCursor.MoveMode.KeepAnchor)
         if not text and span in self.spans:
             self.spans.remove(span)
         elif text and span not in self.spans:

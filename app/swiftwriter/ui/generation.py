@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.worker import GenerationJob, GenerationWorker, start_generation
 
 STOP_REASONS = {
@@ -93,7 +94,7 @@ class GenerationController(QObject):
             project=w.project,
             doc_id=w.doc_id,
             loaded=w.loaded_model,
-            prompt_text=text[:position],
+            prompt_text=text_before(text, position),
             length=length,
             unit=unit,
             sampling=w.panel.sampling(),
@@ -135,6 +136,10 @@ class GenerationController(QObject):
             started = self.generate()
         finally:
             self._regenerating = False
+        if started and self.window.panel.precise.isChecked():
+            self.window.statusBar().showMessage(
+                "Precise writes the same take again; choose Creative for a different one", 8000
+            )
         return started
 
     def stop(self) -> None:
@@ -203,13 +208,15 @@ class GenerationController(QObject):
         if span.hasSelection():
             return True
         text = self.takes[self.current].text if 0 <= self.current < len(self.takes) else ""
-        pos, full = span.position(), self.window.editor.toPlainText()
         if not text:
             return False
-        for start in (pos, pos - len(text)):  # a redo leaves the cursor before or after it
-            if start >= 0 and full[start : start + len(text)] == text:
+        pos, size = span.position(), qt_len(text)
+        full = self.window.editor.toPlainText().encode("utf-16-le")  # Qt positions
+        wanted = text.encode("utf-16-le")
+        for start in (pos, pos - size):  # a redo leaves the cursor before or after it
+            if start >= 0 and full[2 * start : 2 * (start + size)] == wanted:
                 span.setPosition(start)
-                span.setPosition(start + len(text), span.MoveMode.KeepAnchor)
+                span.setPosition(start + size, span.MoveMode.KeepAnchor)
                 return True
         return False
 
