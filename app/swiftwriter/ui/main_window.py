@@ -104,7 +104,7 @@ class MainWindow(ToolsMixin, QMainWindow):
           "Write on from the end of the document")  # fmt: skip
         a("regenerate", "Regenerate", g.regenerate, QKeySequence("Ctrl+R"),
           "Another take at the same spot; the previous one is kept")  # fmt: skip
-        a("undo", "Undo generation", g.undo_generation, QKeySequence("Ctrl+Shift+Z"),
+        a("undo", "Undo generation", g.undo_generation, QKeySequence("Ctrl+Alt+Z"),
           "Remove the last generated text (one step)")  # fmt: skip
         a("new", "New project…", self.new_project, QKeySequence.StandardKey.New)
         a("open", "Open project…", self.open_project_dialog, QKeySequence.StandardKey.Open)
