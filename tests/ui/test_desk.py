@@ -236,3 +236,16 @@ def test_the_window_opens_the_project_it_is_given(qtbot, make_project):
     assert win.generation.generate() is False  # no model yet: a message, not a crash
     assert "not loaded" in win.statusBar().currentMessage()
     win.close_project()
+
+
+def test_no_two_actions_share_a_shortcut(qtbot, window):
+    """An ambiguous shortcut fires neither action (Qt's rule), so each key does one thing."""
+    from PySide6.QtGui import QAction
+
+    owners: dict[str, list[str]] = {}
+    for action in window.findChildren(QAction):
+        for key in action.shortcuts():
+            if key.toString():
+                owners.setdefault(key.toString(), []).append(action.text())
+    assert {k: v for k, v in owners.items() if len(v) > 1} == {}
+    assert "Ctrl+Return" in owners and "Esc" in owners
