@@ -230,3 +230,16 @@ def test_the_editor_span_counts_in_qt_positions(qtbot):
     assert editor.span_text(editor.end_stream()) == "a😀bc"
     assert editor.span_text(span) == "a😀bc"
     assert text_before("x🌊y", 3) == "x🌊"
+
+
+def test_the_speedup_is_wall_clock_like_the_bench():
+    import pytest
+    from swiftwriter.ui.baseline import speedup_over_plain, stats_speedup
+
+    # plain: 1 s prefill + 100 tokens at 25 tokens/s = 5 s; this run: 1 s + 2 s = 3 s
+    assert speedup_over_plain(100, 1.0, 2.0, 25.0) == pytest.approx(5 / 3)
+    assert speedup_over_plain(100, 1.0, 2.0, None) is None
+    assert speedup_over_plain(0, 1.0, 2.0, 25.0) is None
+    stats = {"tokens": 100, "prefill_s": 1.0, "draft_s": 0.5, "verify_s": 1.0,
+             "overhead_s": 0.5, "plain_tokens_per_s": 25.0}  # fmt: skip
+    assert stats_speedup(stats) == pytest.approx(5 / 3)

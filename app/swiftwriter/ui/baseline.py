@@ -5,7 +5,9 @@ at this context length: attention cost grows with the context, so a number measu
 tokens says little at 5,000. Before a generation the worker times a few plain decoding steps
 (DraftSettings.plain(), one token per forward pass) on the real prompt, and keeps the result per
 model and context bucket for a couple of minutes, so that back-to-back generations do not pay
-for it again while the machine's load is still about the same."""
+for it again while the machine's load is still about the same. The speedup is wall-clock, as
+`swiftwriter bench` reports it: the same prefill for both, then plain decoding at the measured
+rate against this run's own decoding time."""
 
 from __future__ import annotations
 
@@ -76,6 +78,27 @@ def measure_plain(
         with _lock:
             _cache.setdefault(model, {})[key] = result
     return result
+
+
+def speedup_over_plain(
+    tokens: int, prefill_s: float, decode_s: float, plain_tokens_per_s: float | None
+) -> float | None:
+    """Wall-clock speedup as `swiftwriter bench` reports it (plain seconds / these seconds):
+    both runs pay the same prefill; plain decoding would then take tokens / plain rate (the
+    measurement), this run took its own decode time."""
+    seconds = prefill_s + decode_s
+    if not tokens or not plain_tokens_per_s or seconds <= 0:
+        return None
+    return (prefill_s + tokens / plain_tokens_per_s) / seconds
+
+
+def stats_speedup(stats: dict) -> float | None:
+    """The speedup of a finished generation from its stored stats (history, summaries)."""
+    decode_s = sum(stats.get(k, 0.0) for k in ("draft_s", "verify_s", "overhead_s"))
+    return speedup_over_plain(
+        stats.get("tokens", 0), stats.get("prefill_s", 0.0), decode_s,
+        stats.get("plain_tokens_per_s"),
+    )  # fmt: skip
 
 
 def clear_cache() -> None:

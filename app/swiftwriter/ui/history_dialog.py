@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter.store import Generation, Project, ProjectError
+from swiftwriter.ui.baseline import stats_speedup
 
 COLUMNS = ("#", "Document", "Started", "Status", "Tokens", "tok/s", "τ", "Speedup", "Mode")
 
@@ -47,14 +48,6 @@ def describe(gen: Generation) -> str:
     lines.append("Sampling: " + json.dumps(sampling, sort_keys=True))
     lines.append("Drafting: " + json.dumps(s.get("drafting", {}), sort_keys=True))
     return "\n".join(lines)
-
-
-def speedup_of(stats: dict) -> float | None:
-    plain = stats.get("plain_tokens_per_s")
-    decode = sum(stats.get(k, 0) for k in ("draft_s", "verify_s", "overhead_s"))
-    if not plain or not decode or not stats.get("tokens"):
-        return None
-    return stats["tokens"] / decode / plain
 
 
 class HistoryDialog(QDialog):
@@ -120,7 +113,7 @@ class HistoryDialog(QDialog):
         for row, gen in enumerate(self.generations):
             st = gen.stats or {}
             sampling = (gen.settings or {}).get("sampling", {})
-            speed = speedup_of(st)
+            speed = stats_speedup(st)
             values = (
                 str(gen.id),
                 titles.get(gen.doc_id, f"(deleted {gen.doc_id})"),

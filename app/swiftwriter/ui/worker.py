@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
-from swiftwriter.ui.baseline import measure_plain
+from swiftwriter.ui.baseline import measure_plain, speedup_over_plain, stats_speedup
 from swiftwriter.ui.editor import count_words
 
 STATS_INTERVAL_S = 0.1  # at most ten live updates a second: the window stays calm
@@ -119,12 +119,9 @@ class GenerationWorker(QObject):
         result = session.run(should_stop=self.should_stop, on_text=self.text.emit,
                              on_step=self._on_step)  # fmt: skip
         stats = dict(result.stats)
-        if self._plain and stats.get("tokens"):
-            decode_s = (
-                stats.get("draft_s", 0) + stats.get("verify_s", 0) + stats.get("overhead_s", 0)
-            )
-            if decode_s > 0:
-                stats["speedup_vs_plain"] = round(stats["tokens"] / decode_s / self._plain, 3)
+        speedup = stats_speedup(stats)
+        if speedup is not None:
+            stats["speedup_vs_plain"] = round(speedup, 3)
         self.stats.emit(self._live(stats, final=True))
         self.done.emit(
             {
@@ -165,13 +162,15 @@ class GenerationWorker(QObject):
         out["eta_s"] = 0.0 if final else (
             (self.target_tokens - tokens) / rate if rate > 0 else None
         )  # fmt: skip
-        decode_s = out.get("decode_s")
-        if decode_s is None:
-            decode_s = sum(out.get(k, 0) for k in ("draft_s", "verify_s", "overhead_s"))
         if self._plain:
             out["plain_tokens_per_s"] = self._plain
-            if decode_s and tokens:
-                out["speedup_vs_plain"] = tokens / decode_s / self._plain
+            if final:
+                speedup = stats_speedup(out)
+            else:
+                speedup = speedup_over_plain(tokens, out.get("prefill_s", 0.0),
+                                             out.get("decode_s", 0.0), self._plain)  # fmt: skip
+            if speedup is not None:
+                out["speedup_vs_plain"] = speedup
         return out
 
 
