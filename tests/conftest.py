@@ -14,16 +14,31 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def build_tiny(arch: str = "llama", vocab: int = 256, seed: int = 0, hidden: int = 32, layers: int = 2,
-               max_positions: int = 1024):
+def build_tiny(
+    arch: str = "llama",
+    vocab: int = 256,
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 2,
+    max_positions: int = 1024,
+):
     """A tiny random causal LM in fp32; the same seed gives the same weights."""
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config
 
-    common = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=hidden * 2,
-                  num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
-                  max_position_embeddings=max_positions, bos_token_id=0, eos_token_id=1,
-                  pad_token_id=None, tie_word_embeddings=False)
+    common = dict(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        bos_token_id=0,
+        eos_token_id=1,
+        pad_token_id=None,
+        tie_word_embeddings=False,
+    )
     config = LlamaConfig(**common) if arch == "llama" else Qwen2Config(**common)
     config._attn_implementation = "sdpa"
     torch.manual_seed(seed)

@@ -6,13 +6,17 @@ import subprocess
 import sys
 
 import pytest
-
 from swiftwriter.cli import build_parser
 
 
 def run_cli(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "swiftwriter", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "swiftwriter", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def subcommands():

@@ -34,7 +34,11 @@ def test_layout_exists():
 def test_core_packages_do_not_import_qt():
     for sub in ("engine", "store", "export", "modelstore"):
         for path in modules_under(sub):
-            bad = {m for m in imported_modules(path) if m.split(".")[0] in {"PySide6", "PyQt5", "PyQt6"}}
+            bad = {
+                m
+                for m in imported_modules(path)
+                if m.split(".")[0] in {"PySide6", "PyQt5", "PyQt6"}
+            }
             assert not bad, f"{path} imports {bad}"
 
 

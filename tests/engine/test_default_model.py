@@ -38,3 +38,23 @@ def test_generate_cli_writes_coherent_english():
     assert len(set(lowered)) / len(lowered) > 0.4  # not one phrase looping
     tokens = result.stdout.split()
     assert sum(bool(re.fullmatch(r"[\w'\",.;:!?()-]+", t)) for t in tokens) / len(tokens) > 0.95
+
+
+@pytest.mark.default_model
+@pytest.mark.slow
+def test_default_model_1000_tokens_identical_to_hf(default_model):
+    """1,000 greedy tokens with the 1.2/1,024 penalty: token-identical to transformers' generate,
+    or, if they ever part, at a numerical near-tie (never a logic error)."""
+    from swiftwriter import paths
+    from swiftwriter.engine.bench import first_divergence, run_method
+    from swiftwriter.engine.settings import SamplingSettings
+
+    text = (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
+    prompt = default_model.tokenizer(text, add_special_tokens=False).input_ids[:200]
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=1024)
+    hf = run_method("hf", default_model.model, prompt, 1000, sampling)
+    ours = run_method("tokenswift", default_model.model, prompt, 1000, sampling)
+    assert len(ours.tokens) == len(hf.tokens) == 1000
+    divergence = first_divergence(default_model.model, prompt, hf.tokens, ours.tokens, sampling)
+    assert divergence is None or divergence["near_tie"], divergence
+    assert ours.extra["stats"]["accepted_drafts"] > 0  # speculation really ran

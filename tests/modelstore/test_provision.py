@@ -9,16 +9,21 @@ import sys
 import time
 
 import pytest
-
 from swiftwriter.modelstore import provision, registry
 
 
 @pytest.mark.slow
 def test_killed_conversion_is_redone(tmp_path, monkeypatch):
     data = tmp_path / "data"
-    env = dict(os.environ, SWIFTWRITER_DATA_DIR=str(data), SWIFTWRITER_CONFIG_DIR=str(tmp_path / "cfg"))
-    proc = subprocess.Popen([sys.executable, "-m", "swiftwriter", "models", "prepare"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(
+        os.environ, SWIFTWRITER_DATA_DIR=str(data), SWIFTWRITER_CONFIG_DIR=str(tmp_path / "cfg")
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swiftwriter", "models", "prepare"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     models = data / "models"
     deadline = time.monotonic() + 120
     # Kill it once it is writing: the partial folder exists but nothing was renamed into place.

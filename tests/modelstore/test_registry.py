@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import registry
 
@@ -37,12 +36,15 @@ def test_user_model_round_trip(user_dirs, tiny_llama):
     assert reg["tiny-2"].trust_remote_code and not reg["tiny-llama"].trust_remote_code
 
 
-@pytest.mark.parametrize("setup, message", [
-    (lambda d: None, "does not exist"),
-    (lambda d: d.mkdir(), "no config.json"),
-    (lambda d: (d.mkdir(), (d / "config.json").write_text("{oops")), "not valid JSON"),
-    (lambda d: (d.mkdir(), (d / "config.json").write_text("{}")), "no weights"),
-])
+@pytest.mark.parametrize(
+    "setup, message",
+    [
+        (lambda d: None, "does not exist"),
+        (lambda d: d.mkdir(), "no config.json"),
+        (lambda d: (d.mkdir(), (d / "config.json").write_text("{oops")), "not valid JSON"),
+        (lambda d: (d.mkdir(), (d / "config.json").write_text("{}")), "no weights"),
+    ],
+)
 def test_unusable_folders_are_refused(user_dirs, setup, message):
     folder = user_dirs / "bad"
     setup(folder)

@@ -31,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
     p.add_argument("--json", dest="json_out", help="write the full report here")
     p.add_argument(
+        "--history",
+        metavar="PROJECT",
+        help="seed drafts from this project's history: adds tokenswift+history "
+        "(use a prompt that is not in the project)",
+    )
+    p.add_argument(
         "--verify-cost",
         action="store_true",
         help="instead: cost of one verification pass over k tree tokens, ours vs stock",
@@ -65,6 +71,14 @@ def run(args: argparse.Namespace) -> int:
         return _verify_cost(entry, args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype)
     prompt = _prompt_ids(loaded.tokenizer, args)
+    extra_sources = None
+    if args.history:
+        extra_sources, history_tokens = _history_sources(args.history, loaded.tokenizer)
+        if "tokenswift+history" not in methods:
+            methods.append("tokenswift+history")
+        print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
+    elif "tokenswift+history" in methods:
+        raise UserError("tokenswift+history needs --history PROJECT")
     sampling = SamplingSettings(greedy=True, penalty=args.penalty, window=args.window)
     drafting = (
         DraftSettings() if args.max_nodes is None else DraftSettings(max_nodes=args.max_nodes)
@@ -91,6 +105,19 @@ def run(args: argparse.Namespace) -> int:
         }
         Path(args.json_out).write_text(json.dumps({"meta": meta, "methods": report}, indent=2))
     return 0
+
+
+def _history_sources(project_path: str, tokenizer):
+    """A factory of fresh HistorySources over the project's history (read-only: nothing saved)."""
+    from swiftwriter.engine.history_source import HistorySource
+    from swiftwriter.session import ProjectHistory, encoder_of, tokenizer_identity
+    from swiftwriter.store import Project
+
+    with Project.open(Path(project_path), readonly=True) as project:
+        index = ProjectHistory(
+            project, tokenizer_identity(tokenizer), encoder_of(tokenizer)
+        ).refresh()
+    return (lambda: [HistorySource(index)]), len(index)
 
 
 def _verify_cost(entry, args) -> int:

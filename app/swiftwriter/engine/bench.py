@@ -17,7 +17,7 @@ from swiftwriter.engine.generator import Generator
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 
-METHODS = ("hf", "hf-lookup", "ar", "tokenswift")
+METHODS = ("hf", "hf-lookup", "ar", "tokenswift", "tokenswift+history")
 
 
 @dataclass
@@ -42,7 +42,9 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
     from transformers import LogitsProcessorList
 
     config = copy.deepcopy(model.generation_config)
-    config.eos_token_id = None  # every method writes exactly n tokens
+    # Every method writes exactly n tokens and treats EOS as an ordinary token (no stop, no
+    # suppression: `min_new_tokens` would forbid EOS and change the output).
+    config.eos_token_id = -1  # an id no model emits: None would be refilled from the model
     config.pad_token_id = 0
     config.do_sample = not sampling.greedy
     config.temperature, config.top_k, config.top_p, config.min_p = 1.0, None, None, None
@@ -58,7 +60,6 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
             attention_mask=torch.ones_like(ids),
             generation_config=config,
             max_new_tokens=n,
-            min_new_tokens=n,
             logits_processor=LogitsProcessorList([PipelineLogitsProcessor(sampling)]),
             **kwargs,
         )
@@ -90,8 +91,15 @@ def _ours(model, prompt, n, sampling, drafting, name, sources=()) -> MethodResul
 
 
 def run_method(
-    method: str, model, prompt, n, sampling, drafting: DraftSettings | None = None
+    method: str,
+    model,
+    prompt,
+    n,
+    sampling,
+    drafting: DraftSettings | None = None,
+    extra_sources=None,
 ) -> MethodResult:
+    """`extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`)."""
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
     if method == "hf-lookup":
@@ -100,6 +108,12 @@ def run_method(
         return _ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
     if method == "tokenswift":
         return _ours(model, prompt, n, sampling, drafting or DraftSettings(), "tokenswift")
+    if method == "tokenswift+history":
+        if extra_sources is None:
+            raise ValueError("tokenswift+history needs a history (--history PROJECT)")
+        return _ours(
+            model, prompt, n, sampling, drafting or DraftSettings(), method, extra_sources()
+        )
     raise ValueError(f"unknown method {method}")
 
 
@@ -142,6 +156,7 @@ def run_bench(
     repeat: int = 1,
     drafting: DraftSettings | None = None,
     warmup: bool = True,
+    extra_sources=None,
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each."""
     if warmup:  # first-call costs (allocator, kernels) should not land on whichever runs first
@@ -149,7 +164,7 @@ def run_bench(
     best: dict[str, MethodResult] = {}
     for _ in range(repeat):
         for method in methods:
-            res = run_method(method, model, prompt, n, sampling, drafting)
+            res = run_method(method, model, prompt, n, sampling, drafting, extra_sources)
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
     reference = best["hf"].tokens if "hf" in best else None

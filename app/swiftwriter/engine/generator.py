@@ -82,9 +82,11 @@ class Generator:
         max_new_tokens: int,
         should_stop: Callable[[], bool] | None = None,
         stop_on_text: Callable[[list[int]], bool] | None = None,
+        seed: int | None = None,
     ) -> Iterator[StepEvent]:
         """Yield one StepEvent per verification step until max tokens, EOS, a stop string
-        (`stop_on_text(all_new_ids)` returns True), or `should_stop()` (cancellation)."""
+        (`stop_on_text(all_new_ids)` returns True), or `should_stop()` (cancellation).
+        `seed` overrides the settings' seed for this call (sampling only)."""
         prompt = [int(t) for t in prompt_ids]
         self._check_request(prompt, max_new_tokens)
         sampling = self.sampling
@@ -101,7 +103,8 @@ class Generator:
         rng = None
         if not sampling.greedy:
             rng = torch.Generator(device="cpu")
-            rng.manual_seed(sampling.seed if sampling.seed is not None else torch.seed())
+            seed = seed if seed is not None else sampling.seed
+            rng.manual_seed(seed if seed is not None else torch.seed())
         stats = self.stats = RunStats(prompt_tokens=len(prompt))
 
         t0 = time.perf_counter()
