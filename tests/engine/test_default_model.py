@@ -47,13 +47,15 @@ def test_default_model_1000_tokens_identical_to_hf(default_model):
     or, if they ever part, at a numerical near-tie (never a logic error)."""
     from swiftwriter import paths
     from swiftwriter.engine.bench import first_divergence, run_method
-    from swiftwriter.engine.settings import SamplingSettings
+    from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 
     text = (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
     prompt = default_model.tokenizer(text, add_special_tokens=False).input_ids[:200]
     sampling = SamplingSettings(greedy=True, penalty=1.2, window=1024)
     hf = run_method("hf", default_model.model, prompt, 1000, sampling)
-    ours = run_method("tokenswift", default_model.model, prompt, 1000, sampling)
+    # A fixed trie budget: every step verifies drafts, whatever the machine's timings say.
+    drafting = DraftSettings(max_nodes=8, adaptive=False)
+    ours = run_method("tokenswift", default_model.model, prompt, 1000, sampling, drafting)
     assert len(ours.tokens) == len(hf.tokens) == 1000
     divergence = first_divergence(default_model.model, prompt, hf.tokens, ours.tokens, sampling)
     assert divergence is None or divergence["near_tie"], divergence
