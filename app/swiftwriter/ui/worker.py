@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal
 
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
@@ -78,6 +78,12 @@ class GenerationWorker(QObject):
         except Exception as exc:  # noqa: BLE001 - shown to the writer, never a crash
             self.failed.emit(f"The generation failed: {type(exc).__name__}: {exc}")
         finally:
+            # Hand this object back to the GUI thread before the worker thread ends, so it is
+            # destroyed there: destroyed during the thread's teardown it raced the GUI thread for
+            # Qt's connection mutex and the GIL (a deadlock seen once in CI).
+            app = QCoreApplication.instance()
+            if app is not None:
+                self.moveToThread(app.thread())
             self.finished.emit()
 
     def _run(self) -> None:
