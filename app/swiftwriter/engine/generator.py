@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from swiftwriter.engine import quality
 from swiftwriter.engine.estimate import AcceptanceEstimator, CostModel, ShadowLearner
 from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
@@ -122,6 +123,7 @@ class Generator:
         while True:
             if should_stop is not None and should_stop():
                 stats.stop_reason = "cancelled"
+                stats.quality = quality.summary(produced)  # once per run: cheap enough
                 yield StepEvent([], StepStats(0, 0, 0, {}, [], 0, 0, 0), stats, True, "cancelled")
                 return
             remaining = min(max_new_tokens - len(produced), self._room(committed))
@@ -175,6 +177,7 @@ class Generator:
             reason = self._stop_reason(new, produced, max_new_tokens, committed, stop_on_text)
             if reason:
                 stats.stop_reason = reason
+                stats.quality = quality.summary(produced)
             yield StepEvent(new, step, stats, bool(reason), reason)
             if reason:
                 return

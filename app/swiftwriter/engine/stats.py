@@ -32,6 +32,7 @@ class RunStats:
     verify_s: float = 0.0
     overhead_s: float = 0.0
     stop_reason: str = ""
+    quality: dict = field(default_factory=dict)  # quality.summary of the output, set at the end
 
     def add(self, step: StepStats) -> None:
         self.tokens += step.new_tokens
@@ -84,4 +85,5 @@ class RunStats:
             "seconds": round(self.seconds, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,
+            "quality": self.quality,
         }
