@@ -196,8 +196,10 @@ class Generator:
         node, path, new = 0, [], []
         while True:
             logits = runner.logits_at(node, trie)
-            presence = window.presence(trie.path_to(node)) if self.sampling.penalty != 1.0 else None
-            token = self.pipeline.choose(self.pipeline.process(logits, presence), rng)
+            above = trie.path_to(node)  # plain decoding's context here: history + these
+            presence = window.presence(above) if self.sampling.penalty != 1.0 else None
+            context = window.context(above) if self.sampling.dry_multiplier > 0 else None
+            token = self.pipeline.choose(self.pipeline.process(logits, presence, context), rng)
             child = trie.children[node].get(token)
             new.append(token)
             if child is None or len(new) >= remaining or token in self.eos_ids:

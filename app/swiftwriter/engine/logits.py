@@ -2,15 +2,17 @@
 
 Every node of a draft trie is scored with exactly the penalty window that plain decoding would
 have had at that position: the committed history plus the node's own ancestors (TokenSwift's
-public code scores one row only and ignores the ancestors)."""
+public code scores one row only and ignores the ancestors). DRY sees the same context."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from transformers import LogitsProcessor
 
+from swiftwriter.engine import dry
 from swiftwriter.engine.settings import SamplingSettings
 
 
@@ -21,6 +23,7 @@ class PenaltyWindow:
         self.window = window
         self.counts = torch.zeros(vocab_size, dtype=torch.int32, device=device)
         self.history: list[int] = []
+        self._tail: tuple[int, np.ndarray] = (0, np.zeros(0, dtype=np.int64))
 
     def extend(self, tokens: Sequence[int]) -> None:
         if not tokens:
@@ -73,20 +76,48 @@ class PenaltyWindow:
         )
         return counts > 0
 
+    def context(self, path: Sequence[int] = ()) -> np.ndarray:
+        """The last `window` tokens of history + path, oldest first (what DRY scans)."""
+        n_path = len(path)
+        if n_path >= self.window:
+            return np.asarray(path[-self.window :], dtype=np.int64)
+        if self._tail[0] != len(self.history):  # once per step, shared by the trie's nodes
+            self._tail = (len(self.history), np.asarray(self.history[-self.window :], np.int64))
+        tail = self._tail[1]
+        tail = tail[max(0, len(tail) - (self.window - n_path)) :]
+        return np.concatenate((tail, np.asarray(path, dtype=np.int64))) if n_path else tail
+
 
 class LogitsPipeline:
-    """Penalty, temperature, top-k, top-p, min-p; then argmax or one seeded draw."""
+    """Penalty, DRY, temperature, top-k, top-p, min-p; then argmax or one seeded draw."""
 
     def __init__(self, settings: SamplingSettings):
         self.s = settings
 
-    def process(self, logits: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
-        """logits [..., V] float32 -> processed logits (filtered entries are -inf)."""
+    def process(
+        self,
+        logits: torch.Tensor,
+        presence: torch.Tensor | None,
+        context: Sequence[int] | np.ndarray | None = None,
+    ) -> torch.Tensor:
+        """logits [..., V] float32 -> processed logits (filtered entries are -inf).
+        `context`: the last `window` tokens (PenaltyWindow.context), for DRY; one row only."""
         s = self.s
         x = logits.float()
         if presence is not None and s.penalty != 1.0:
             penalised = torch.where(x > 0, x / s.penalty, x * s.penalty)
             x = torch.where(presence, penalised, x)
+        if context is not None and s.dry_multiplier > 0:
+            ids, amounts = dry.penalties(
+                np.asarray(context), s.dry_multiplier, s.dry_base, s.dry_allowed_length
+            )
+            if ids:  # out of place: `x` may still be the caller's tensor
+                dev = x.device
+                x = x.index_add(
+                    -1,
+                    torch.tensor(ids, device=dev),
+                    -torch.tensor(amounts, dtype=x.dtype, device=dev),
+                )
         if s.greedy:
             return x
         if s.temperature != 1.0:
@@ -126,4 +157,10 @@ class PipelineLogitsProcessor(LogitsProcessor):
         recent = input_ids[:, -self.window :]
         presence = torch.zeros_like(scores, dtype=torch.bool)
         presence.scatter_(1, recent, True)
+        if self.pipeline.s.dry_multiplier > 0:  # DRY reads each row's own context
+            rows = [
+                self.pipeline.process(scores[b], presence[b], recent[b].cpu().numpy())
+                for b in range(scores.shape[0])
+            ]
+            return torch.stack(rows)
         return self.pipeline.process(scores, presence)

@@ -12,7 +12,8 @@ class SamplingSettings:
     """The logits pipeline, identical for plain decoding and for every verified trie node.
 
     Order: contextual penalty (tokens seen in the last `window` tokens: logit/theta if positive,
-    logit*theta if negative), temperature, top-k, top-p, min-p. `greedy` takes the argmax."""
+    logit*theta if negative), DRY (see engine/dry.py; over the same `window`, off while
+    `dry_multiplier` is 0), temperature, top-k, top-p, min-p. `greedy` takes the argmax."""
 
     greedy: bool = True
     penalty: float = 1.2
@@ -22,6 +23,9 @@ class SamplingSettings:
     top_p: float = 1.0
     min_p: float = 0.0
     seed: int | None = None
+    dry_multiplier: float = 0.0
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
 
     def __post_init__(self):
         if not self.penalty > 0:
@@ -36,6 +40,16 @@ class SamplingSettings:
             raise UserError(f"top-p must be in (0, 1], not {self.top_p}")
         if not 0 <= self.min_p < 1:
             raise UserError(f"min-p must be in [0, 1), not {self.min_p}")
+        if not 0 <= self.dry_multiplier < float("inf"):
+            raise UserError(
+                f"The DRY multiplier must be 0 (off) or positive, not {self.dry_multiplier}"
+            )
+        if not 1 <= self.dry_base < float("inf"):
+            raise UserError(f"The DRY base must be at least 1, not {self.dry_base}")
+        if self.dry_allowed_length < 1:
+            raise UserError(
+                f"The DRY allowed length must be at least 1 token, not {self.dry_allowed_length}"
+            )
 
 
 @dataclass(frozen=True)
