@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 import pytest
-from swiftwriter.engine.bench import METHODS, first_divergence, format_table, run_bench
+from swiftwriter.engine.bench import (
+    METHODS,
+    compare_seeds,
+    first_divergence,
+    format_comparison,
+    format_table,
+    run_bench,
+    run_seeds,
+)
 from swiftwriter.engine.history_source import HistorySource
 from swiftwriter.engine.settings import SamplingSettings
 
@@ -31,6 +39,7 @@ def test_bench_report_fields_and_exactness(tiny_llama):
             "tau",
             "accepted_by_source",
             "speedup_vs_hf",
+            "quality",
         ):
             assert key in row
     assert report["hf"]["speedup_vs_hf"] == 1.0
@@ -51,3 +60,54 @@ def test_first_divergence_reports_gap(tiny_llama):
 def test_unknown_method_is_refused(tiny_llama):
     with pytest.raises(ValueError):
         run_bench(tiny_llama, [1, 2], 4, SamplingSettings(), ["nope"], warmup=False)
+
+
+def test_sampled_bench_reports_quality_not_identity(tiny_vocab_model):
+    sampling = SamplingSettings(greedy=False, penalty=1.2, window=64, min_p=0.1, seed=3)
+    prompt = [3, 7, 3, 7, 5, 9, 3, 7, 5]
+    report = run_bench(tiny_vocab_model, prompt, 48, sampling, ["hf", "ar", "tokenswift"])
+    for method, row in report.items():
+        assert row["tokens"] == 48, method
+        assert row["identical_to_hf"] is None and "first_divergence" not in row, method
+        assert set(row["quality"]) >= {"distinct_1", "distinct_4", "repetition_rate"}
+    # Exact sampling draws once per emitted token, like plain decoding: same seed, same text.
+    assert report["tokenswift"]["identical_to_ar"] is True
+    assert report["tokenswift"]["forward_passes"] < 48  # and drafts were accepted on the way
+    assert report["tokenswift"]["quality"] == report["tokenswift"]["stats"]["quality"]
+    assert "n/a" in format_table(report)
+
+
+def test_compare_seeds_by_hand():
+    def row(d1, tau=1.0):
+        q = {f"distinct_{k}": d1 for k in (1, 2, 3, 4)} | {"repetition_rate": 1 - d1}
+        return {"quality": q, "tau": tau, "tokens_per_s": 10.0}
+
+    runs = {
+        1: {"hf": row(0.5), "tokenswift": row(0.6, 2.0)},
+        2: {"hf": row(0.7), "tokenswift": row(0.8, 3.0)},
+    }
+    c = compare_seeds(runs)
+    assert c["seeds"] == [1, 2]
+    assert c["methods"]["hf"]["distinct_1"]["mean"] == 0.6
+    assert c["methods"]["tokenswift"]["tau"] == {"values": [2.0, 3.0], "mean": 2.5, "std": 0.70711}
+    test = c["tests"]["tokenswift vs hf"]["distinct_2"]
+    # Means 0.7 vs 0.6, both std sqrt(0.02): t = 0.1 / sqrt(0.02) = 0.70711 with df 2.
+    assert test["welch_t"] == 0.70711 and test["welch_df"] == 2.0
+    assert 0 < test["welch_p"] < 1 and test["permutation_p"] == pytest.approx(4 / 6, abs=1e-5)
+    assert "tokenswift vs hf" in format_comparison(c)
+
+
+def test_run_seeds_compares_hf_and_tokenswift(tiny_vocab_model):
+    sampling = SamplingSettings(greedy=False, penalty=1.2, window=64, min_p=0.1)
+    runs = run_seeds(
+        tiny_vocab_model, [3, 7, 3, 7, 5], 24, sampling, ["hf", "tokenswift"], [1, 2, 3]
+    )
+    assert list(runs) == [1, 2, 3]
+    d1 = [rep[m]["quality"]["distinct_1"] for rep in runs.values() for m in rep]
+    assert len(set(d1)) > 1, "every seed wrote equally varied text: were the seeds used?"
+    assert all(rep["tokenswift"]["identical_to_hf"] is None for rep in runs.values())
+    c = compare_seeds(runs)
+    for metric in ("distinct_1", "distinct_4", "repetition_rate"):
+        assert len(c["methods"]["hf"][metric]["values"]) == 3
+        p = c["tests"]["tokenswift vs hf"][metric]["permutation_p"]
+        assert 0 < p <= 1

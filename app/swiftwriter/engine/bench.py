@@ -2,17 +2,23 @@
 dtype, in one process, timed the same way (wall clock around the whole call, prefill included).
 
 Methods: `hf` (transformers `generate` with our logits pipeline as a processor), `hf-lookup`
-(the same with prompt lookup decoding), `ar` (our plain decoding) and `tokenswift` (ours)."""
+(the same with prompt lookup decoding), `ar` (our plain decoding) and `tokenswift` (ours).
+
+Greedy runs must be token-identical to `hf`. Sampled runs cannot be compared token by token
+with transformers (another random stream), so each row carries the output's quality
+(Distinct-n, repetition rate) and `run_seeds` compares those between methods over seeds."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
+from swiftwriter.engine import quality, stattest
 from swiftwriter.engine.generator import Generator
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
@@ -136,7 +142,7 @@ def first_divergence(
         logits = model(ids, logits_to_keep=1).logits[0, -1].float()
     presence = torch.zeros_like(logits, dtype=torch.bool)
     presence[ids[0, -sampling.window :]] = True
-    processed = LogitsPipeline(sampling).process(logits, presence)
+    processed = LogitsPipeline(sampling).process(logits, presence, ids[0, -sampling.window :])
     top2 = processed.topk(2).values
     gap = float(top2[0] - top2[1])
     dtype = next(model.parameters()).dtype
@@ -185,20 +191,140 @@ def run_bench(
             row["first_divergence"] = first_divergence(
                 model, prompt, reference, res.tokens, sampling
             )
+        elif not sampling.greedy:
+            row["identical_to_hf"] = None  # n/a: transformers draws from another random stream
+            if "ar" in best and method != "hf" and not method.startswith("hf"):
+                # Exact speculative sampling draws once per emitted token, like plain decoding:
+                # with the same seed it writes the same tokens (up to float noise in batching).
+                row["identical_to_ar"] = res.tokens == best["ar"].tokens
+        row["quality"] = quality.summary(res.tokens)
         row.update({k: v for k, v in res.extra.items()})
         report[method] = row
     return report
 
 
+COMPARED = ("distinct_1", "distinct_2", "distinct_3", "distinct_4", "repetition_rate")
+
+
+def run_seeds(
+    model,
+    prompt: list[int],
+    n: int,
+    sampling: SamplingSettings,
+    methods: Sequence[str],
+    seeds: Sequence[int],
+    repeat: int = 1,
+    drafting: DraftSettings | None = None,
+    extra_sources=None,
+) -> dict[int, dict]:
+    """One `run_bench` per seed, every method sampling with that seed: {seed: report}."""
+    runs = {}
+    for i, seed in enumerate(seeds):
+        runs[seed] = run_bench(
+            model,
+            prompt,
+            n,
+            dataclasses.replace(sampling, seed=seed),
+            methods,
+            repeat,
+            drafting,
+            warmup=i == 0,
+            extra_sources=extra_sources,
+        )
+    return runs
+
+
+def compare_seeds(runs: dict[int, dict], reference: str = "hf") -> dict:
+    """Over the seeds: each method's values, mean and std of the quality metrics (and tau,
+    tokens/s); each other method against `reference` by Welch's t-test and a permutation test.
+    A small p says the methods' output quality differs; exact sampling should not."""
+
+    def r(x):
+        return None if x is None else round(x, 5)
+
+    methods = list(next(iter(runs.values())))
+
+    def values(method: str, metric: str) -> list[float]:
+        rows = [report[method] for report in runs.values()]
+        got = [
+            row["quality"].get(metric) if metric in COMPARED else row.get(metric) for row in rows
+        ]
+        return [v for v in got if v is not None]
+
+    per_method = {}
+    for method in methods:
+        per_method[method] = {}
+        for metric in (*COMPARED, "tau", "tokens_per_s"):
+            vals = values(method, metric)
+            mean, std = stattest.mean_std(vals)
+            per_method[method][metric] = {"values": vals, "mean": r(mean), "std": r(std)}
+    tests = {}
+    for method in methods if reference in methods else ():
+        if method == reference:
+            continue
+        tests[f"{method} vs {reference}"] = {}
+        for metric in COMPARED:
+            a, b = values(method, metric), values(reference, metric)
+            w = stattest.welch(a, b)
+            tests[f"{method} vs {reference}"][metric] = {
+                "welch_t": r(w["t"]),
+                "welch_df": r(w["df"]),
+                "welch_p": r(w["p"]),
+                "permutation_p": r(stattest.permutation_p(a, b)),
+            }
+    return {"seeds": list(runs), "methods": per_method, "tests": tests}
+
+
+def format_comparison(comparison: dict) -> str:
+    """Mean ± std per method over the seeds, then the p-values of each test."""
+    lines = [f"over seeds {', '.join(map(str, comparison['seeds']))}: mean ± std"]
+    lines.append(f"{'method':18} " + " ".join(f"{m:>15}" for m in COMPARED))
+    for method, metrics in comparison["methods"].items():
+        cells = []
+        for m in COMPARED:
+            mean, std = metrics[m]["mean"], metrics[m]["std"]
+            cells.append(f"{'-' if mean is None else f'{mean:.3f} ± {std:.3f}':>15}")
+        lines.append(f"{method:18} " + " ".join(cells))
+    for name, metrics in comparison["tests"].items():
+        lines.append(f"{name}: p (Welch / permutation)")
+        lines.append(
+            "  "
+            + "  ".join(
+                f"{m} {_p(v['welch_p'])} / {_p(v['permutation_p'])}" for m, v in metrics.items()
+            )
+        )
+    return "\n".join(lines)
+
+
+def _p(p: float | None) -> str:
+    return "-" if p is None else f"{p:.3f}"
+
+
+def _quality_cells(row: dict) -> str:
+    q = row.get("quality") or {}
+    d = "/".join(
+        "-" if q.get(f"distinct_{k}") is None else f"{q[f'distinct_{k}']:.2f}" for k in range(1, 5)
+    )
+    rep = q.get("repetition_rate")
+    return f"{d:>19} {'-' if rep is None else f'{rep:.2f}':>5}"
+
+
 def format_table(report: dict) -> str:
     lines = [
-        f"{'method':14} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'speedup':>8} {'exact':>6}  accepted by source"
+        f"{'method':14} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'speedup':>8} {'exact':>6} {'distinct-1/2/3/4':>19} {'rep4':>5}  accepted by source"
     ]
     for method, row in report.items():
         exact = row.get("identical_to_hf")
+        shown = (
+            "-"
+            if "identical_to_hf" not in row
+            else "n/a"
+            if exact is None
+            else ("yes" if exact else "NO")
+        )
         lines.append(
             f"{method:14} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
-            f"{(row['tau'] or 0):6.2f} {(row['speedup_vs_hf'] or 0):7.2f}x {'-' if exact is None else ('yes' if exact else 'NO'):>6}  "
+            f"{(row['tau'] or 0):6.2f} {(row['speedup_vs_hf'] or 0):7.2f}x {shown:>6} {_quality_cells(row)}  "
             f"{row['accepted_by_source'] or ''}"
         )
     return "\n".join(lines)
