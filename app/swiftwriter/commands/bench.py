@@ -21,6 +21,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--penalty", type=non_negative_float, default=1.2)
     p.add_argument("--window", type=positive_int, default=1024)
     p.add_argument(
+        "--sampling",
+        choices=("greedy", "sample"),
+        default="greedy",
+        help="greedy (outputs must match hf) or sample: TokenSwift's sampler, temperature 1.0 "
+        "and min-p 0.1 (outputs are compared by Distinct-n instead)",
+    )
+    p.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    p.add_argument(
+        "--seeds",
+        help="comma-separated sampling seeds: one run per seed, then Distinct-n per method "
+        "compared over the seeds (mean, std, Welch and permutation p-values)",
+    )
+    p.add_argument(
+        "--dry",
+        type=non_negative_float,
+        default=0.0,
+        metavar="MULT",
+        help="DRY repetition penalty multiplier (0 = off), over the same window",
+    )
+    p.add_argument("--dry-base", type=non_negative_float, default=1.75)
+    p.add_argument("--dry-allowed-length", type=positive_int, default=2)
+    p.add_argument(
         "--methods",
         default="hf,hf-lookup,ar,tokenswift",
         help="comma-separated: hf, hf-lookup, ar, tokenswift",
@@ -79,19 +101,46 @@ def run(args: argparse.Namespace) -> int:
         print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
     elif "tokenswift+history" in methods:
         raise UserError("tokenswift+history needs --history PROJECT")
-    sampling = SamplingSettings(greedy=True, penalty=args.penalty, window=args.window)
+    seeds = _seeds(args)
+    sampling = SamplingSettings(
+        greedy=args.sampling == "greedy",
+        penalty=args.penalty,
+        window=args.window,
+        min_p=0.1 if args.sampling == "sample" else 0.0,  # TokenSwift's sampler, temperature 1
+        seed=seeds[0] if seeds else None,
+        dry_multiplier=args.dry,
+        dry_base=args.dry_base,
+        dry_allowed_length=args.dry_allowed_length,
+    )
     drafting = (
         DraftSettings() if args.max_nodes is None else DraftSettings(max_nodes=args.max_nodes)
     )
     print(
         f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
-        f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window}",
+        f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
+        + (f" (min-p 0.1, seeds {', '.join(map(str, seeds))})" if seeds else "")
+        + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else ""),
         file=sys.stderr,
     )
-    report = bench.run_bench(
-        loaded.model, prompt, args.max_new_tokens, sampling, methods, args.repeat, drafting
+    runs = bench.run_seeds(
+        loaded.model,
+        prompt,
+        args.max_new_tokens,
+        sampling,
+        methods,
+        seeds or [None],
+        args.repeat,
+        drafting,
+        extra_sources=extra_sources,
     )
-    print(bench.format_table(report))
+    for seed, seed_report in runs.items():
+        if len(runs) > 1:
+            print(f"seed {seed}")
+        print(bench.format_table(seed_report))
+    report = next(iter(runs.values()))
+    comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
+    if comparison:
+        print(bench.format_comparison(comparison))
     if args.json_out:
         meta = {
             "model": entry.id,
@@ -101,10 +150,40 @@ def run(args: argparse.Namespace) -> int:
             "max_new_tokens": args.max_new_tokens,
             "penalty": args.penalty,
             "window": args.window,
-            "sampling": "greedy",
+            "sampling": args.sampling,
+            "min_p": sampling.min_p,
+            "seeds": seeds,
+            "dry": {
+                "multiplier": args.dry,
+                "base": args.dry_base,
+                "allowed_length": args.dry_allowed_length,
+            },
         }
-        Path(args.json_out).write_text(json.dumps({"meta": meta, "methods": report}, indent=2))
+        out = {"meta": meta, "methods": report}
+        if comparison:
+            out["by_seed"] = {str(seed): rep for seed, rep in runs.items()}
+            out["comparison"] = comparison
+        Path(args.json_out).write_text(json.dumps(out, indent=2))
     return 0
+
+
+def _seeds(args) -> list[int]:
+    """Sampling seeds from --seeds or --seed (0 when sampling without either); [] for greedy."""
+    if args.sampling == "greedy":
+        if args.seeds or args.seed is not None:
+            raise UserError("--seed and --seeds apply to --sampling sample only")
+        return []
+    if not args.seeds:
+        return [args.seed if args.seed is not None else 0]
+    try:
+        seeds = [int(part) for part in args.seeds.split(",") if part.strip()]
+    except ValueError as exc:
+        raise UserError(
+            f"--seeds takes whole numbers separated by commas, not '{args.seeds}'"
+        ) from exc
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise UserError(f"--seeds needs distinct seeds, not '{args.seeds}'")
+    return seeds
 
 
 def _history_sources(project_path: str, tokenizer):

@@ -142,7 +142,8 @@ def first_divergence(
         logits = model(ids, logits_to_keep=1).logits[0, -1].float()
     presence = torch.zeros_like(logits, dtype=torch.bool)
     presence[ids[0, -sampling.window :]] = True
-    processed = LogitsPipeline(sampling).process(logits, presence, ids[0, -sampling.window :])
+    context = ids[0, -sampling.window :].tolist()  # for DRY
+    processed = LogitsPipeline(sampling).process(logits, presence, context)
     top2 = processed.topk(2).values
     gap = float(top2[0] - top2[1])
     dtype = next(model.parameters()).dtype
@@ -193,7 +194,7 @@ def run_bench(
             )
         elif not sampling.greedy:
             row["identical_to_hf"] = None  # n/a: transformers draws from another random stream
-            if "ar" in best and method != "hf" and not method.startswith("hf"):
+            if "ar" in best and not method.startswith("hf"):
                 # Exact speculative sampling draws once per emitted token, like plain decoding:
                 # with the same seed it writes the same tokens (up to float noise in batching).
                 row["identical_to_ar"] = res.tokens == best["ar"].tokens

@@ -1,0 +1,79 @@
+"""`swiftwriter bench --sampling / --seeds / --dry` on a tiny random model (in process, with the
+model loader replaced, so nothing is converted or downloaded)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from swiftwriter.cli import main
+
+from tests.conftest import build_tiny
+
+
+class IdTokenizer:
+    """Text '5 9 12' is token ids 5, 9, 12: the tiny model needs no real tokenizer."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return SimpleNamespace(input_ids=[int(w) for w in text.split()])
+
+
+@pytest.fixture
+def tiny_bench(monkeypatch, tmp_path):
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
+    model = build_tiny("llama", vocab=16, seed=3)
+    loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
+                         dtype="float32")  # fmt: skip
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("3 7 3 7 5 9 3 7 5 11 3 7")
+    return ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "32"]
+
+
+def test_sampled_bench_over_seeds(tiny_bench, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    args = ["--methods", "hf,tokenswift", "--sampling", "sample", "--seeds", "1,2,3"]
+    assert main([*tiny_bench, *args, "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["meta"]["sampling"] == "sample" and report["meta"]["seeds"] == [1, 2, 3]
+    assert report["meta"]["min_p"] == 0.1
+    assert set(report["by_seed"]) == {"1", "2", "3"}
+    for seed_report in report["by_seed"].values():
+        assert seed_report["tokenswift"]["identical_to_hf"] is None
+        assert "distinct_4" in seed_report["hf"]["quality"]
+    test = report["comparison"]["tests"]["tokenswift vs hf"]["distinct_2"]
+    assert 0 < test["permutation_p"] <= 1
+    assert len(report["comparison"]["methods"]["hf"]["distinct_1"]["values"]) == 3
+    printed = capsys.readouterr().out
+    assert "seed 3" in printed and "n/a" in printed and "Welch / permutation" in printed
+
+
+def test_greedy_bench_with_dry_stays_exact(tiny_bench, tmp_path):
+    out = tmp_path / "report.json"
+    args = ["--methods", "hf,tokenswift", "--penalty", "1", "--dry", "1.5", "--json", str(out)]
+    assert main([*tiny_bench, *args]) == 0
+    report = json.loads(out.read_text())
+    assert report["meta"]["dry"] == {"multiplier": 1.5, "base": 1.75, "allowed_length": 2}
+    assert report["methods"]["tokenswift"]["identical_to_hf"] is True
+    assert "comparison" not in report and report["meta"]["seeds"] == []
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--sampling", "sample", "--seeds", "1,x"], "whole numbers"),
+        (["--sampling", "sample", "--seeds", "4,4"], "distinct seeds"),
+        (["--seed", "3"], "--sampling sample only"),
+        (["--dry", "1", "--dry-base", "0.5"], "DRY base"),
+    ],
+)
+def test_bad_bench_options_are_one_clear_line(tiny_bench, args, message, capsys):
+    assert main([*tiny_bench, "--methods", "hf", *args]) == 2
+    assert message in capsys.readouterr().err
