@@ -20,11 +20,12 @@ import torch
 from swiftwriter.engine import quality
 from swiftwriter.engine.estimate import AcceptanceEstimator, CostModel, ShadowLearner
 from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.sources import CandidateSource, build_sources
 from swiftwriter.engine.stats import RunStats, StepStats
 from swiftwriter.engine.trie import best_size, build_trie, prune
 from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.engine.window import ContextWindow
 from swiftwriter.errors import UserError
 
 # One cost model per model object: measured once, then refined by every run on that model.
@@ -59,6 +60,8 @@ class Generator:
         sources: Sequence[CandidateSource] | None = None,
         eos_ids: Sequence[int] = (),
         calibrate: bool = True,
+        context: ContextSettings | None = None,
+        drafter=None,
     ):
         self.model = model
         self.sampling = sampling or SamplingSettings()
@@ -66,6 +69,8 @@ class Generator:
         self.extra_sources = list(sources or [])
         self.eos_ids = set(int(e) for e in eos_ids)
         self.calibrate = calibrate
+        self.context = context or ContextSettings()
+        self._view: ContextWindow | None = None
         self.vocab_size = (
             model.get_output_embeddings().weight.shape[0]
             if model.get_output_embeddings() is not None
@@ -75,6 +80,13 @@ class Generator:
         self.pipeline = LogitsPipeline(self.sampling)
         self.costs = _COSTS.setdefault(model, CostModel())
         self.stats = RunStats()
+        self.drafter_source = None
+        if drafter is not None:
+            from swiftwriter.engine.heads.source import DrafterSource
+
+            self.drafter_source = DrafterSource(
+                drafter, model, self.drafting.head_tree, self.drafting.head_beam
+            )
 
     # -- the loop ---------------------------------------------------------------------------
     def generate(
@@ -84,6 +96,7 @@ class Generator:
         should_stop: Callable[[], bool] | None = None,
         stop_on_text: Callable[[list[int]], bool] | None = None,
         seed: int | None = None,
+        pinned_ids: Sequence[int] = (),
     ) -> Iterator[StepEvent]:
         """Yield one StepEvent per verification step until max tokens, EOS, a stop string
         (`stop_on_text(all_new_ids)` returns True), or `should_stop()` (cancellation).
@@ -98,6 +111,18 @@ class Generator:
             )
             + self.extra_sources
         )
+        if (
+            self.drafter_source is not None
+            and "heads" in self.drafting.sources
+            and self.drafting.max_nodes > 0
+        ):
+            sources.insert(0, self.drafter_source)
+        for src in sources:
+            if hasattr(src, "start"):
+                src.start(sampling, self.vocab_size)
+        readers = [s for s in sources if getattr(s, "wants_feature", None)]
+        if any(s.wants_feature == "prenorm" for s in readers):
+            runner.enable_prenorm()
         estimator = AcceptanceEstimator()
         learner = ShadowLearner(estimator)
         window = PenaltyWindow(self.vocab_size, sampling.window, device=runner.device)
@@ -109,78 +134,103 @@ class Generator:
         stats = self.stats = RunStats(prompt_tokens=len(prompt))
 
         t0 = time.perf_counter()
-        runner.prefill(prompt[:-1])
+        view = self._view = ContextWindow(self.max_context, self.context, prompt, pinned_ids)
+        if view.needs_slide(prompt):  # "slide": a prompt longer than the context is windowed
+            stats.windowed_from = 0
+            runner.prefill(view.slide(prompt)[:-1])
+        else:
+            runner.prefill(prompt[:-1])
         stats.prefill_s = time.perf_counter() - t0
+        stats.kv_tokens_cap = self.max_context
         window.extend(prompt)
         for src in sources:
             src.observe(prompt)
+        for src in readers:
+            feature = runner.prefill_features.get(src.wants_feature)
+            if feature is not None:
+                src.set_feature(feature)
         if self.calibrate and sources and self.drafting.max_nodes > 0 and not self.costs.ready():
             for n in (1, 2, 4, 8, 16, 32):  # about 0.5 s once per model; refined online
                 self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
 
-        committed = list(prompt)
-        produced: list[int] = []
-        while True:
-            if should_stop is not None and should_stop():
-                stats.stop_reason = "cancelled"
-                stats.quality = quality.summary(produced)  # once per run: cheap enough
-                yield StepEvent([], StepStats(0, 0, 0, {}, [], 0, 0, 0), stats, True, "cancelled")
-                return
-            remaining = min(max_new_tokens - len(produced), self._room(committed))
-            t_draft = time.perf_counter()
-            trie = build_trie(
-                committed[-1],
-                self._candidates(sources, committed),
-                estimator,
-                self.drafting.max_depth,
-            )
-            learner.add(len(committed), trie)
-            budget = min(self.drafting.max_nodes, remaining - 1)
-            keep = 0
-            if budget > 0 and len(trie) > 1:
-                probs = sorted(trie.probs[1:], reverse=True)
-                keep = best_size(probs, self.costs, budget) if self.drafting.adaptive else budget
-            trie = prune(trie, keep)
-            t_verify = time.perf_counter()
-            runner.forward_trie(trie)
-            path, new = self._walk(trie, runner, window, rng, remaining)
-            t_after = time.perf_counter()
-            runner.compact([0] + path)
-            self.costs.observe(len(trie), t_after - t_verify)
-            by_source: Counter = Counter()
-            by_depth = [0] * len(path)
-            for node in path:
-                by_depth[trie.depths[node] - 1] += 1
-                by_source[
-                    trie.sources[node][0]
-                    if len(trie.sources[node]) == 1
-                    else "+".join(trie.sources[node])
-                ] += 1
-            committed.extend(new)
-            learner.update(committed)
-            produced.extend(new)
-            window.extend(new)
-            for src in sources:
-                src.observe(new)
-            t_end = time.perf_counter()
-            step = StepStats(
-                len(new),
-                len(trie) - 1,
-                len(path),
-                dict(by_source),
-                by_depth,
-                t_verify - t_draft,
-                t_after - t_verify,
-                t_end - t_after,
-            )
-            stats.add(step)
-            reason = self._stop_reason(new, produced, max_new_tokens, committed, stop_on_text)
-            if reason:
-                stats.stop_reason = reason
-                stats.quality = quality.summary(produced)
-            yield StepEvent(new, step, stats, bool(reason), reason)
-            if reason:
-                return
+        try:
+            committed = list(prompt)
+            produced: list[int] = []
+            while True:
+                if should_stop is not None and should_stop():
+                    stats.stop_reason = "cancelled"
+                    stats.quality = quality.summary(produced)  # once per run: cheap enough
+                    yield StepEvent(
+                        [], StepStats(0, 0, 0, {}, [], 0, 0, 0), stats, True, "cancelled"
+                    )
+                    return
+                if view.needs_slide(committed):
+                    self._slide(runner, view, committed, stats, len(produced), readers)
+                remaining = min(max_new_tokens - len(produced), self._room(committed))
+                t_draft = time.perf_counter()
+                trie = build_trie(
+                    committed[-1],
+                    self._candidates(sources, committed),
+                    estimator,
+                    self.drafting.max_depth,
+                )
+                learner.add(len(committed), trie)
+                budget = min(self.drafting.max_nodes, remaining - 1)
+                keep = 0
+                if budget > 0 and len(trie) > 1:
+                    probs = sorted(trie.probs[1:], reverse=True)
+                    keep = (
+                        best_size(probs, self.costs, budget) if self.drafting.adaptive else budget
+                    )
+                trie = prune(trie, keep)
+                t_verify = time.perf_counter()
+                runner.forward_trie(trie)
+                stats.kv_tokens_max = max(stats.kv_tokens_max, runner.length + len(trie))
+                path, new = self._walk(trie, runner, window, rng, remaining)
+                t_after = time.perf_counter()
+                for src in readers:  # fused drafting: the last accepted node's state, no extra pass
+                    feature = runner.feature_at(path[-1] if path else 0, src.wants_feature)
+                    if feature is not None:
+                        src.set_feature(feature)
+                runner.compact([0] + path)
+                self.costs.observe(len(trie), t_after - t_verify)
+                by_source: Counter = Counter()
+                by_depth = [0] * len(path)
+                for node in path:
+                    by_depth[trie.depths[node] - 1] += 1
+                    by_source[
+                        trie.sources[node][0]
+                        if len(trie.sources[node]) == 1
+                        else "+".join(trie.sources[node])
+                    ] += 1
+                committed.extend(new)
+                learner.update(committed)
+                produced.extend(new)
+                window.extend(new)
+                for src in sources:
+                    src.observe(new)
+                t_end = time.perf_counter()
+                step = StepStats(
+                    len(new),
+                    len(trie) - 1,
+                    len(path),
+                    dict(by_source),
+                    by_depth,
+                    t_verify - t_draft,
+                    t_after - t_verify,
+                    t_end - t_after,
+                )
+                stats.add(step)
+                stats.source_sizes = _sizes(sources)
+                reason = self._stop_reason(new, produced, max_new_tokens, committed, stop_on_text)
+                if reason:
+                    stats.stop_reason = reason
+                    stats.quality = quality.summary(produced)
+                yield StepEvent(new, step, stats, bool(reason), reason)
+                if reason:
+                    return
+        finally:
+            runner.close()
 
     # -- pieces -----------------------------------------------------------------------------
     def _candidates(self, sources, committed):
@@ -208,10 +258,28 @@ class Generator:
             node = child
 
     def _room(self, committed: list[int]) -> int:
-        """Tokens the sequence may still grow by before the model's context window is full."""
+        """Tokens the model's view may still grow by before its context window is full."""
+        if self._view is not None:
+            return self._view.room(committed)
         if self.max_context is None:
             return 1 << 30
         return self.max_context - len(committed)
+
+    def _slide(self, runner, view: ContextWindow, committed, stats: RunStats, produced, readers):
+        """Rebuild the cache on the window (sinks + pinned + recent text, positions from 0)."""
+        t = time.perf_counter()
+        runner.reset()
+        runner.prefill(view.slide(committed)[:-1])
+        for src in readers:  # drafters that read the newest hidden state
+            feature = runner.prefill_features.get(src.wants_feature)
+            if feature is not None:
+                src.set_feature(feature)
+        if stats.windowed_from is None:
+            stats.windowed_from = produced
+        stats.reprefills += 1
+        elapsed = time.perf_counter() - t
+        stats.reprefill_s += elapsed
+        stats.overhead_s += elapsed  # part of the run's wall time
 
     def _stop_reason(self, new, produced, max_new_tokens, committed, stop_on_text) -> str:
         if any(t in self.eos_ids for t in new):
@@ -220,7 +288,7 @@ class Generator:
             return "length"
         if stop_on_text is not None and stop_on_text(produced):
             return "stop_string"
-        if self._room(committed) < 1:
+        if self.context.policy == "stop" and self._room(committed) < 1:
             return "context_full"
         return ""
 
@@ -231,8 +299,24 @@ class Generator:
             raise UserError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
         if any(t < 0 or t >= self.vocab_size for t in prompt):
             raise UserError("The prompt holds token ids outside the model's vocabulary")
-        if self.max_context is not None and len(prompt) >= self.max_context:
+        if (
+            self.max_context is not None
+            and len(prompt) >= self.max_context
+            and self.context.policy == "stop"
+        ):
             raise UserError(
                 f"The prompt has {len(prompt)} tokens but the model's context holds {self.max_context}: "
                 "shorten the prompt (or choose the sliding-window policy)"
             )
+
+
+def _sizes(sources) -> dict:
+    """Entries held by each source that reports its footprint, with its cap (bounded memory)."""
+    out = {}
+    for src in sources:
+        footprint = getattr(src, "footprint", None)
+        if footprint is not None:
+            size = footprint()
+            if size:
+                out[src.name] = size
+    return out

@@ -56,12 +56,14 @@ class SamplingSettings:
 class DraftSettings:
     """Which candidate sources draft, and how big a trie one verification pass may take."""
 
-    sources: tuple[str, ...] = ("ngram", "suffix")
+    sources: tuple[str, ...] = ("heads", "ngram", "suffix")  # heads: when a drafter is loaded
     max_nodes: int = 32  # draft nodes per step, besides the root
     max_depth: int = 24
     ngram_branches: int = 20  # TokenSwift: top 20 continuations of the 4-gram table
     suffix_max_len: int = 24
     adaptive: bool = True  # choose the trie size by expected tokens per unit of cost
+    head_tree: tuple[int, ...] = ()  # drafter children per node and depth; () = the kind's default
+    head_beam: int = 4  # recurrent drafter: nodes expanded per depth
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -72,3 +74,26 @@ class DraftSettings:
     def plain(cls) -> DraftSettings:
         """No drafting at all: one token per forward pass (the baseline)."""
         return cls(sources=(), max_nodes=0)
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """What happens when the model's context window fills.
+
+    "stop" ends the run with stop_reason "context_full". "slide" keeps the first `sink` prompt
+    tokens (attention sinks), the caller's pinned tokens and the most recent text, `keep` of the
+    context in all, re-prefills the cache on that window (positions restart at 0) and goes on:
+    the head-room (1 - keep) makes re-prefills rare. Output stays exact with respect to the
+    windowed sequence, so plain decoding with the same policy writes the same tokens."""
+
+    policy: str = "stop"
+    sink: int = 16
+    keep: float = 0.75
+
+    def __post_init__(self):
+        if self.policy not in ("stop", "slide"):
+            raise UserError(f"The context policy must be 'stop' or 'slide', not '{self.policy}'")
+        if self.sink < 0:
+            raise UserError(f"The sink must be 0 or more tokens, not {self.sink}")
+        if not 0 < self.keep < 1:
+            raise UserError(f"keep must be a fraction of the context in (0, 1), not {self.keep}")

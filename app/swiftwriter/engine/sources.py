@@ -6,7 +6,7 @@ each source's nodes are accepted and sizes the trie by that."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -18,6 +18,10 @@ class Candidate:
     source: str
     tokens: tuple[int, ...]
     rank: int = 0
+    ranks: tuple[int, ...] | None = None  # per token (learned drafters: a confidence bin each)
+
+    def rank_at(self, depth: int) -> int:
+        return self.ranks[depth - 1] if self.ranks is not None else self.rank
 
 
 class CandidateSource:
@@ -35,29 +39,86 @@ class CandidateSource:
         """Continuations of `context` (all committed tokens), best first."""
         raise NotImplementedError
 
+    def footprint(self) -> dict:
+        """{"entries": held, "cap": bound} in the source's own unit, for the run statistics:
+        every source that keeps state per token must stay bounded over a long run."""
+        return {}
+
 
 class NGramTable:
     """TokenSwift's token reutilization table: first token -> counts of 3-token continuations.
 
     One Counter per key, so incrementing one continuation never disturbs another (the public
-    reference code kept a sorted set compared by count only and could delete the wrong item)."""
+    reference code kept a sorted set compared by count only and could delete the wrong item).
 
-    def __init__(self, n: int = 4, max_keys: int | None = None):
+    Bounded, so a very long run stays flat: a key keeps at most `max_per_key` continuations and
+    the table at most `max_entries`. When either overflows, the least-counted continuations go
+    (ties: the least recently added first) down to three quarters of the cap, so eviction is
+    deterministic and costs O(log n) per added n-gram, amortised. Drafting reads the top 20."""
+
+    def __init__(self, n: int = 4, max_per_key: int = 64, max_entries: int = 1 << 17):
         self.n = n
-        self.table: dict[int, Counter] = defaultdict(Counter)
-        self.max_keys = max_keys
+        self.table: dict[int, Counter] = {}
+        self.max_per_key = max_per_key
+        self.max_entries = max_entries
+        self.entries = 0
+        self.evicted = 0
 
     def add_sequence(self, tokens: Sequence[int], weight: int = 1) -> None:
-        n = self.n
+        n, table = self.n, self.table
         for i in range(len(tokens) - n + 1):
-            self.table[tokens[i]][tuple(tokens[i + 1 : i + n])] += weight
+            counter = table.get(tokens[i])
+            if counter is None:
+                counter = table[tokens[i]] = Counter()
+            cont = tuple(tokens[i + 1 : i + n])
+            if cont not in counter:
+                if len(counter) >= self.max_per_key:
+                    self._shrink_key(counter)
+                self.entries += 1
+            counter[cont] += weight
+        if self.entries > self.max_entries:
+            self._shrink_table()
+
+    def _shrink_key(self, counter: Counter) -> None:
+        keep = max(1, self.max_per_key * 3 // 4)
+        items = list(counter.items())  # insertion order: oldest first
+        order = sorted(range(len(items)), key=lambda i: (-items[i][1], -i))[:keep]
+        counter.clear()
+        for i in sorted(order):
+            counter[items[i][0]] = items[i][1]
+        self.evicted += len(items) - keep
+        self.entries -= len(items) - keep
+
+    def _shrink_table(self) -> None:
+        target = self.max_entries * 3 // 4
+        ranked = [
+            (count, k, j)
+            for k, (key, counter) in enumerate(self.table.items())
+            for j, count in enumerate(counter.values())
+        ]
+        ranked.sort()  # least counted first; ties: earlier keys, older continuations
+        drop: dict[int, set[int]] = {}
+        for _count, k, j in ranked[: self.entries - target]:
+            drop.setdefault(k, set()).add(j)
+        for k, key in enumerate(list(self.table)):
+            gone = drop.get(k)
+            if not gone:
+                continue
+            counter = self.table[key]
+            kept = [(c, v) for j, (c, v) in enumerate(counter.items()) if j not in gone]
+            if kept:
+                self.table[key] = Counter(dict(kept))
+            else:
+                del self.table[key]
+        self.evicted += self.entries - target
+        self.entries = target
 
     def top(self, key: int, k: int) -> list[tuple[tuple[int, ...], int]]:
         counter = self.table.get(key)
         return counter.most_common(k) if counter else []
 
     def __len__(self) -> int:
-        return sum(len(c) for c in self.table.values())
+        return self.entries
 
 
 class NGramSource(CandidateSource):
@@ -65,8 +126,10 @@ class NGramSource(CandidateSource):
 
     name = "ngram"
 
-    def __init__(self, n: int = 4, branches: int = 20):
-        self.table = NGramTable(n)
+    def __init__(
+        self, n: int = 4, branches: int = 20, max_per_key: int = 64, max_entries: int = 1 << 17
+    ):
+        self.table = NGramTable(n, max_per_key, max_entries)
         self.branches = branches
         self._tail: list[int] = []  # the last n-1 tokens, to count n-grams across observe() calls
 
@@ -81,6 +144,9 @@ class NGramSource(CandidateSource):
         top = self.table.top(context[-1], min(self.branches, max_candidates))
         return [Candidate(self.name, cont, rank) for rank, (cont, _count) in enumerate(top)]
 
+    def footprint(self) -> dict:
+        return {"entries": len(self.table), "cap": self.table.max_entries}
+
 
 class SuffixMatchSource(CandidateSource):
     """Prompt-lookup style: find where the context's last few tokens occurred before and propose
@@ -89,9 +155,14 @@ class SuffixMatchSource(CandidateSource):
     name = "suffix"
 
     def __init__(
-        self, max_len: int = 24, match_lengths: Sequence[int] = (6, 4, 3, 2), max_positions: int = 8
+        self,
+        max_len: int = 24,
+        match_lengths: Sequence[int] = (6, 4, 3, 2),
+        max_positions: int = 8,
+        max_tokens: int = 1 << 15,
     ):
         self.max_len = max_len
+        self.max_tokens = max_tokens  # only the most recent text is searched (bounded memory)
         self.match_lengths = tuple(sorted(match_lengths, reverse=True))
         self.max_positions = max_positions
         self.tokens: list[int] = []
@@ -102,6 +173,11 @@ class SuffixMatchSource(CandidateSource):
     def observe(self, tokens: Sequence[int]) -> None:
         start = len(self.tokens)
         self.tokens.extend(tokens)
+        if len(self.tokens) > self.max_tokens:
+            # Keep the newest three quarters and index them afresh: amortised O(1) per token.
+            self.tokens = self.tokens[-(self.max_tokens * 3 // 4) :]
+            self.index = {m: {} for m in self.match_lengths}
+            start = 0
         for m, idx in self.index.items():
             for end in range(max(start, m), len(self.tokens) + 1):
                 key = tuple(self.tokens[end - m : end])
@@ -128,6 +204,9 @@ class SuffixMatchSource(CandidateSource):
                     return out
         return out
 
+    def footprint(self) -> dict:
+        return {"entries": len(self.tokens), "cap": self.max_tokens}
+
 
 def build_sources(
     names: Sequence[str], ngram_branches: int = 20, suffix_max_len: int = 24
@@ -138,8 +217,10 @@ def build_sources(
             sources.append(NGramSource(branches=ngram_branches))
         elif name == "suffix":
             sources.append(SuffixMatchSource(max_len=suffix_max_len))
+        elif name == "heads":
+            continue  # a learned drafter: the generator adds it when one is loaded
         else:
             from swiftwriter.errors import UserError
 
-            raise UserError(f"Unknown draft source '{name}' (known: ngram, suffix)")
+            raise UserError(f"Unknown draft source '{name}' (known: heads, ngram, suffix)")
     return sources

@@ -74,14 +74,15 @@ def build_trie(
     for cand in candidates:
         node = 0
         for depth, tok in enumerate(cand.tokens[:max_depth], start=1):
-            p = estimate(cand.source, depth, cand.rank)
+            rank = cand.rank_at(depth)
+            p = estimate(cand.source, depth, rank)
             child = children[node].get(tok)
             if child is None:
                 child = len(tokens)
                 tokens.append(tok)
                 parents.append(node)
                 depths.append(depth)
-                ranks.append(cand.rank)
+                ranks.append(rank)
                 srcs.append({cand.source})
                 cond.append(p)
                 children.append({})
@@ -89,7 +90,7 @@ def build_trie(
             else:
                 srcs[child].add(cand.source)
                 if p > cond[child]:
-                    cond[child], ranks[child] = p, cand.rank
+                    cond[child], ranks[child] = p, rank
             node = child
     probs = [1.0] * len(tokens)
     for i in range(1, len(tokens)):  # parents are always created before their children

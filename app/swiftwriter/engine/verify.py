@@ -69,6 +69,28 @@ class ModelRunner:
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
         self._row_logits: dict[int, torch.Tensor] = {}
+        self._capture = None  # pre-norm hook, only when a drafter reads that state
+        self._prenorm: torch.Tensor | None = None
+        self.prefill_features: dict[str, torch.Tensor] = {}
+
+    def enable_prenorm(self) -> None:
+        """Keep the last decoder layer's output (before the final norm) of every pass."""
+        if self._capture is None:
+            from swiftwriter.engine.heads.drafters import PrenormCapture
+
+            self._capture = PrenormCapture(self.model)
+
+    def close(self) -> None:
+        if self._capture is not None:
+            self._capture.close()
+            self._capture = None
+
+    def feature_at(self, node: int, kind: str) -> torch.Tensor | None:
+        """The hidden state a drafter reads at trie node `node` of the last pass ("final":
+        after the final norm; "prenorm": before it). None when this model path has none."""
+        if kind == "final":
+            return None if self._hidden is None else self._hidden[node]
+        return None if self._prenorm is None else self._prenorm[node]
 
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
@@ -84,7 +106,12 @@ class ModelRunner:
             ]
             if self.lazy_head:
                 with _native_gqa(self.gqa):
-                    self.decoder(input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True)
+                    out = self.decoder(
+                        input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True
+                    )
+                self.prefill_features = {"final": out.last_hidden_state[0, -1]}
+                if self._capture is not None:
+                    self.prefill_features["prenorm"] = self._capture.value[0, -1]
             else:
                 self.model(
                     input_ids=ids,
@@ -120,6 +147,8 @@ class ModelRunner:
                     use_cache=True,
                 )
                 self._hidden = out.last_hidden_state[0]
+                if self._capture is not None:
+                    self._prenorm = self._capture.value[0]
                 self._logits = None
                 self._row_logits = {}
             else:
@@ -175,7 +204,7 @@ class ModelRunner:
                 if hasattr(layer, "cumulative_length"):
                     layer.cumulative_length -= n - len(kept_nodes)
         self.length = p + len(kept_nodes)
-        self._hidden = self._logits = None
+        self._hidden = self._logits = self._prenorm = None
         self._row_logits = {}
 
     @torch.inference_mode()

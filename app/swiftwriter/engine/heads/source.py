@@ -1,0 +1,134 @@
+"""A learned drafter as a candidate source: it reads the target's hidden state at the last
+accepted node (fused with verification: no extra pass), drafts a small tree, and hands it to the
+trie like any other source.
+
+Drafts are scored with the same contextual penalty as the target (over the committed window),
+because the penalty changes the target's top choice at about half of all positions; a drafter
+that ignored it would chase tokens the penalty forbids. Each drafted token carries a confidence
+bin as its rank, so the engine's acceptance estimates are calibrated per bin and depth."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from swiftwriter.engine.heads.files import DrafterBundle
+from swiftwriter.engine.logits import PenaltyWindow
+from swiftwriter.engine.settings import SamplingSettings
+from swiftwriter.engine.sources import Candidate, CandidateSource
+
+CONFIDENCE_BINS = (0.6, 0.3, 0.1)  # rank 0 above 0.6, 1 above 0.3, 2 above 0.1, else 3
+
+
+def confidence_rank(p: float) -> int:
+    for rank, edge in enumerate(CONFIDENCE_BINS):
+        if p >= edge:
+            return rank
+    return len(CONFIDENCE_BINS)
+
+
+class DrafterSource(CandidateSource):
+    name = "heads"
+
+    def __init__(self, bundle: DrafterBundle, model, tree: Sequence[int] = (), beam: int = 4):
+        self.bundle = bundle
+        self.module = bundle.module
+        self.kind = bundle.kind
+        self.wants_feature = self.module.feature  # "final" or "prenorm"
+        head = model.get_output_embeddings().weight
+        self.dtype = torch.float32
+        with torch.no_grad():
+            self.w_t = head.detach()[bundle.vocab].float().T.contiguous()  # [H, N]
+            self.emb = model.get_input_embeddings().weight.detach()
+        self.vocab = bundle.vocab
+        self.vocab_list = bundle.vocab.tolist()
+        self.tree = tuple(tree) or ((3, 3, 3) if self.kind == "linear" else (4, 3, 2, 2, 1))
+        self.beam = beam
+        self.feature: torch.Tensor | None = None
+        self.window: PenaltyWindow | None = None
+        self.penalty = 1.0
+        self.module.to(self.dtype)
+
+    # -- engine hooks ---------------------------------------------------------------------------
+    def start(self, sampling: SamplingSettings, vocab_size: int) -> None:
+        """A new generation: forget the last feature, follow this run's penalty."""
+        self.feature = None
+        self.penalty = sampling.penalty
+        self.window = (
+            PenaltyWindow(vocab_size, sampling.window) if sampling.penalty != 1.0 else None
+        )
+
+    def set_feature(self, feature: torch.Tensor) -> None:
+        self.feature = feature.detach().to("cpu", self.dtype)
+
+    def observe(self, tokens: Sequence[int]) -> None:
+        if self.window is not None:
+            self.window.extend(list(tokens))
+
+    # -- drafting -------------------------------------------------------------------------------
+    def _probs(self, states: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
+        logits = states @ self.w_t
+        if presence is not None:
+            logits = torch.where(
+                presence,
+                torch.where(logits > 0, logits / self.penalty, logits * self.penalty),
+                logits,
+            )
+        return logits.softmax(-1)
+
+    @torch.inference_mode()
+    def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
+        if self.feature is None or not context:
+            return []
+        presence = None
+        if self.window is not None:
+            presence = self.window.presence()[self.vocab]
+        if self.kind == "linear":
+            return self._propose_linear(presence)
+        return self._propose_recurrent(context[-1], presence)
+
+    def _propose_linear(self, presence) -> list[Candidate]:
+        states = self.module(self.feature[None])
+        levels = []
+        for k, state in zip(self.tree, states, strict=False):
+            probs = self._probs(state, presence)[0]
+            top = probs.topk(k)
+            levels.append(list(zip(top.indices.tolist(), top.values.tolist(), strict=True)))
+        out: list[Candidate] = []
+        paths: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())]
+        for level in levels:
+            paths = [
+                (toks + (self.vocab_list[i],), ranks + (confidence_rank(p),))
+                for toks, ranks in paths
+                for i, p in level
+            ]
+            out.extend(Candidate(self.name, t, r[-1], ranks=r) for t, r in paths)
+        return out
+
+    def _propose_recurrent(self, last_token: int, presence) -> list[Candidate]:
+        # frontier: (feature, last token id, path tokens, path ranks, path probability)
+        frontier = [(self.feature, last_token, (), (), 1.0)]
+        out: list[Candidate] = []
+        for k in self.tree:
+            feats = torch.stack([f for f, *_ in frontier])
+            toks = torch.tensor([t for _, t, *_ in frontier])
+            states = self.module(feats, self.emb[toks].float())
+            probs = self._probs(states, presence)
+            top = probs.topk(k, dim=-1)
+            children = []
+            for row, (_f, _t, path, ranks, p_path) in enumerate(frontier):
+                for i, p in zip(top.indices[row].tolist(), top.values[row].tolist(), strict=True):
+                    tok = self.vocab_list[i]
+                    cand = (
+                        states[row],
+                        tok,
+                        path + (tok,),
+                        ranks + (confidence_rank(p),),
+                        p_path * p,
+                    )
+                    children.append(cand)
+                    out.append(Candidate(self.name, cand[2], cand[3][-1], ranks=cand[3]))
+            children.sort(key=lambda c: -c[4])
+            frontier = children[: self.beam]
+        return out

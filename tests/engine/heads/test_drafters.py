@@ -1,0 +1,122 @@
+"""Learned drafters on a tiny model: training lowers the loss, files round-trip exactly, a
+drafter for another model is refused, and drafting with them keeps greedy output exact."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+from swiftwriter.engine.heads import files
+from swiftwriter.engine.heads.features import extract_rows
+from swiftwriter.engine.heads.train import Trainer, TrainSettings, train
+from swiftwriter.errors import UserError
+
+from tests.conftest import build_tiny
+
+
+def own_text(model, rows=12, length=96, seed=0):
+    """The tiny model's own greedy text from random starts (what a drafter must predict)."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(rows):
+        prompt = torch.randint(2, model.config.vocab_size, (1, 4), generator=g)
+        ids = model.generate(
+            prompt,
+            attention_mask=torch.ones_like(prompt),
+            max_new_tokens=length,
+            min_new_tokens=length,
+            do_sample=False,
+            pad_token_id=0,
+        )
+        out.append(ids[0, 4 : 4 + length])
+    return torch.stack(out)
+
+
+@pytest.fixture(scope="module")
+def tiny_data(tiny_llama):
+    rows = own_text(tiny_llama)
+    data = extract_rows(tiny_llama, rows)
+    data["tokens"] = rows
+    return data
+
+
+@pytest.mark.parametrize("kind", ["linear", "recurrent"])
+def test_a_few_steps_lower_the_loss(tiny_llama, tiny_data, kind):
+    settings = TrainSettings(kind=kind, steps=40, batch=128, draft_vocab=256, warmup=5, val_rows=2)
+    trainer = Trainer(tiny_llama, "tiny", tiny_data, settings)
+    r, t = trainer.batches.positions(10_000, 256)
+    with torch.no_grad():
+        before = float(trainer.loss(r, t))
+    for _ in range(settings.steps):
+        trainer.train_step()
+    with torch.no_grad():
+        after = float(trainer.loss(r, t))
+    assert after < 0.9 * before
+
+
+def test_saved_drafter_reproduces_its_outputs_and_checkpoints_resume(
+    tiny_llama, tiny_data, tmp_path
+):
+    settings = TrainSettings(
+        kind="recurrent",
+        steps=6,
+        batch=64,
+        draft_vocab=200,
+        warmup=2,
+        val_rows=2,
+        checkpoint_every=3,
+    )
+    bundle = train(tiny_llama, "tiny", tiny_data, tmp_path / "d", settings)
+    loaded = files.load(tmp_path / "d", tiny_llama)
+    assert torch.equal(loaded.vocab, bundle.vocab)
+    feat, emb = torch.randn(5, 32), torch.randn(5, 32)
+    with torch.no_grad():
+        assert torch.equal(loaded.module(feat, emb), bundle.module(feat, emb))
+    card = loaded.card
+    assert card["base_model"] == "tiny" and card["kind"] == "recurrent"
+    assert len(card["validation"]["top1"]) == 3 and len(card["validation"]["top3"]) == 3
+    # Resuming at the final step changes nothing; more steps continue from the checkpoint.
+    more = TrainSettings(**{**settings.__dict__, "steps": 9})
+    trainer = Trainer(tiny_llama, "tiny", tiny_data, more)
+    assert trainer.resume(tmp_path / "d" / "checkpoint") and trainer.step == 6
+    with torch.no_grad():
+        assert torch.equal(trainer.module(feat, emb), bundle.module(feat, emb))
+    # Only safetensors and JSON on disk: nothing pickled.
+    assert {p.suffix for p in (tmp_path / "d").rglob("*") if p.is_file()} <= {
+        ".safetensors",
+        ".json",
+    }
+
+
+def test_a_drafter_for_another_model_is_refused(tiny_llama, tiny_data, tmp_path):
+    settings = TrainSettings(kind="linear", steps=2, batch=32, draft_vocab=64, warmup=1, val_rows=2)
+    train(tiny_llama, "tiny", tiny_data, tmp_path / "d", settings)
+    other = build_tiny("llama", hidden=48, seed=5)
+    with pytest.raises(
+        UserError, match="does not fit this model: hidden size 32 vs the model's 48"
+    ):
+        files.load(tmp_path / "d", other)
+    (tmp_path / "bad").mkdir()
+    with pytest.raises(UserError, match="No drafter"):
+        files.load(tmp_path / "bad", tiny_llama)
+
+
+@pytest.mark.parametrize("kind", ["linear", "recurrent"])
+@pytest.mark.parametrize("penalty", [1.0, 1.2])
+def test_drafting_with_a_drafter_stays_exact(tiny_llama, tiny_data, tmp_path, kind, penalty):
+    settings = TrainSettings(
+        kind=kind, steps=150, batch=256, draft_vocab=256, warmup=10, val_rows=2
+    )
+    bundle = train(tiny_llama, "tiny", tiny_data, tmp_path / kind, settings)
+    sampling = SamplingSettings(greedy=True, penalty=penalty, window=64)
+    drafting = DraftSettings(sources=("heads",), max_nodes=12, adaptive=False)
+    prompt = tiny_data["tokens"][-1, :20].tolist()
+    plain = Generator(tiny_llama, sampling, DraftSettings.plain())
+    want = [t for ev in plain.generate(prompt, 120) for t in ev.tokens]
+    gen = Generator(tiny_llama, sampling, drafting, drafter=bundle)
+    got = [t for ev in gen.generate(prompt, 120) for t in ev.tokens]
+    assert got == want
+    accepted = gen.stats.as_dict()["accepted_by_source"]
+    assert accepted.get("heads", 0) > 0, accepted
+    # The pre-norm hook is removed when the run ends.
+    assert not tiny_llama.get_decoder().layers[-1]._forward_hooks
