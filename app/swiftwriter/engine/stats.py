@@ -32,6 +32,15 @@ class RunStats:
     verify_s: float = 0.0
     overhead_s: float = 0.0
     stop_reason: str = ""
+    # Long runs: where the context first slid (index into the generated tokens; None = never),
+    # how often the cache was rebuilt on a window, and the memory bounds (KV tokens held at
+    # once, entries per candidate source) against their caps.
+    windowed_from: int | None = None
+    reprefills: int = 0
+    reprefill_s: float = 0.0  # inside overhead_s: already part of `seconds`
+    kv_tokens_max: int = 0
+    kv_tokens_cap: int | None = None
+    source_sizes: dict = field(default_factory=dict)  # name -> {"entries": n, "cap": c}
     quality: dict = field(default_factory=dict)  # quality.summary of the output, set at the end
 
     def add(self, step: StepStats) -> None:
@@ -67,6 +76,10 @@ class RunStats:
     def acceptance_rate(self) -> float:
         return self.accepted_drafts / self.drafted_nodes if self.drafted_nodes else 0.0
 
+    @property
+    def ngram_entries(self) -> int:
+        return self.source_sizes.get("ngram", {}).get("entries", 0)
+
     def as_dict(self) -> dict:
         return {
             "prompt_tokens": self.prompt_tokens,
@@ -85,5 +98,12 @@ class RunStats:
             "seconds": round(self.seconds, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,
+            "windowed_from": self.windowed_from,
+            "reprefills": self.reprefills,
+            "reprefill_s": round(self.reprefill_s, 4),
+            "kv_tokens_max": self.kv_tokens_max,
+            "kv_tokens_cap": self.kv_tokens_cap,
+            "ngram_entries": self.ngram_entries,
+            "source_sizes": {k: dict(v) for k, v in self.source_sizes.items()},
             "quality": self.quality,
         }
