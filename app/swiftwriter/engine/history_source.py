@@ -450,6 +450,7 @@ class HistorySource(CandidateSource):
         min_prob: float = 0.05,
         defer_to_context: bool = True,
         ladder: Sequence[int] = (2, 3, 4, 6, 8, 12, 16),
+        max_context: int = 1 << 16,
     ):
         self.index = index if index is not None else HistoryIndex()
         for seq in sequences:
@@ -460,6 +461,7 @@ class HistorySource(CandidateSource):
         self.min_prob = min_prob
         self.defer_to_context = defer_to_context
         self.ladder = tuple(sorted(ladder))
+        self.max_context = max_context  # context n-grams remembered (bounded memory)
         self._context: list[int] = []
         self._seen: dict[int, Counter] = {k: Counter() for k in self.ladder}
         self.deferred = 0  # steps where the context knew as much (for statistics and tests)
@@ -472,6 +474,22 @@ class HistorySource(CandidateSource):
         for k, seen in self._seen.items():
             for end in range(max(start + 1, k), len(ctx) + 1):
                 seen[hash(tuple(ctx[end - k : end]))] += 1
+        if len(ctx) > self.max_context:
+            self._forget(len(ctx) - self.max_context * 3 // 4)
+
+    def _forget(self, n: int) -> None:
+        """Drop the oldest n context tokens and the n-grams that start among them."""
+        ctx = self._context
+        for k, seen in self._seen.items():
+            for end in range(k, min(n + k, len(ctx) + 1)):
+                h = hash(tuple(ctx[end - k : end]))
+                seen[h] -= 1
+                if seen[h] <= 0:
+                    del seen[h]
+        del ctx[:n]
+
+    def footprint(self) -> dict:
+        return {"entries": len(self._context), "cap": self.max_context}
 
     def context_match(self, context: Sequence[int]) -> int:
         """Longest ladder length whose last k tokens also occurred earlier in the context."""

@@ -11,11 +11,13 @@ from transformers.cache_utils import DynamicLayer
 
 
 class GrowingLayer(DynamicLayer):
-    """One layer's keys/values in a buffer of capacity >= length, doubled when full."""
+    """One layer's keys/values in a buffer of capacity >= length, doubled when full but never
+    past `limit` (the model's context) unless a pass needs more: memory stays bounded."""
 
-    def __init__(self, initial_capacity: int = 512, **kwargs):
+    def __init__(self, initial_capacity: int = 512, limit: int | None = None, **kwargs):
         super().__init__(**kwargs)
         self.capacity = initial_capacity
+        self.limit = limit
         self.length = 0
         self._k = self._v = None
 
@@ -31,6 +33,8 @@ class GrowingLayer(DynamicLayer):
             cap *= 2
         if self._k is not None:
             cap = max(cap, 2 * self._k.shape[-2])
+        if self.limit is not None:
+            cap = min(cap, max(self.limit, needed))
         b, h, _, d = like_k.shape
         new_k = like_k.new_empty(b, h, cap, d)
         new_v = like_v.new_empty(b, h, cap, like_v.shape[-1])
@@ -96,5 +100,7 @@ def growing_cache(config, initial_capacity: int = 512) -> DynamicCache:
     n_layers = len(cache.layers) if cache.layers else config.num_hidden_layers
     if any(getattr(layer, "is_sliding", False) for layer in cache.layers):
         return cache  # sliding-window layers keep transformers' own logic
-    cache.layers = [GrowingLayer(initial_capacity) for _ in range(n_layers)]
+    limit = getattr(config, "max_position_embeddings", None)
+    limit = limit if isinstance(limit, int) and limit > 0 else None
+    cache.layers = [GrowingLayer(initial_capacity, limit) for _ in range(n_layers)]
     return cache
