@@ -7,10 +7,10 @@ import os
 import sys
 
 from swiftwriter import __version__
-from swiftwriter.commands import bench, export, generate, models, project
+from swiftwriter.commands import bench, export, generate, heads, models, project
 from swiftwriter.errors import UserError
 
-COMMANDS = [generate, models, bench, export, project]
+COMMANDS = [generate, models, heads, bench, export, project]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -44,9 +44,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-allowed-length", type=positive_int, default=2)
     p.add_argument(
         "--methods",
-        default="hf,hf-lookup,ar,tokenswift",
-        help="comma-separated: hf, hf-lookup, ar, tokenswift",
+        default="hf,hf-lookup,ar,tokenswift-noheads,tokenswift",
+        help="comma-separated: hf, hf-lookup, ar, tokenswift-noheads (n-grams and suffix "
+        "matches only), tokenswift (with the model's drafter when it has one)",
     )
+    p.add_argument(
+        "--heads",
+        metavar="DIR",
+        help="drafter folder for tokenswift (default: the model's own, trained or shipped)",
+    )
+    p.add_argument("--no-heads", action="store_true", help="tokenswift without any drafter")
     p.add_argument(
         "--repeat", type=positive_int, default=1, help="runs per method; the fastest counts"
     )
@@ -93,6 +100,12 @@ def run(args: argparse.Namespace) -> int:
         return _verify_cost(entry, args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype)
     prompt = _prompt_ids(loaded.tokenizer, args)
+    drafter, heads_status = None, "off"
+    if not args.no_heads:
+        drafter, heads_status = loader.load_drafter(
+            loaded, Path(args.heads).expanduser() if args.heads else None
+        )
+    print(f"drafter: {heads_status}", file=sys.stderr)
     extra_sources = None
     if args.history:
         extra_sources, history_tokens = _history_sources(args.history, loaded.tokenizer)
@@ -132,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         args.repeat,
         drafting,
         extra_sources=extra_sources,
+        drafter=drafter,
     )
     for seed, seed_report in runs.items():
         if len(runs) > 1:
@@ -144,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json_out:
         meta = {
             "model": entry.id,
+            "drafter": heads_status,
+            "drafter_card": drafter.card if drafter is not None else None,
             "device": loaded.device,
             "dtype": loaded.dtype,
             "prompt_tokens": len(prompt),

@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from swiftwriter.engine import quality, stattest
+from swiftwriter.engine import curves, quality, stattest
 from swiftwriter.engine.generator import Generator
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 
-METHODS = ("hf", "hf-lookup", "ar", "tokenswift", "tokenswift+history")
+METHODS = ("hf", "hf-lookup", "ar", "tokenswift-noheads", "tokenswift", "tokenswift+history")
 
 
 @dataclass
@@ -34,6 +34,7 @@ class MethodResult:
     forward_passes: int | None = None
     accepted_by_source: dict = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    times: list = field(default_factory=list)  # (tokens so far, seconds) per step
 
     @property
     def tokens_per_s(self) -> float:
@@ -59,7 +60,9 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
     kwargs = {"prompt_lookup_num_tokens": lookup} if lookup else {}
     if not sampling.greedy and sampling.seed is not None:
         torch.manual_seed(sampling.seed)
+    clock = curves.TokenClock()
     t = time.perf_counter()
+    clock.start()
     with torch.inference_mode():
         out = model.generate(
             ids,
@@ -67,6 +70,7 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
             generation_config=config,
             max_new_tokens=n,
             logits_processor=LogitsProcessorList([PipelineLogitsProcessor(sampling)]),
+            streamer=clock,
             **kwargs,
         )
     seconds = time.perf_counter() - t
@@ -75,15 +79,18 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
         out[0, len(prompt) :].tolist(),
         seconds,
         forward_passes=None if lookup else n,
+        times=clock.times,
     )
 
 
-def _ours(model, prompt, n, sampling, drafting, name, sources=()) -> MethodResult:
-    gen = Generator(model, sampling, drafting, sources=list(sources))
+def _ours(model, prompt, n, sampling, drafting, name, sources=(), drafter=None) -> MethodResult:
+    gen = Generator(model, sampling, drafting, sources=list(sources), drafter=drafter)
     out: list[int] = []
     t = time.perf_counter()
+    times = []
     for event in gen.generate(prompt, n):
         out.extend(event.tokens)
+        times.append((len(out), time.perf_counter() - t))
     seconds = time.perf_counter() - t
     st = gen.stats
     return MethodResult(
@@ -93,6 +100,7 @@ def _ours(model, prompt, n, sampling, drafting, name, sources=()) -> MethodResul
         st.forward_passes,
         dict(st.accepted_by_source),
         extra={"stats": st.as_dict()},
+        times=times,
     )
 
 
@@ -104,8 +112,10 @@ def run_method(
     sampling,
     drafting: DraftSettings | None = None,
     extra_sources=None,
+    drafter=None,
 ) -> MethodResult:
-    """`extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`)."""
+    """`extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`);
+    `drafter`: a learned drafter bundle for `tokenswift` (and `+history`)."""
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
     if method == "hf-lookup":
@@ -113,12 +123,27 @@ def run_method(
     if method == "ar":
         return _ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
     if method == "tokenswift":
-        return _ours(model, prompt, n, sampling, drafting or DraftSettings(), "tokenswift")
+        return _ours(
+            model, prompt, n, sampling, drafting or DraftSettings(), method, drafter=drafter
+        )
+    if method == "tokenswift-noheads":
+        base = drafting or DraftSettings()
+        plain_sources = tuple(s for s in base.sources if s != "heads")
+        return _ours(
+            model, prompt, n, sampling, dataclasses.replace(base, sources=plain_sources), method
+        )
     if method == "tokenswift+history":
         if extra_sources is None:
             raise ValueError("tokenswift+history needs a history (--history PROJECT)")
         return _ours(
-            model, prompt, n, sampling, drafting or DraftSettings(), method, extra_sources()
+            model,
+            prompt,
+            n,
+            sampling,
+            drafting or DraftSettings(),
+            method,
+            extra_sources(),
+            drafter=drafter,
         )
     raise ValueError(f"unknown method {method}")
 
@@ -164,14 +189,20 @@ def run_bench(
     drafting: DraftSettings | None = None,
     warmup: bool = True,
     extra_sources=None,
+    drafter=None,
+    checkpoints: Sequence[int] | None = None,
 ) -> dict:
-    """Run each method `repeat` times (interleaved); keep the fastest run of each."""
+    """Run each method `repeat` times (interleaved); keep the fastest run of each. Each row
+    carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
+    `timeline` for plotting."""
     if warmup:  # first-call costs (allocator, kernels) should not land on whichever runs first
         run_method("ar", model, prompt, min(8, n), sampling)
     best: dict[str, MethodResult] = {}
     for _ in range(repeat):
         for method in methods:
-            res = run_method(method, model, prompt, n, sampling, drafting, extra_sources)
+            res = run_method(
+                method, model, prompt, n, sampling, drafting, extra_sources, drafter=drafter
+            )
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
     reference = best["hf"].tokens if "hf" in best else None
@@ -199,6 +230,12 @@ def run_bench(
                 # with the same seed it writes the same tokens (up to float noise in batching).
                 row["identical_to_ar"] = res.tokens == best["ar"].tokens
         row["quality"] = quality.summary(res.tokens)
+        row["curve"] = curves.curve(
+            res.times,
+            checkpoints or curves.default_checkpoints(n),
+            best["hf"].times if "hf" in best else None,
+        )
+        row["timeline"] = curves.timeline(res.times)
         row.update({k: v for k, v in res.extra.items()})
         report[method] = row
     return report
@@ -217,6 +254,7 @@ def run_seeds(
     repeat: int = 1,
     drafting: DraftSettings | None = None,
     extra_sources=None,
+    drafter=None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}."""
     runs = {}
@@ -231,6 +269,7 @@ def run_seeds(
             drafting,
             warmup=i == 0,
             extra_sources=extra_sources,
+            drafter=drafter,
         )
     return runs
 

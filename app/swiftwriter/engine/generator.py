@@ -198,6 +198,8 @@ class Generator:
                 by_depth = [0] * len(path)
                 for node in path:
                     by_depth[trie.depths[node] - 1] += 1
+                    for src in trie.sources[node]:
+                        stats.accepted_by_source_depth[f"{src}:{trie.depths[node]}"] += 1
                     by_source[
                         trie.sources[node][0]
                         if len(trie.sources[node]) == 1

@@ -137,3 +137,34 @@ def load(
 
         transpose_linear_weights(model)
     return LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
+
+
+def drafter_dirs(entry: ModelEntry) -> list[Path]:
+    """Where a model's drafter may be: trained here first (`swiftwriter heads train --out`
+    into the data folder), then the one shipped with SwiftWriter."""
+    found = [paths.data_dir() / "heads" / entry.id]
+    shipped = entry.heads_dir()
+    if shipped is not None:
+        found.append(shipped)
+    return found
+
+
+def load_drafter(loaded: LoadedModel, folder: Path | None = None):
+    """(bundle or None, status): 'present: <folder>', 'missing' or 'mismatched: <why>'.
+    A mismatched drafter is never used: generation goes on without it."""
+    from swiftwriter.engine.heads import files
+
+    candidates = [Path(folder)] if folder is not None else drafter_dirs(loaded.entry)
+    for candidate in candidates:
+        if not (candidate / files.CARD).is_file():
+            continue
+        try:
+            bundle = files.load(candidate, loaded.model)
+        except UserError as exc:
+            if folder is not None:
+                raise
+            return None, f"mismatched: {exc}"
+        return bundle, f"present: {candidate}"
+    if folder is not None:
+        raise UserError(f"No drafter in {folder}")
+    return None, "missing"

@@ -18,7 +18,7 @@ TOP = 32
 
 
 def feature_path(text_path: Path) -> Path:
-    return text_path.with_name(text_path.name.replace("text-", "feat-"))
+    return text_path.with_name("feat-" + text_path.name)
 
 
 @torch.inference_mode()

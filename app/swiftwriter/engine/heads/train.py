@@ -253,23 +253,29 @@ def train(
     checkpoint = out_dir / "checkpoint"
     trainer = Trainer(model, model_id, data, settings)
     trainer.resume(checkpoint)
+    resumed_from = trainer.step
     started = time.time()
     loss = float("nan")
-    while trainer.step < settings.steps:
-        if should_stop and should_stop():
-            trainer.save_checkpoint(checkpoint)
-            return None
-        loss = trainer.train_step()
-        if on_progress:
-            on_progress(trainer.step, settings.steps, loss)
-        if trainer.step % settings.checkpoint_every == 0:
-            trainer.save_checkpoint(checkpoint)
+    try:
+        while trainer.step < settings.steps:
+            if should_stop and should_stop():
+                trainer.save_checkpoint(checkpoint)
+                return None
+            loss = trainer.train_step()
+            if on_progress:
+                on_progress(trainer.step, settings.steps, loss)
+            if trainer.step % settings.checkpoint_every == 0:
+                trainer.save_checkpoint(checkpoint)
+    except KeyboardInterrupt:
+        trainer.save_checkpoint(checkpoint)  # Ctrl+C keeps the progress: run again to resume
+        raise
     trainer.save_checkpoint(checkpoint)
     validation = trainer.validate()
     extra = {
         "train_positions": int(len(trainer.train_rows) * data["tokens"].shape[1]),
         "final_loss": round(loss, 4) if loss == loss else None,
         "seconds_this_run": round(time.time() - started, 1),
+        "resumed_from_step": resumed_from,
     }
     bundle = trainer.bundle(validation, extra)
     files.save(out_dir, bundle)

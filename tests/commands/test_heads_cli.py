@@ -1,0 +1,89 @@
+"""`swiftwriter heads train|show` and `bench --heads` on a tiny random model (loader replaced,
+nothing converted or downloaded): train from a text file, resume, use the drafter in the bench
+beside `tokenswift-noheads`, and refuse a drafter made for another model."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+from swiftwriter.cli import main
+
+from tests.commands.test_bench_cli import IdTokenizer
+from tests.conftest import build_tiny
+
+
+@pytest.fixture
+def tiny_cli(monkeypatch, tmp_path):
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
+    model = build_tiny("llama", vocab=64, seed=7)
+    state = {"model": model}
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(
+        loader,
+        "load",
+        lambda *a, **k: LoadedModel(entry, state["model"], IdTokenizer(), "cpu", "float32"),
+    )
+    rng = random.Random(3)
+    phrases = [[rng.randrange(2, 64) for _ in range(6)] for _ in range(5)]
+    words = [t for _ in range(120) for t in rng.choice(phrases)]
+    text = tmp_path / "train.txt"
+    text.write_text(" ".join(map(str, words)))
+    return tmp_path, text, state
+
+
+def test_train_show_resume_and_bench(tiny_cli, capsys):
+    tmp_path, text, _state = tiny_cli
+    out = tmp_path / "heads"
+    train = ["heads", "train", "--text", str(text), "--out", str(out), "--row-length", "48"]
+    small = ["--batch", "64", "--draft-vocab", "64", "--kind", "linear"]
+    assert main([*train, *small, "--steps", "20"]) == 0
+    printed = capsys.readouterr()
+    assert "saved linear drafter" in printed.out and "training [" in printed.err
+    assert main(["heads", "show", str(out)]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["kind"] == "linear" and card["training"]["steps"] == 20
+    assert len(card["validation"]["top1"]) == 3
+    # Run again with more steps: it resumes from the checkpoint (20 steps already done).
+    assert main([*train, *small, "--steps", "30"]) == 0
+    card = json.loads((out / "card.json").read_text())
+    assert card["training"]["steps"] == 30 and card["training"]["resumed_from_step"] == 20
+    report = tmp_path / "bench.json"
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(text.read_text()[:200])
+    bench = ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "40", "--heads", str(out)]
+    methods = ["--methods", "hf,tokenswift-noheads,tokenswift", "--json", str(report)]
+    assert main([*bench, *methods]) == 0
+    data = json.loads(report.read_text())
+    assert data["meta"]["drafter"].startswith("present")
+    for method in ("tokenswift-noheads", "tokenswift"):
+        assert data["methods"][method]["identical_to_hf"] is True
+    assert "heads" not in data["methods"]["tokenswift-noheads"]["accepted_by_source"]
+
+
+def test_a_drafter_for_another_model_is_one_clear_line(tiny_cli, capsys):
+    tmp_path, text, state = tiny_cli
+    out = tmp_path / "heads"
+    argv = ["heads", "train", "--text", str(text), "--out", str(out), "--row-length", "48"]
+    assert main([*argv, "--steps", "2", "--batch", "16", "--draft-vocab", "32"]) == 0
+    state["model"] = build_tiny("llama", vocab=64, hidden=48, seed=8)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("3 4 5")
+    capsys.readouterr()
+    code = main(
+        ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "4", "--heads", str(out)]
+    )
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "does not fit this model: hidden size 32 vs the model's 48" in err[-1]
+
+
+def test_heads_train_needs_text(tiny_cli, capsys):
+    assert main(["heads", "train", "--out", str(tiny_cli[0] / "x")]) == 2
+    assert "Give training text" in capsys.readouterr().err
