@@ -134,11 +134,13 @@ class DocumentSession:
         use_notes: bool = True,
         flush_interval: float = 1.0,
         prompt_text: str | None = None,
+        drafter=None,
     ):
         if project.readonly:
             raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
         self.document = project.document(doc_id)  # a missing document fails before any work
         if loaded is not None:
+            drafter = drafter if drafter is not None else getattr(loaded, "drafter", None)
             model = model or loaded.model
             tokenizer = tokenizer or loaded.tokenizer
             model_id = model_id or loaded.entry.id
@@ -160,6 +162,7 @@ class DocumentSession:
         self.use_notes = use_notes
         self.flush_interval = flush_interval
         self.prompt_text = prompt_text
+        self.drafter = drafter
         self.extra_stats: dict = {}
         self.encode = self.encoder_for(tokenizer)
         if isinstance(history, ProjectHistory):
@@ -227,6 +230,7 @@ class DocumentSession:
             self.drafting,
             sources=sources,
             eos_ids=eos_ids_of(self.tokenizer, self.model),
+            drafter=self.drafter,
         )
         record = self.project.start_generation(
             self.doc_id,

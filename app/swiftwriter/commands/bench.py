@@ -60,6 +60,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
     p.add_argument("--json", dest="json_out", help="write the full report here")
     p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="draw speedup over hf and tokens/s against generated length, one line per method",
+    )
+    p.add_argument(
+        "--checkpoints",
+        help="comma-separated token counts for the speed curve "
+        "(default: 1024, 2048, 4096, ... up to --max-new-tokens; powers of two from 16 if shorter)",
+    )
+    p.add_argument(
         "--history",
         metavar="PROJECT",
         help="seed drafts from this project's history: adds tokenswift+history "
@@ -98,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(bench.METHODS)}")
     if args.verify_cost:
         return _verify_cost(entry, args)
-    loaded = loader.load(entry, device=args.device, dtype=args.dtype)
+    loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     prompt = _prompt_ids(loaded.tokenizer, args)
     drafter, heads_status = None, "off"
     if not args.no_heads:
@@ -146,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         drafting,
         extra_sources=extra_sources,
         drafter=drafter,
+        checkpoints=_checkpoints(args.checkpoints),
     )
     for seed, seed_report in runs.items():
         if len(runs) > 1:
@@ -180,7 +191,24 @@ def run(args: argparse.Namespace) -> int:
             out["by_seed"] = {str(seed): rep for seed, rep in runs.items()}
             out["comparison"] = comparison
         Path(args.json_out).write_text(json.dumps(out, indent=2))
+    if args.plot:
+        from swiftwriter.engine import curves
+
+        curves.plot(report, args.plot, f"{entry.id} · {loaded.dtype} · prompt {len(prompt)} tokens")
+        print(f"plot: {args.plot}", file=sys.stderr)
     return 0
+
+
+def _checkpoints(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        points = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise UserError(f"--checkpoints takes comma-separated token counts, not '{text}'") from None
+    if not points or points[0] < 1:
+        raise UserError("--checkpoints must be positive token counts")
+    return points
 
 
 def _seeds(args) -> list[int]:

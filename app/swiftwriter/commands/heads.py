@@ -108,7 +108,7 @@ def train(args: argparse.Namespace) -> int:
     work = out / "work"
     work.mkdir(parents=True, exist_ok=True)
     entry = registry.resolve(args.model)
-    loaded = loader.load(entry, device=args.device, dtype=args.dtype)
+    loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     given = work / "given-text.safetensors"
     if args.text:
         rows = text_rows(loaded.tokenizer, args.text, args.row_length)

@@ -56,7 +56,13 @@ def stream_text(
     tok, model = loaded.tokenizer, loaded.model
     sampling = sampling or SamplingSettings(greedy=True, penalty=penalty, window=window)
     ids = tok(prompt, add_special_tokens=False).input_ids or [tok.bos_token_id or 0]
-    gen = Generator(model, sampling, drafting, eos_ids=eos_ids_of(tok, model))
+    gen = Generator(
+        model,
+        sampling,
+        drafting,
+        eos_ids=eos_ids_of(tok, model),
+        drafter=getattr(loaded, "drafter", None),
+    )
     decoder = IncrementalDecoder(tok)
     for event in gen.generate(ids, max_new_tokens, should_stop=should_stop):
         text = decoder.push(event.tokens)

@@ -32,6 +32,8 @@ class LoadedModel:
     tokenizer: object
     device: str
     dtype: str
+    drafter: object = None  # a learned drafter (engine.heads.files.DrafterBundle) when present
+    drafter_status: str = "not checked"  # 'present: <folder>', 'missing' or 'mismatched: <why>'
 
 
 def pick_device(device: str = "auto") -> str:
@@ -99,6 +101,7 @@ def load(
     dtype: str = "auto",
     device_map=None,
     cpu_layout: bool = True,
+    with_drafter: bool = True,
 ) -> LoadedModel:
     """Load model and tokenizer from the entry's folder, offline. `cpu_layout` re-lays Linear
     weights for fast few-row products on CPU (engine/layout.py); the values are unchanged."""
@@ -136,7 +139,10 @@ def load(
         from swiftwriter.engine.layout import transpose_linear_weights
 
         transpose_linear_weights(model)
-    return LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
+    loaded = LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
+    if with_drafter:
+        loaded.drafter, loaded.drafter_status = load_drafter(loaded)
+    return loaded
 
 
 def drafter_dirs(entry: ModelEntry) -> list[Path]:
