@@ -255,6 +255,7 @@ def run_seeds(
     drafting: DraftSettings | None = None,
     extra_sources=None,
     drafter=None,
+    checkpoints: Sequence[int] | None = None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}."""
     runs = {}
@@ -270,6 +271,7 @@ def run_seeds(
             warmup=i == 0,
             extra_sources=extra_sources,
             drafter=drafter,
+            checkpoints=checkpoints,
         )
     return runs
 
