@@ -94,39 +94,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    import torch
-    from safetensors.torch import load_file, save_file
-
-    from swiftwriter.engine.heads import features, selfdistill
+    from swiftwriter.engine.heads.pipeline import train_drafter
     from swiftwriter.engine.heads.train import TrainSettings
-    from swiftwriter.engine.heads.train import train as train_drafter
     from swiftwriter.modelstore import loader, registry
 
     if not args.text and args.self_distill <= 0:
         raise UserError("Give training text (--text FILE) or --self-distill N (or both)")
     out = Path(args.out).expanduser()
-    work = out / "work"
-    work.mkdir(parents=True, exist_ok=True)
     entry = registry.resolve(args.model)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
-    given = work / "given-text.safetensors"
-    if args.text:
-        rows = text_rows(loaded.tokenizer, args.text, args.row_length)
-        if not given.is_file() or not torch.equal(load_file(str(given))["tokens"], rows):
-            features.feature_path(given).unlink(missing_ok=True)  # stale for new text
-            save_file({"tokens": rows.contiguous()}, str(given))
-    if args.self_distill > 0:
-        selfdistill.write_text(
-            loaded.model,
-            loaded.tokenizer,
-            work,
-            args.self_distill,
-            length=args.row_length,
-            on_progress=ProgressBar("writing"),
-        )
-    texts = selfdistill.shard_paths(work) + ([given] if args.text else [])
-    feats = features.ensure_features(loaded.model, texts, on_progress=ProgressBar("features"))
-    data = features.load_features(feats, texts)
+    rows = text_rows(loaded.tokenizer, args.text, args.row_length) if args.text else None
     settings = TrainSettings(
         kind=args.kind,
         steps=args.steps,
@@ -135,8 +112,22 @@ def train(args: argparse.Namespace) -> int:
         depth=args.depth,
         draft_vocab=args.draft_vocab,
     )
-    bar = ProgressBar("training")
-    bundle = train_drafter(loaded.model, entry.id, data, out, settings, on_progress=bar)
+    bars: dict[str, ProgressBar] = {}
+
+    def progress(stage: str, done: int, total: int, loss: float | None) -> None:
+        bars.setdefault(stage, ProgressBar(stage))(done, total, loss)
+
+    bundle = train_drafter(
+        loaded.model,
+        loaded.tokenizer,
+        entry.id,
+        out,
+        settings,
+        given_rows=rows,
+        self_distill=args.self_distill,
+        row_length=args.row_length,
+        on_progress=progress,
+    )
     val = bundle.card["validation"]
     print(f"saved {bundle.kind} drafter to {out}: held-out top-1 {val['top1']} top-3 {val['top3']}")
     return 0
