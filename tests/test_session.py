@@ -191,3 +191,38 @@ def test_a_long_document_keeps_the_notes_and_its_end(project):
     )
     result = session.run()
     assert 1 <= len(result.token_ids) <= 16
+
+
+def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(project, monkeypatch):
+    from swiftwriter.engine.generator import Generator
+    from swiftwriter.engine.settings import ContextSettings
+
+    model = build_tiny("llama", seed=5, max_positions=64)
+    doc = project.add_document("Chapter", random_text(7, 40))
+    project.add_note("Style", "short", pinned=True)
+    seen: list[dict] = []
+    real = Generator.generate
+
+    def spy(self, prompt_ids, max_new_tokens, **kwargs):
+        seen.append({"context": self.context, **kwargs})
+        yield from real(self, prompt_ids, max_new_tokens, **kwargs)
+
+    monkeypatch.setattr(Generator, "generate", spy)
+    tok = Latin1Tokenizer()
+    slide = ContextSettings(policy="slide", sink=4)
+    session = DocumentSession(
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=80,
+        history=False, flush_interval=0, context=slide,
+    )  # fmt: skip
+    result = session.run()
+    assert bytes(seen[0]["pinned_ids"]).decode("latin-1") == "Style\nshort\n\n"
+    assert seen[0]["context"].policy == "slide"
+    assert len(result.token_ids) == 80  # past the 64-token context
+    assert result.stats["windowed_from"] is not None and result.stats["reprefills"] >= 1
+    assert result.generation.settings["context"]["policy"] == "slide"
+    stop = DocumentSession(
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=80,
+        history=False, flush_interval=0,
+    )  # fmt: skip
+    assert stop.context.policy == "stop"
+    assert stop.run().stats["stop_reason"] == "context_full"

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 
 from swiftwriter.engine.generator import Generator, StepEvent, context_length
 from swiftwriter.engine.history_source import HistoryIndex, HistorySource
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.textgen import IncrementalDecoder, eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
@@ -115,7 +115,9 @@ class DocumentSession:
     tokenizer with HF's `encode(text, add_special_tokens=False)` and
     `decode(ids, skip_special_tokens=True)`). `prompt_text` replaces the document's text in the
     prompt (the app passes the text before the cursor); `extra_stats` is merged into the
-    generation's stats when it closes (the app adds its measured plain-decoding baseline)."""
+    generation's stats when it closes (the app adds its measured plain-decoding baseline).
+    `context` says what happens at the model's context limit (stop, or slide a window that
+    keeps the pinned notes); the prompt is cut the same way for both."""
 
     def __init__(
         self,
@@ -135,6 +137,7 @@ class DocumentSession:
         flush_interval: float = 1.0,
         prompt_text: str | None = None,
         drafter=None,
+        context: ContextSettings | None = None,
     ):
         if project.readonly:
             raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
@@ -163,6 +166,7 @@ class DocumentSession:
         self.flush_interval = flush_interval
         self.prompt_text = prompt_text
         self.drafter = drafter
+        self.context = context or ContextSettings()
         self.extra_stats: dict = {}
         self.encode = self.encoder_for(tokenizer)
         if isinstance(history, ProjectHistory):
@@ -187,6 +191,18 @@ class DocumentSession:
     def build_prompt(self) -> list[int]:
         """Pinned notes, then the document's text; when too long for the model, the notes
         keep at most half the room and the document keeps its end."""
+        return self._joined(*self.prompt_parts())
+
+    def _joined(self, note_ids: list[int], doc_ids: list[int]) -> list[int]:
+        ids = note_ids + doc_ids
+        if not ids:
+            bos = getattr(self.tokenizer, "bos_token_id", None)
+            ids = [bos if isinstance(bos, int) else 0]
+        return ids
+
+    def prompt_parts(self) -> tuple[list[int], list[int]]:
+        """(pinned notes' ids, document ids) as they enter the prompt (see build_prompt); a
+        sliding window keeps the notes' ids when the text outgrows the context."""
         text = self.prompt_text
         doc_ids = self.encode(self.project.document(self.doc_id).text if text is None else text)
         note_ids = self.encode(self.notes_text())
@@ -196,12 +212,10 @@ class DocumentSession:
             if room < 1:
                 raise UserError(f"The model's context ({limit} tokens) leaves no room for a prompt")
             note_ids = note_ids[: room // 2] if len(note_ids) + len(doc_ids) > room else note_ids
+            if self.context.policy == "slide":  # the window keeps them: at most half of it
+                note_ids = note_ids[: limit // 2]
             doc_ids = doc_ids[max(0, len(doc_ids) - (room - len(note_ids))) :]
-        ids = note_ids + doc_ids
-        if not ids:
-            bos = getattr(self.tokenizer, "bos_token_id", None)
-            ids = [bos if isinstance(bos, int) else 0]
-        return ids
+        return note_ids, doc_ids
 
     # -- the run ----------------------------------------------------------------------------
     def run(
@@ -215,7 +229,8 @@ class DocumentSession:
 
         Cancelled (by `should_stop` or Ctrl-C): the text so far is still appended. Failed: the
         text so far stays in the generation's record, the document is unchanged."""
-        prompt = self.build_prompt()
+        note_ids, doc_ids = self.prompt_parts()
+        prompt = self._joined(note_ids, doc_ids)
         sources: list = []
         history_stats: dict = {}
         history_source = None
@@ -231,6 +246,7 @@ class DocumentSession:
             sources=sources,
             eos_ids=eos_ids_of(self.tokenizer, self.model),
             drafter=self.drafter,
+            context=self.context,
         )
         record = self.project.start_generation(
             self.doc_id,
@@ -244,7 +260,10 @@ class DocumentSession:
         produced: list[int] = []
         shown: list[str] = []
         try:
-            for event in generator.generate(prompt, self.max_new_tokens, should_stop=should_stop):
+            events = generator.generate(
+                prompt, self.max_new_tokens, should_stop=should_stop, pinned_ids=note_ids
+            )
+            for event in events:
                 produced.extend(event.tokens)
                 piece = decoder.push(event.tokens)
                 record.append(piece, event.tokens)
@@ -290,6 +309,7 @@ class DocumentSession:
             "max_new_tokens": self.max_new_tokens,
             "history": self.history is not None,
             "pinned_notes": self.use_notes,
+            "context": asdict(self.context),
             "prompt_tokens": prompt_tokens,
         }
 
