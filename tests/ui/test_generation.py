@@ -243,3 +243,52 @@ def test_the_speedup_is_wall_clock_like_the_bench():
     stats = {"tokens": 100, "prefill_s": 1.0, "draft_s": 0.5, "verify_s": 1.0,
              "overhead_s": 0.5, "plain_tokens_per_s": 25.0}  # fmt: skip
     assert stats_speedup(stats) == pytest.approx(5 / 3)
+
+
+def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, window, make_project):
+    from tests.ui.conftest import tiny_loaded
+
+    window.set_model(tiny_loaded(max_positions=64))
+    open_doc(window, make_project)
+    window.generation.measure_baseline = False
+    assert window.panel.context().policy == "stop"  # the default
+    window.panel.context_policy.setCurrentText("Slide window")
+    assert window.panel.context().policy == "slide"
+    window.panel.set_target(120, "tokens")
+    result = generate(qtbot, window)
+    stats = result["stats"]
+    assert stats["tokens"] == 120 and stats["stop_reason"] == "length"
+    windowed = stats["windowed_from"]
+    assert windowed is not None and 0 < windowed < 120
+    generation = window.project.generation(result["generation_id"])
+    assert generation.settings["context"]["policy"] == "slide"
+    dock = window.stats_dock
+    assert dock.labels["window"].text() == f"sliding window from token {windowed:,}"
+    assert f"Exact with respect to the windowed model from token {windowed:,}." in (
+        dock.summary.text()
+    )
+
+
+def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
+    from swiftwriter.ui.stats_dock import StatsDock
+
+    dock = StatsDock()
+    qtbot.addWidget(dock)
+    dock.update_stats(
+        {
+            "phase": "generating",
+            "tokens": 30,
+            "target": 60,
+            "tokens_per_s": 12.0,
+            "accepted_by_source": {"heads": 9, "ngram": 3, "heads+history": 2, "suffix": 1},
+            "accepted_by_source_depth": {"heads:1": 6, "heads:2": 4, "heads:3": 1, "ngram:1": 3},
+            "windowed_from": None,
+        }
+    )
+    text = dock.labels["sources"].text()
+    assert "heads 11" in text and "n-gram 3" in text and "history 2" in text
+    assert "context 1" in text
+    assert text.splitlines()[-1] == "heads by depth: d1 6 · d2 4 · d3 1"
+    assert dock.labels["window"].text() == "all of it in view"
+    dock.show_summary({"generation_id": 3, "status": "finished", "stats": {"tokens": 60}})
+    assert "windowed" not in dock.summary.text()

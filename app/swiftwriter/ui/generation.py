@@ -17,7 +17,10 @@ from swiftwriter.ui.worker import GenerationJob, GenerationWorker, start_generat
 
 STOP_REASONS = {
     "eos": " (the model ended the text)",
-    "context_full": " (the model's context is full: shorten the text before the cursor)",
+    "context_full": (
+        " (the model's context is full: shorten the text before the cursor, or choose"
+        " Slide window in the advanced settings)"
+    ),
     "cancelled": " (stopped)",
 }
 
@@ -99,6 +102,7 @@ class GenerationController(QObject):
             unit=unit,
             sampling=w.panel.sampling(),
             drafting=w.panel.drafting(),
+            context=w.panel.context(),
             history=w.history_for(w.loaded_model) if w.panel.use_history() else False,
             measure_baseline=self.measure_baseline,
             flush_interval=self.flush_interval,

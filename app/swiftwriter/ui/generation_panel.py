@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.ui.settings import PRESETS
 
 PRESET_DRAFTING = {
@@ -33,6 +33,7 @@ PRESET_DRAFTING = {
     "Fast": DraftSettings(max_nodes=64, max_depth=32),
 }
 UNITS = ("words", "tokens")
+CONTEXT_POLICIES = {"Stop": "stop", "Slide window": "slide"}
 
 
 def drafting_for(preset: str) -> DraftSettings:
@@ -101,6 +102,12 @@ class GenerationPanel(QWidget):
         self.seed.setSpecialValueText("random")
         self.history = QCheckBox("Draft from the project's earlier text")
         self.history.setChecked(True)
+        self.context_policy = QComboBox()
+        self.context_policy.addItems(CONTEXT_POLICIES)
+        self.context_policy.setToolTip(
+            "Stop: end the take when the model's context is full. Slide window: keep the pinned "
+            "notes and the most recent text in view and write on (exact for that window)"
+        )
         for label, widget in (
             ("Penalty", self.penalty),
             ("Penalty window", self.window),
@@ -109,6 +116,7 @@ class GenerationPanel(QWidget):
             ("Top-p", self.top_p),
             ("Min-p", self.min_p),
             ("Seed", self.seed),
+            ("At the context limit", self.context_policy),
         ):
             adv.addRow(label, widget)
         adv.addRow(self.history)
@@ -142,6 +150,7 @@ class GenerationPanel(QWidget):
             w.valueChanged.connect(lambda *_: self.settings_changed.emit())
         self.unit.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
         self.preset.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
+        self.context_policy.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
         self.precise.toggled.connect(lambda *_: self.settings_changed.emit())
 
     @staticmethod
@@ -173,6 +182,9 @@ class GenerationPanel(QWidget):
 
     def drafting(self) -> DraftSettings:
         return drafting_for(self.preset.currentText())
+
+    def context(self) -> ContextSettings:
+        return ContextSettings(policy=CONTEXT_POLICIES[self.context_policy.currentText()])
 
     def target(self) -> tuple[int, str]:
         return self.length.value(), self.unit.currentText()

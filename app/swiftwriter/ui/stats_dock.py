@@ -34,6 +34,29 @@ def fmt_sources(by_source: dict) -> str:
     return "\n".join(" · ".join(parts[i : i + 2]) for i in range(0, len(parts), 2))
 
 
+def fmt_depths(by_source_depth: dict, source: str = "heads") -> str:
+    """One source's accepted drafts per draft position ('heads:1' -> count): 'd1 8 · d2 3'."""
+    depths: dict[int, int] = {}
+    for key, count in (by_source_depth or {}).items():
+        name, _, depth = str(key).rpartition(":")
+        if name == source and depth.isdigit():
+            depths[int(depth)] = depths.get(int(depth), 0) + int(count)
+    return " · ".join(f"d{d} {depths[d]:,}" for d in sorted(depths))
+
+
+def fmt_window(windowed_from) -> str:
+    """Where the output became windowed (the "slide" context policy), in plain words."""
+    if windowed_from is None:
+        return "all of it in view"
+    return f"sliding window from token {int(windowed_from):,}"
+
+
+def window_sentence(windowed_from) -> str:
+    if windowed_from is None:
+        return ""
+    return f"Exact with respect to the windowed model from token {int(windowed_from):,}."
+
+
 class SpeedChart(QWidget):
     """Tokens/s (solid) and the speedup over plain decoding (dashed) over the run."""
 
@@ -115,6 +138,7 @@ class StatsDock(QDockWidget):
             ("speedup", "Speedup"),
             ("tau", "Tokens per pass (τ)"),
             ("sources", "Accepted drafts"),
+            ("window", "Context"),
             ("elapsed", "Elapsed"),
             ("eta", "Remaining"),
         ):
@@ -159,7 +183,11 @@ class StatsDock(QDockWidget):
         self.labels["tokens"].setText(f"{tokens:,} / {target:,}" if target else f"{tokens:,}")
         self.labels["rate"].setText(f"{rate:.1f} tokens/s")
         self.labels["tau"].setText(f"{stats.get('tau', 0.0):.2f}")
-        self.labels["sources"].setText(fmt_sources(stats.get("accepted_by_source", {})))
+        sources = fmt_sources(stats.get("accepted_by_source", {}))
+        depths = fmt_depths(stats.get("accepted_by_source_depth", {}))
+        self.labels["sources"].setText(sources + (f"\nheads by depth: {depths}" if depths else ""))
+        self.labels["window"].setText(fmt_window(stats.get("windowed_from")))
+        self.labels["window"].setToolTip(window_sentence(stats.get("windowed_from")))
         self.labels["elapsed"].setText(fmt_time(stats.get("elapsed_s")))
         self.labels["eta"].setText(fmt_time(stats.get("eta_s")))
         if speedup is not None:
@@ -179,4 +207,6 @@ class StatsDock(QDockWidget):
         ]
         if speed:
             parts.append(f"×{speed:.2f} vs plain (measured)")
-        self.summary.setText(" · ".join(parts))
+        text = " · ".join(parts)
+        windowed = window_sentence(stats.get("windowed_from"))
+        self.summary.setText(f"{text}. {windowed}" if windowed else text)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal
 
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
 from swiftwriter.ui.baseline import measure_plain, speedup_over_plain, stats_speedup
 from swiftwriter.ui.editor import count_words
@@ -32,6 +32,7 @@ class GenerationJob:
     unit: str = "tokens"  # or "words"
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     drafting: DraftSettings = field(default_factory=DraftSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
     history: object = True  # a session.ProjectHistory to reuse, True for a fresh one, or False
     measure_baseline: bool = True
     flush_interval: float = 1.0
@@ -107,6 +108,7 @@ class GenerationWorker(QObject):
             history=job.history,
             flush_interval=job.flush_interval,
             prompt_text=job.prompt_text,
+            context=job.context,
         )
         self.target_tokens = n_tokens
         self._t0 = time.perf_counter()
@@ -152,6 +154,8 @@ class GenerationWorker(QObject):
                     "tau": run.tau,
                     "tokens_per_s": run.tokens_per_s,
                     "accepted_by_source": dict(run.accepted_by_source),
+                    "accepted_by_source_depth": dict(run.accepted_by_source_depth),
+                    "windowed_from": run.windowed_from,
                     "decode_s": run.decode_s,
                     "prefill_s": run.prefill_s,
                 }
