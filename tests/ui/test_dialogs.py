@@ -51,7 +51,7 @@ def test_model_manager_refuses_a_bad_folder_and_adds_a_good_one(qtbot, window, t
     qtbot.addWidget(dialog)
     default = registry.default_entry()
     assert dialog.table.item(0, 1).text() == default.id
-    assert dialog.table.item(0, 3).text() in ("present", "missing", "mismatched", "none")
+    assert dialog.table.item(0, 3).text() in ("present", "missing", "mismatched")
     empty = tmp_path / "not-a-model"
     empty.mkdir()
     assert dialog.add_folder(str(empty), "broken") is None
@@ -171,25 +171,3 @@ def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_pa
     dialog.convert_selected()
     qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)
     assert dialog.message.text() == "Conversion failed: disk full"
-
-
-def test_heads_state_present_missing_mismatched(tmp_path):
-    from swiftwriter.modelstore.registry import ModelEntry
-    from swiftwriter.ui.model_manager import heads_state
-
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({"hidden_size": 576, "vocab_size": 49152}))
-    heads = tmp_path / "heads"
-
-    def entry(with_heads=True):
-        return ModelEntry(id="m", name="m", source="folder", path=model,
-                          heads=str(heads) if with_heads else None)  # fmt: skip
-
-    assert heads_state(entry(with_heads=False)) == "none"
-    assert heads_state(entry()) == "missing"
-    heads.mkdir()
-    (heads / "config.json").write_text(json.dumps({"hidden_size": 576}))
-    assert heads_state(entry()) == "present"
-    (heads / "config.json").write_text(json.dumps({"hidden_size": 960}))
-    assert heads_state(entry()) == "mismatched"

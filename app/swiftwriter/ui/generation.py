@@ -73,6 +73,8 @@ class GenerationController(QObject):
             return f"This project is read-only here ({w.project.readonly_reason})"
         if w.loaded_model is None:
             return "The model is not loaded yet"
+        if getattr(w, "model_training", False):
+            return "Drafting heads are training on this model: wait, or cancel it in Models…"
         return ""
 
     def generate(self, at_end: bool = False) -> bool:

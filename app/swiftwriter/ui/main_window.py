@@ -61,6 +61,7 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.project: Project | None = None
         self.doc_id: int | None = None
         self.loaded_model = None
+        self.model_training = False  # heads train on the loaded model: generation waits
         self.last_error = ""
         self._loader = None
         self._thread = None
@@ -245,9 +246,10 @@ class MainWindow(ToolsMixin, QMainWindow):
         has_doc = self.project is not None and self.doc_id is not None
         writable = has_doc and not self.project.readonly
         act = self.actions_by_name
-        act["generate"].setEnabled(writable and not busy)
-        act["continue"].setEnabled(writable and not busy)
-        act["regenerate"].setEnabled(writable and not busy)
+        can_write = writable and not busy and not self.model_training
+        act["generate"].setEnabled(can_write)
+        act["continue"].setEnabled(can_write)
+        act["regenerate"].setEnabled(can_write)
         act["undo"].setEnabled(writable and not busy)
         act["stop"].setEnabled(busy)
         for name in ("import", "export_md", "export_docx", "close_project", "history", "save"):

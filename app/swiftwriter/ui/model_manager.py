@@ -1,6 +1,7 @@
 """The model manager: which models are known and ready, converting the shipped default model,
 adding a local Hugging Face folder (validated before it is registered), the drafting heads'
-state, and the device and dtype to load on (auto by default).
+state (present, missing or mismatched; trained here or shipped) with training them, and the
+device and dtype to load on (auto by default).
 
 Everything here goes through swiftwriter.modelstore, the same code as `swiftwriter models`, so
 the app and the command line never disagree about a model."""
@@ -8,6 +9,7 @@ the app and the command line never disagree about a model."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -29,39 +31,102 @@ from PySide6.QtWidgets import (
 
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import registry
+from swiftwriter.modelstore.loader import drafter_dirs
 from swiftwriter.modelstore.registry import ModelEntry
+from swiftwriter.ui.heads_training import TrainHeadsDialog, fmt_top1, heads_folder
 from swiftwriter.ui.model_worker import start_converter
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-COLUMNS = ("Model", "Id", "Status", "Drafting heads", "Where")
+COLUMNS = ("Model", "Id", "Status", "Drafting heads", "Heads", "Where")
+# engine.heads.files' names, repeated here so that listing models never imports torch
+# (a test checks they agree)
+CARD, WEIGHTS, FORMAT = "card.json", "drafter.safetensors", "swiftwriter-drafter/1"
 
 
-def heads_state(entry: ModelEntry) -> str:
-    """'present', 'missing', 'mismatched' (trained for another model) or 'none'."""
-    folder = entry.heads_dir()
-    if folder is None:
-        return "none"
-    if not folder.is_dir() or not any(folder.iterdir()):
-        return "missing"
-    meta = folder / "config.json"
-    model_config = entry.folder() / "config.json"
-    if meta.is_file() and model_config.is_file():
+@dataclass
+class HeadsInfo:
+    """A model's drafter as the loader would find it (the first folder holding a card)."""
+
+    state: str  # "present", "missing" or "mismatched"
+    where: str = ""  # "trained here" or "shipped"
+    folder: Path | None = None
+    kind: str = ""
+    top1: list = field(default_factory=list)  # held-out top-1 per head, from the card
+    why: str = ""
+
+    def detail(self) -> str:
+        if self.state == "missing":
+            return "none yet (Train heads… makes some)"
+        if self.state == "mismatched":
+            return f"{self.where}, not usable: {self.why}"
+        top1 = fmt_top1({"top1": self.top1})
+        return f"{self.where} · {self.kind}" + (f" · top-1 {top1}" if top1 else "")
+
+
+def _model_config(entry: ModelEntry) -> dict:
+    try:
+        config = json.loads((entry.folder() / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, AssertionError):
+        return {}
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    return {**text, **{k: v for k, v in config.items() if k != "text_config"}}
+
+
+def heads_info(entry: ModelEntry, loaded=None) -> HeadsInfo:
+    """Read the drafter's card (cheap, no torch); when `loaded` is this model, check the drafter
+    against it the way generation will (engine.heads.files.load)."""
+    for folder in drafter_dirs(entry):
+        if not (folder / CARD).is_file():
+            continue
+        where = "trained here" if folder == heads_folder(entry.id) else "shipped"
         try:
-            heads, model = json.loads(meta.read_text()), json.loads(model_config.read_text())
-        except ValueError:
-            return "mismatched"
-        for key in ("hidden_size", "vocab_size"):
-            if key in heads and key in model and heads[key] != model[key]:
-                return "mismatched"
-    return "present"
+            card = json.loads((folder / CARD).read_text(encoding="utf-8"))
+            if not isinstance(card, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as exc:
+            return HeadsInfo("mismatched", where, folder, why=f"unreadable card ({exc})")
+        info = HeadsInfo("present", where, folder, kind=str(card.get("kind", "")),
+                         top1=list((card.get("validation") or {}).get("top1") or []))  # fmt: skip
+        problems = []
+        if card.get("format") != FORMAT:
+            problems.append(f"not a {FORMAT} card")
+        if not (folder / WEIGHTS).is_file():
+            problems.append(f"{WEIGHTS} is missing")
+        if not problems and loaded is not None and loaded.entry.id == entry.id:
+            from swiftwriter.engine.heads import files
+
+            try:
+                files.load(folder, loaded.model)
+            except UserError as exc:
+                problems.append(str(exc))
+        elif not problems:
+            config = _model_config(entry)
+            for key, name in (("hidden_size", "hidden size"), ("vocab_size", "vocabulary")):
+                if key in card and key in config and card[key] != config[key]:
+                    problems.append(f"{name} {card[key]} vs the model's {config[key]}")
+        if problems:
+            info.state, info.why = "mismatched", "; ".join(problems)
+        return info
+    return HeadsInfo("missing")
+
+
+def heads_state(entry: ModelEntry, loaded=None) -> str:
+    """'present', 'missing' or 'mismatched' (trained for another model, or unreadable)."""
+    return heads_info(entry, loaded).state
 
 
 class ModelManagerDialog(QDialog):
     use_model = Signal(str)
+    drafter_trained = Signal(str)  # a model id: its new drafter is in the data folder
+    model_busy = Signal(bool)  # heads are training on the app's loaded model
 
-    def __init__(self, settings, current: str | None = None, parent=None):
+    def __init__(self, settings, current: str | None = None, parent=None, loaded=None,
+                 generation_busy=None):  # fmt: skip
         super().__init__(parent)
+        self.loaded = loaded  # the app's LoadedModel (its drafter is checked against it)
+        self.generation_busy = generation_busy
+        self.trainer: TrainHeadsDialog | None = None
         self.setWindowTitle("Models")
         self.resize(820, 460)
         self.settings = settings
@@ -82,7 +147,8 @@ class ModelManagerDialog(QDialog):
         self.convert_button.setToolTip("Turn the shipped model into a loadable folder (once)")
         self.train_button = QPushButton("Train heads…")
         self.train_button.setEnabled(False)
-        self.train_button.setToolTip("Head training comes with the drafting-heads engine")
+        self.train_button.setToolTip("Train drafting heads for this model (it stays frozen)")
+        self.train_button.clicked.connect(self.train_selected)
         self.use_button = QPushButton("Use this model")
         self.convert_button.clicked.connect(self.convert_selected)
         self.use_button.clicked.connect(self.use_selected)
@@ -150,15 +216,20 @@ class ModelManagerDialog(QDialog):
             name = entry.name + (" (default)" if entry.default else "")
             if entry.id == self.current:
                 name += " · in use"
+            heads = heads_info(entry, self.loaded)
             values = (
                 name,
                 entry.id,
                 entry.status(),
-                heads_state(entry),
+                heads.state,
+                heads.detail(),
                 str(entry.folder()),
             )
             for col, value in enumerate(values):
-                self.table.setItem(row, col, QTableWidgetItem(value))
+                item = QTableWidgetItem(value)
+                if col in (3, 4) and heads.folder is not None:
+                    item.setToolTip(f"{heads.detail()}\n{heads.folder}")
+                self.table.setItem(row, col, item)
         self.table.resizeColumnsToContents()
         if self.entries and not self.table.selectedIndexes():
             self.table.selectRow(0)
@@ -176,6 +247,10 @@ class ModelManagerDialog(QDialog):
             and not converting
         )  # fmt: skip
         self.use_button.setEnabled(entry is not None and not converting)
+        training = self.trainer is not None and self.trainer.running
+        self.train_button.setEnabled(
+            entry is not None and entry.is_ready() and not converting and not training
+        )
 
     # -- actions ----------------------------------------------------------------------------
     def add_folder(self, folder: str, name: str = "") -> ModelEntry | None:
@@ -223,6 +298,29 @@ class ModelManagerDialog(QDialog):
         self.progress.hide()
         self.reload()
 
+    def train_selected(self) -> TrainHeadsDialog | None:
+        """Open the training dialog for the selected (ready) model."""
+        entry = self.selected()
+        if entry is None or not entry.is_ready():
+            return None
+        if self.trainer is not None:
+            if self.trainer.running:
+                self.trainer.raise_()
+                return self.trainer
+            self.trainer.close()
+            self.trainer.deleteLater()
+        self.trainer = TrainHeadsDialog(entry, self.loaded, self.settings.device,
+                                        self.generation_busy, self)  # fmt: skip
+        self.trainer.trained.connect(self._on_trained)
+        self.trainer.model_busy.connect(self.model_busy.emit)
+        self.trainer.running_changed.connect(lambda _running: self._update_buttons())
+        self.trainer.show()
+        return self.trainer
+
+    def _on_trained(self, model_id: str) -> None:
+        self.drafter_trained.emit(model_id)  # the app reloads its drafter first
+        self.reload()
+
     def use_selected(self) -> None:
         entry = self.selected()
         if entry is None:
@@ -245,6 +343,8 @@ class ModelManagerDialog(QDialog):
         self.settings.dtype = self.dtype.currentText()
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if self.trainer is not None:
+            self.trainer.close()  # a running training stops between two steps, progress kept
         if self._thread is not None:
             self._thread.wait(120000)  # a conversion is never cut in half
         super().closeEvent(event)

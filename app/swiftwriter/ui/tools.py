@@ -47,11 +47,32 @@ class ToolsMixin:
         from swiftwriter.ui.model_manager import ModelManagerDialog
 
         current = self.loaded_model.entry.id if self.loaded_model is not None else None
-        dialog = ModelManagerDialog(self.settings, current, self)
+        dialog = ModelManagerDialog(self.settings, current, self, loaded=self.loaded_model,
+                                    generation_busy=lambda: self.generation.busy)  # fmt: skip
         dialog.use_model.connect(self._use_model)
+        dialog.drafter_trained.connect(self._on_drafter_trained)
+        dialog.model_busy.connect(self._on_model_training)
         self._dialogs.append(dialog)
         dialog.show()
         return dialog
+
+    def _on_drafter_trained(self, model_id: str) -> None:
+        """New heads for a model: the loaded one drafts with them from the next generation."""
+        loaded = self.loaded_model
+        if loaded is None or loaded.entry.id != model_id:
+            return
+        from swiftwriter.modelstore import loader
+
+        try:
+            loaded.drafter, loaded.drafter_status = loader.load_drafter(loaded)
+        except Exception as exc:  # noqa: BLE001 - a message, never a crash
+            loaded.drafter, loaded.drafter_status = None, f"mismatched: {exc}"
+        state = loaded.drafter_status.split(":", 1)[0]
+        self.statusBar().showMessage(f"Drafting heads for {loaded.entry.name}: {state}", 8000)
+
+    def _on_model_training(self, busy: bool) -> None:
+        self.model_training = busy
+        self._update_actions()
 
     def _use_model(self, model_id: str) -> None:
         self.settings.model = model_id
