@@ -248,3 +248,39 @@ def test_listing_models_never_imports_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def word_level_tokenizer():
+    """A Hugging Face fast tokenizer over the test words (built in memory, nothing downloaded):
+    what the model's own writing (self-distillation) needs to batch its openers."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "</s>", "<unk>"] + list(dict.fromkeys(w.lower() for w in WORDS))
+    vocab = {w: i for i, w in enumerate(words[:256])}
+    core = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    )
+
+
+def test_train_heads_on_the_models_own_writing(qtbot, window, registered):
+    from safetensors.torch import load_file
+    from swiftwriter.ui.heads_training import heads_folder
+
+    registered.tokenizer = word_level_tokenizer()
+    window.set_model(registered)
+    dialog = window.open_models()
+    qtbot.addWidget(dialog)
+    dialog.table.selectRow(row_of(dialog, "tiny-heads"))
+    trainer = dialog.train_selected()
+    trainer.tokens.setValue(16 * 48)  # one shard: 16 rows of 48 tokens
+    trainer.row_length, trainer.batch = 48, 64
+    trainer.steps.setValue(10)
+    assert trainer.start()
+    qtbot.waitUntil(lambda: not trainer.running, timeout=WAIT)
+    assert trainer.message.text().startswith("Trained: recurrent heads"), trainer.message.text()
+    shards = sorted((heads_folder("tiny-heads") / "work").glob("text-*.safetensors"))
+    assert len(shards) == 1 and load_file(str(shards[0]))["tokens"].shape == (16, 48)
+    assert registered.drafter is not None
