@@ -123,6 +123,11 @@ class Generator:
         readers = [s for s in sources if getattr(s, "wants_feature", None)]
         if any(s.wants_feature == "prenorm" for s in readers):
             runner.enable_prenorm()
+        draft_pass = None
+        if readers and self.drafting.draft_mode == "pass":
+            from swiftwriter.engine.heads.draftpass import DraftPass
+
+            draft_pass = DraftPass(self.model, self.drafting.partial_budget)
         estimator = AcceptanceEstimator()
         learner = ShadowLearner(estimator)
         window = PenaltyWindow(self.vocab_size, sampling.window, device=runner.device)
@@ -188,7 +193,8 @@ class Generator:
                 stats.kv_tokens_max = max(stats.kv_tokens_max, runner.length + len(trie))
                 path, new = self._walk(trie, runner, window, rng, remaining)
                 t_after = time.perf_counter()
-                for src in readers:  # fused drafting: the last accepted node's state, no extra pass
+                for src in readers if draft_pass is None else ():
+                    # fused drafting: the last accepted node's state, no extra pass
                     feature = runner.feature_at(path[-1] if path else 0, src.wants_feature)
                     if feature is not None:
                         src.set_feature(feature)
@@ -225,6 +231,10 @@ class Generator:
                 stats.add(step)
                 stats.source_sizes = _sizes(sources)
                 reason = self._stop_reason(new, produced, max_new_tokens, committed, stop_on_text)
+                if draft_pass is not None and not reason:
+                    t_pass = time.perf_counter()
+                    draft_pass.run(runner, committed[-1], readers)
+                    stats.draft_s += time.perf_counter() - t_pass
                 if reason:
                     stats.stop_reason = reason
                     stats.quality = quality.summary(produced)

@@ -64,11 +64,21 @@ class DraftSettings:
     adaptive: bool = True  # choose the trie size by expected tokens per unit of cost
     head_tree: tuple[int, ...] = ()  # drafter children per node and depth; () = the kind's default
     head_beam: int = 4  # recurrent drafter: nodes expanded per depth
+    # "fused": drafters read the verification pass's hidden state (no extra pass); "pass":
+    # TokenSwift's separate draft pass over the newest token on a partial KV cache.
+    draft_mode: str = "fused"
+    partial_budget: int = 1024  # "pass": KV tokens per head the draft pass attends to
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.max_nodes < 0 or self.max_depth < 1:
             raise UserError("max_nodes must be >= 0 and max_depth >= 1")
+        if self.draft_mode not in ("fused", "pass"):
+            raise UserError(f"Unknown drafting mode '{self.draft_mode}' (use fused or pass)")
+        if self.partial_budget < 64:
+            raise UserError(
+                f"The partial cache needs at least 64 tokens, not {self.partial_budget}"
+            )
 
     @classmethod
     def plain(cls) -> DraftSettings:

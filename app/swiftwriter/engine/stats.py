@@ -27,6 +27,8 @@ class RunStats:
     accepted_drafts: int = 0
     accepted_by_source: Counter = field(default_factory=Counter)
     accepted_by_depth: Counter = field(default_factory=Counter)
+    # "source:depth" -> accepted nodes: a learned drafter's acceptance per draft position
+    accepted_by_source_depth: Counter = field(default_factory=Counter)
     prefill_s: float = 0.0
     draft_s: float = 0.0
     verify_s: float = 0.0
@@ -91,6 +93,7 @@ class RunStats:
             "acceptance_rate": round(self.acceptance_rate, 4),
             "accepted_by_source": dict(self.accepted_by_source),
             "accepted_by_depth": {str(k): v for k, v in sorted(self.accepted_by_depth.items())},
+            "accepted_by_source_depth": dict(sorted(self.accepted_by_source_depth.items())),
             "prefill_s": round(self.prefill_s, 4),
             "draft_s": round(self.draft_s, 4),
             "verify_s": round(self.verify_s, 4),

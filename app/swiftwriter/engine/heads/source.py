@@ -46,6 +46,7 @@ class DrafterSource(CandidateSource):
         self.tree = tuple(tree) or ((3, 3, 3) if self.kind == "linear" else (4, 3, 2, 2, 1))
         self.beam = beam
         self.feature: torch.Tensor | None = None
+        self.base_logits: torch.Tensor | None = None
         self.window: PenaltyWindow | None = None
         self.penalty = 1.0
         self.module.to(self.dtype)
@@ -53,64 +54,85 @@ class DrafterSource(CandidateSource):
     # -- engine hooks ---------------------------------------------------------------------------
     def start(self, sampling: SamplingSettings, vocab_size: int) -> None:
         """A new generation: forget the last feature, follow this run's penalty."""
-        self.feature = None
+        self.feature = self.base_logits = None
         self.penalty = sampling.penalty
         self.window = (
             PenaltyWindow(vocab_size, sampling.window) if sampling.penalty != 1.0 else None
         )
 
     def set_feature(self, feature: torch.Tensor) -> None:
+        """Fused mode: the state of the node before the newest token."""
         self.feature = feature.detach().to("cpu", self.dtype)
+        self.base_logits = None
+
+    def set_pass_feature(self, feature: torch.Tensor, logits: torch.Tensor) -> None:
+        """Draft-pass mode: the newest token's own state and the model's guess after it."""
+        self.feature = feature.detach().to("cpu", self.dtype)
+        self.base_logits = logits.detach().to("cpu", torch.float32)
 
     def observe(self, tokens: Sequence[int]) -> None:
         if self.window is not None:
             self.window.extend(list(tokens))
 
     # -- drafting -------------------------------------------------------------------------------
+    def _penalise(self, logits: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
+        if presence is None:
+            return logits
+        punished = torch.where(logits > 0, logits / self.penalty, logits * self.penalty)
+        return torch.where(presence, punished, logits)
+
     def _probs(self, states: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
-        logits = states @ self.w_t
-        if presence is not None:
-            logits = torch.where(
-                presence,
-                torch.where(logits > 0, logits / self.penalty, logits * self.penalty),
-                logits,
-            )
-        return logits.softmax(-1)
+        return self._penalise(states @ self.w_t, presence).softmax(-1)
 
     @torch.inference_mode()
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
         if self.feature is None or not context:
             return []
-        presence = None
-        if self.window is not None:
-            presence = self.window.presence()[self.vocab]
+        full = self.window.presence() if self.window is not None else None
+        presence = full[self.vocab] if full is not None else None
+        first: list[tuple[int, float]] | None = None
+        tree = self.tree
+        if self.base_logits is not None:  # draft pass: the model's own guess is level one
+            probs = self._penalise(self.base_logits, full).softmax(-1)
+            top = probs.topk(tree[0])
+            first = list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
+            tree = tree[1:]
         if self.kind == "linear":
-            return self._propose_linear(presence)
-        return self._propose_recurrent(context[-1], presence)
+            return self._propose_linear(presence, first, tree)
+        return self._propose_recurrent(context[-1], presence, first, tree)
 
-    def _propose_linear(self, presence) -> list[Candidate]:
+    def _propose_linear(self, presence, first, tree) -> list[Candidate]:
         states = self.module(self.feature[None])
-        levels = []
-        for k, state in zip(self.tree, states, strict=False):
+        levels = [first] if first is not None else []
+        for k, state in zip(tree, states, strict=False):
             probs = self._probs(state, presence)[0]
             top = probs.topk(k)
-            levels.append(list(zip(top.indices.tolist(), top.values.tolist(), strict=True)))
+            ids = [self.vocab_list[i] for i in top.indices.tolist()]
+            levels.append(list(zip(ids, top.values.tolist(), strict=True)))
         out: list[Candidate] = []
         paths: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())]
         for level in levels:
             paths = [
-                (toks + (self.vocab_list[i],), ranks + (confidence_rank(p),))
+                (toks + (tok,), ranks + (confidence_rank(p),))
                 for toks, ranks in paths
-                for i, p in level
+                for tok, p in level
             ]
             out.extend(Candidate(self.name, t, r[-1], ranks=r) for t, r in paths)
         return out
 
-    def _propose_recurrent(self, last_token: int, presence) -> list[Candidate]:
+    def _propose_recurrent(self, last_token: int, presence, first, tree) -> list[Candidate]:
         # frontier: (feature, last token id, path tokens, path ranks, path probability)
-        frontier = [(self.feature, last_token, (), (), 1.0)]
         out: list[Candidate] = []
-        for k in self.tree:
+        if first is None:
+            frontier = [(self.feature, last_token, (), (), 1.0)]
+        else:
+            frontier = []
+            for tok, p in first:
+                node = (self.feature, tok, (tok,), (confidence_rank(p),), p)
+                frontier.append(node)
+                out.append(Candidate(self.name, node[2], node[3][-1], ranks=node[3]))
+            frontier = frontier[: self.beam]
+        for k in tree:
             feats = torch.stack([f for f, *_ in frontier])
             toks = torch.tensor([t for _, t, *_ in frontier])
             states = self.module(feats, self.emb[toks].float())
