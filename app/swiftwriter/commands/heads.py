@@ -37,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--depth", type=positive_int, default=3, help="heads / unrolled draft steps")
     t.add_argument("--draft-vocab", type=positive_int, default=8192)
     t.add_argument("--row-length", type=positive_int, default=768)
+    t.add_argument(
+        "--write-batch", type=positive_int, default=16, help="texts the model writes at once"
+    )
     t.add_argument("--device", default="auto")
     t.add_argument("--dtype", default="float32")
     s = hsub.add_parser("show", help="print a drafter's card")
@@ -126,6 +129,7 @@ def train(args: argparse.Namespace) -> int:
         given_rows=rows,
         self_distill=args.self_distill,
         row_length=args.row_length,
+        write_batch=args.write_batch,
         on_progress=progress,
     )
     val = bundle.card["validation"]

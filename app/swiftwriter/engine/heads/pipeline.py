@@ -27,6 +27,7 @@ def train_drafter(
     given_rows: torch.Tensor | None = None,
     self_distill: int = 0,
     row_length: int = 768,
+    write_batch: int = 16,
     on_progress: Progress | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> DrafterBundle | None:
@@ -50,6 +51,7 @@ def train_drafter(
             tokenizer,
             work,
             self_distill,
+            batch=write_batch,
             length=row_length,
             on_progress=report("writing"),
             should_stop=should_stop,

@@ -32,8 +32,18 @@ def load_text_shards(folder: Path) -> list[torch.Tensor]:
     return [load_file(str(p))["tokens"].long() for p in shard_paths(folder)]
 
 
-def _generate(model, ids, mask, n, sampling: SamplingSettings, seed: int):
-    from transformers import LogitsProcessorList
+class _Stopped(Exception):
+    pass
+
+
+def _generate(model, ids, mask, n, sampling: SamplingSettings, seed: int, should_stop=None):
+    from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+
+    class Cancel(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            if should_stop is not None and should_stop():
+                raise _Stopped  # a half-written batch is dropped, never saved
+            return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
     config = copy.deepcopy(model.generation_config)
     config.eos_token_id = -1  # write exactly n tokens: EOS is ordinary text here
@@ -49,6 +59,7 @@ def _generate(model, ids, mask, n, sampling: SamplingSettings, seed: int):
             generation_config=config,
             max_new_tokens=n,
             logits_processor=LogitsProcessorList([PipelineLogitsProcessor(sampling)]),
+            stopping_criteria=StoppingCriteriaList([Cancel()]),
         )
     return out
 
@@ -68,27 +79,41 @@ def write_text(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = model.get_input_embeddings().weight.device
-    done = len(shard_paths(out_dir))
-    per_shard = batch * length
+    existing = shard_paths(out_dir)
+    done = len(existing)
+    written = sum(load_file(str(p))["tokens"].numel() for p in existing)
     start_sampler = SamplingSettings(greedy=False, min_p=0.1, penalty=1.2, window=1024)
-    while done * per_shard < total_tokens:
+    while written < total_tokens:
         if should_stop and should_stop():
             break
         index = done
         texts = [OPENERS[(index * batch + i) % len(OPENERS)] for i in range(batch)]
-        tokenizer.padding_side = "left"
+        side, pad = tokenizer.padding_side, tokenizer.pad_token
+        tokenizer.padding_side = "left"  # restored below: the tokenizer may be the app's own
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
-        enc = tokenizer(texts, return_tensors="pt", padding=True).to(device)
-        ids = _generate(
-            model, enc.input_ids, enc.attention_mask, SAMPLED_START, start_sampler, index
-        )
-        mask = torch.cat(
-            [enc.attention_mask, torch.ones_like(ids[:, enc.input_ids.shape[1] :])], dim=1
-        )
-        rest = length - SAMPLED_START
-        body = start_sampler if index % 2 else SamplingSettings(greedy=True)
-        out = _generate(model, ids, mask, rest, body, index + 1_000_003)
+        try:
+            enc = tokenizer(texts, return_tensors="pt", padding=True).to(device)
+        finally:
+            tokenizer.padding_side, tokenizer.pad_token = side, pad
+        try:
+            ids = _generate(
+                model,
+                enc.input_ids,
+                enc.attention_mask,
+                SAMPLED_START,
+                start_sampler,
+                index,
+                should_stop,
+            )
+            mask = torch.cat(
+                [enc.attention_mask, torch.ones_like(ids[:, enc.input_ids.shape[1] :])], dim=1
+            )
+            body = start_sampler if index % 2 else SamplingSettings(greedy=True)
+            rest = length - SAMPLED_START
+            out = _generate(model, ids, mask, rest, body, index + 1_000_003, should_stop)
+        except _Stopped:
+            break
         rows = out[:, enc.input_ids.shape[1] :].to(torch.int32).cpu().contiguous()
         # Keep each row's opener too (without padding) as context; store generated part only.
         path = out_dir / f"text-{index:05d}.safetensors"
@@ -98,6 +123,7 @@ def write_text(
         )
         os.replace(tmp, path)
         done += 1
+        written += rows.numel()
         if on_progress:
-            on_progress(done * per_shard, total_tokens)
+            on_progress(min(written, total_tokens), total_tokens)
     return shard_paths(out_dir)
