@@ -55,6 +55,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--no-heads", action="store_true", help="tokenswift without any drafter")
     p.add_argument(
+        "--draft-mode",
+        choices=("fused", "pass"),
+        default="fused",
+        help="fused: drafters read the verification pass's state; pass: TokenSwift's separate "
+        "draft pass on a partial KV cache",
+    )
+    p.add_argument(
+        "--head-tree",
+        metavar="K1,K2,...",
+        help="drafter candidates per node at each depth (default: the drafter kind's own)",
+    )
+    p.add_argument(
         "--repeat", type=positive_int, default=1, help="runs per method; the fastest counts"
     )
     p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
@@ -81,6 +93,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead: cost of one verification pass over k tree tokens, ours vs stock",
     )
     p.set_defaults(func=run)
+
+
+def _tree(text: str) -> tuple[int, ...]:
+    try:
+        tree = tuple(int(k) for k in text.split(","))
+    except ValueError as exc:
+        raise UserError(f"--head-tree takes whole numbers like 4,3,2, not '{text}'") from exc
+    if not tree or any(k < 1 for k in tree):
+        raise UserError(f"--head-tree takes positive numbers like 4,3,2, not '{text}'")
+    return tree
 
 
 def _prompt_ids(tokenizer, args) -> list[int]:
@@ -135,9 +157,12 @@ def run(args: argparse.Namespace) -> int:
         dry_base=args.dry_base,
         dry_allowed_length=args.dry_allowed_length,
     )
-    drafting = (
-        DraftSettings() if args.max_nodes is None else DraftSettings(max_nodes=args.max_nodes)
-    )
+    options = {"draft_mode": args.draft_mode}
+    if args.max_nodes is not None:
+        options["max_nodes"] = args.max_nodes
+    if args.head_tree:
+        options["head_tree"] = _tree(args.head_tree)
+    drafting = DraftSettings(**options)
     print(
         f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
         f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
@@ -177,6 +202,8 @@ def run(args: argparse.Namespace) -> int:
             "max_new_tokens": args.max_new_tokens,
             "penalty": args.penalty,
             "window": args.window,
+            "draft_mode": drafting.draft_mode,
+            "head_tree": list(drafting.head_tree),
             "sampling": args.sampling,
             "min_p": sampling.min_p,
             "seeds": seeds,
