@@ -12,6 +12,7 @@ import os
 
 import torch
 
+from swiftwriter.engine.attention import folding, install
 from swiftwriter.engine.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.trie import Trie
 
@@ -64,6 +65,7 @@ class ModelRunner:
         self.dtype = next(model.parameters()).dtype
         self.prefill_chunk = prefill_chunk
         self.gqa = self.input_device.type == "cpu"
+        self.fold = install(model)  # grouped query heads folded, K/V never copied (attention.py)
         self.cache = growing_cache(self.config)
         self.length = 0  # tokens in the cache
         self._hidden: torch.Tensor | None = None
@@ -105,7 +107,7 @@ class ModelRunner:
                 None
             ]
             if self.lazy_head:
-                with _native_gqa(self.gqa):
+                with _native_gqa(self.gqa), folding(self.fold):
                     out = self.decoder(
                         input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True
                     )
@@ -137,7 +139,7 @@ class ModelRunner:
         ids = torch.tensor([trie.tokens], device=self.input_device)
         pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
         mask = None if trie.is_chain() else self.tree_mask(trie)
-        with _native_gqa(self.gqa and n > 1):
+        with _native_gqa(self.gqa and n > 1), folding(self.fold and n > 1):
             if self.lazy_head:
                 out = self.decoder(
                     input_ids=ids,

@@ -1,0 +1,75 @@
+"""Grouped-query attention for verification passes without copying keys and values.
+
+With any attention mask, transformers' SDPA path expands grouped K/V heads (3 -> 9 on the
+default model) before attending: on a CPU at a few thousand tokens of context that copy and
+the wider product dominate a tree pass. For n > 1 query tokens this folds each group's query
+heads into the query axis instead, (b, kv_heads * g, n, d) -> (b, kv_heads, g * n, d), with the
+mask repeated g times along its query axis: the same arithmetic, on the cached K/V as they are.
+transformers already does this for one query token (`pack_gqa`).
+
+Registered as an attention implementation that behaves exactly like stock `sdpa` unless a pass
+of ours switches folding on (`folding()`), so transformers' own `generate` on the same model
+object runs the stock code."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+
+import torch
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+NAME = "swiftwriter_sdpa"
+_FOLD: contextvars.ContextVar[bool] = contextvars.ContextVar("swiftwriter_fold", default=False)
+
+
+def folded_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
+    groups = getattr(module, "num_key_value_groups", 1)
+    n = query.shape[2]
+    if (
+        not _FOLD.get()
+        or groups == 1
+        or n == 1
+        or attention_mask is None
+        or attention_mask.dim() != 4
+        or attention_mask.shape[1] != 1
+        or kwargs.get("position_bias") is not None
+        or kwargs.get("softcap") is not None
+    ):
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    b, hq, _, d = query.shape
+    q = query.reshape(b, hq // groups, groups * n, d)
+    mask = attention_mask[..., : key.shape[2]].repeat(1, 1, groups, 1)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling
+    )
+    return out.reshape(b, hq, n, d).transpose(1, 2).contiguous(), None
+
+
+def install(model) -> bool:
+    """Use the folding implementation on `model` if it runs stock SDPA; True when installed."""
+    if getattr(model.config, "_attn_implementation", None) == NAME:
+        return True
+    if getattr(model.config, "_attn_implementation", None) != "sdpa":
+        return False
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+    AttentionInterface.register(NAME, folded_sdpa)
+    AttentionMaskInterface.register(NAME, sdpa_mask)
+    try:
+        model.set_attn_implementation(NAME)
+    except (ValueError, AttributeError, TypeError):
+        return False
+    return getattr(model.config, "_attn_implementation", None) == NAME
+
+
+@contextlib.contextmanager
+def folding(enabled: bool = True):
+    token = _FOLD.set(enabled)
+    try:
+        yield
+    finally:
+        _FOLD.reset(token)
