@@ -67,6 +67,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="drafter candidates per node at each depth (default: the drafter kind's own)",
     )
     p.add_argument(
+        "--head-vocab",
+        type=positive_int,
+        default=None,
+        help="score only the drafter's N most frequent draft-vocabulary ids",
+    )
+    p.add_argument(
         "--repeat", type=positive_int, default=1, help="runs per method; the fastest counts"
     )
     p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
@@ -162,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
         options["max_nodes"] = args.max_nodes
     if args.head_tree:
         options["head_tree"] = _tree(args.head_tree)
+    if args.head_vocab:
+        options["head_vocab"] = args.head_vocab
     drafting = DraftSettings(**options)
     print(
         f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "

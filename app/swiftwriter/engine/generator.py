@@ -85,7 +85,11 @@ class Generator:
             from swiftwriter.engine.heads.source import DrafterSource
 
             self.drafter_source = DrafterSource(
-                drafter, model, self.drafting.head_tree, self.drafting.head_beam
+                drafter,
+                model,
+                self.drafting.head_tree,
+                self.drafting.head_beam,
+                self.drafting.head_vocab,
             )
 
     # -- the loop ---------------------------------------------------------------------------

@@ -45,13 +45,14 @@ class TrainSettings:
 
 
 def choose_vocab(data: dict[str, torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
-    """The `size` ids the model writes and predicts most often in the training text."""
+    """The `size` ids the model writes and predicts most often in the training text, most
+    frequent first (a drafter may use only a prefix of it: its head costs what it reads)."""
     counts = torch.bincount(data["tokens"].reshape(-1), minlength=vocab_size).double()
     counts += torch.bincount(
         data["top_ids"][..., 0].reshape(-1).long(), minlength=vocab_size
     ).double()
     size = min(size, vocab_size)
-    return counts.topk(size).indices.sort().values
+    return counts.topk(size).indices
 
 
 class _Batches:
