@@ -60,3 +60,34 @@ def test_default_model_1000_tokens_identical_to_hf(default_model):
     divergence = first_divergence(default_model.model, prompt, hf.tokens, ours.tokens, sampling)
     assert divergence is None or divergence["near_tie"], divergence
     assert ours.extra["stats"]["accepted_drafts"] > 0  # speculation really ran
+
+
+@pytest.mark.default_model
+def test_shipped_drafter_is_exact_and_accepted_per_position(default_model):
+    """The shipped drafter on prose that is not in its training text (the test prompt and the
+    app's sample chapter are not among the self-distillation openers): greedy output is
+    token-identical to plain decoding, and its acceptance is reported per draft position."""
+    from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+    from swiftwriter.engine.heads.openers import OPENERS
+    from swiftwriter.modelstore import loader
+
+    drafter, status = loader.load_drafter(default_model)
+    assert drafter is not None and status.startswith("present"), status
+    assert drafter.card["base_model"] == default_model.entry.id
+    assert len(drafter.card["validation"]["top1"]) == 3
+    text = (DATA / "prose_prompt.txt").read_text()
+    assert not any(o[:40] in text for o in OPENERS)
+    prompt = default_model.tokenizer(text, add_special_tokens=False).input_ids
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=1024)
+    plain = Generator(default_model.model, sampling, DraftSettings.plain())
+    want = [t for ev in plain.generate(prompt, 160) for t in ev.tokens]
+    gen = Generator(
+        default_model.model,
+        sampling,
+        DraftSettings(sources=("heads", "ngram", "suffix"), adaptive=False, max_nodes=6),
+        drafter=drafter,
+    )
+    got = [t for ev in gen.generate(prompt, 160) for t in ev.tokens]
+    assert got == want
+    by_depth = gen.stats.as_dict()["accepted_by_source_depth"]
+    assert by_depth.get("heads:1", 0) >= 10, by_depth  # about 40% of steps on held-out prose

@@ -122,10 +122,11 @@ def run_method(
         return _hf_generate(model, prompt, n, sampling, lookup=10)
     if method == "ar":
         return _ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
-    if method == "tokenswift":
-        return _ours(
-            model, prompt, n, sampling, drafting or DraftSettings(), method, drafter=drafter
-        )
+    if method == "tokenswift":  # with its learned drafter, when one is given
+        base = drafting or DraftSettings()
+        if drafter is not None and "heads" not in base.sources:
+            base = dataclasses.replace(base, sources=("heads", *base.sources))
+        return _ours(model, prompt, n, sampling, base, method, drafter=drafter)
     if method == "tokenswift-noheads":
         base = drafting or DraftSettings()
         plain_sources = tuple(s for s in base.sources if s != "heads")
