@@ -8,7 +8,6 @@ signals, and any exception becomes a message."""
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
+from swiftwriter.ui.stoppable import StoppableWorker
 
 KINDS = {
     "Recurrent (one small block, drafts step by step)": "recurrent",
@@ -82,41 +82,18 @@ class TrainJob:
     batch: int = 512
 
 
-class HeadsTrainer(QObject):
+class HeadsTrainer(StoppableWorker):
     """Runs in a QThread: loads the model if needed, then trains with progress and a stop flag."""
 
     progress = Signal(str, int, int, object)  # stage, done, total, loss (float or None)
     done = Signal(dict)  # {"folder", "validation", "kind"}
     stopped = Signal(str)
-    failed = Signal(str)
-    finished = Signal()  # after done, stopped or failed: the thread may quit
+    what = "training"
 
     def __init__(self, job: TrainJob):
         super().__init__()
         self.job = job
-        self._stop = threading.Event()
         self._last = ("", 0.0)
-
-    def stop(self) -> None:
-        """Thread-safe: the pipeline checks it between two steps."""
-        self._stop.set()
-
-    def should_stop(self) -> bool:
-        return self._stop.is_set()
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except UserError as exc:
-            self.failed.emit(str(exc))
-        except Exception as exc:  # noqa: BLE001 - shown to the writer, never a crash
-            self.failed.emit(f"The training failed: {type(exc).__name__}: {exc}")
-        finally:
-            # Back to the GUI thread before this thread ends (see worker.GenerationWorker.run).
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
-            self.finished.emit()
 
     def _run(self) -> None:
         from swiftwriter.engine.heads.pipeline import train_drafter

@@ -7,16 +7,15 @@ generation."""
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal
+from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.errors import UserError
 from swiftwriter.ui.baseline import measure_plain, speedup_over_plain, stats_speedup
 from swiftwriter.ui.editor import count_words
+from swiftwriter.ui.stoppable import StoppableWorker
 
 STATS_INTERVAL_S = 0.1  # at most ten live updates a second: the window stays calm
 DEFAULT_TOKENS_PER_WORD = 1.4
@@ -47,45 +46,20 @@ def tokens_per_word(encode, text: str) -> float:
     return max(1.0, len(encode(sample)) / words)
 
 
-class GenerationWorker(QObject):
+class GenerationWorker(StoppableWorker):
     text = Signal(str)
     stats = Signal(dict)
     baseline = Signal(dict)
     done = Signal(dict)
-    failed = Signal(str)
-    finished = Signal()  # after done or failed: the thread may quit
+    what = "generation"
 
     def __init__(self, job: GenerationJob):
         super().__init__()
         self.job = job
-        self._stop = threading.Event()
         self.target_tokens = 0
         self._plain: float | None = None
         self._last_emit = 0.0
         self._t0 = 0.0
-
-    def stop(self) -> None:
-        """Thread-safe: the engine checks it between two steps."""
-        self._stop.set()
-
-    def should_stop(self) -> bool:
-        return self._stop.is_set()
-
-    def run(self) -> None:
-        try:
-            self._run()
-        except UserError as exc:
-            self.failed.emit(str(exc))
-        except Exception as exc:  # noqa: BLE001 - shown to the writer, never a crash
-            self.failed.emit(f"The generation failed: {type(exc).__name__}: {exc}")
-        finally:
-            # Hand this object back to the GUI thread before the worker thread ends, so it is
-            # destroyed there: destroyed during the thread's teardown it raced the GUI thread for
-            # Qt's connection mutex and the GIL (a deadlock seen once in CI).
-            app = QCoreApplication.instance()
-            if app is not None:
-                self.moveToThread(app.thread())
-            self.finished.emit()
 
     def _run(self) -> None:
         from swiftwriter.session import DocumentSession
