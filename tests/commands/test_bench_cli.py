@@ -77,3 +77,45 @@ def test_greedy_bench_with_dry_stays_exact(tiny_bench, tmp_path):
 def test_bad_bench_options_are_one_clear_line(tiny_bench, args, message, capsys):
     assert main([*tiny_bench, "--methods", "hf", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.fixture
+def small_context_bench(monkeypatch, tmp_path):
+    """The tiny bench with a 64-position model, so 160 new tokens must slide the window."""
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
+    model = build_tiny("llama", vocab=16, seed=3, max_positions=64)
+    loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
+                         dtype="float32")  # fmt: skip
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("3 7 3 7 5 9 3 7 5 11 3 7")
+    return ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "160", "--no-heads"]
+
+
+def test_sliding_context_bench_is_exact_against_ar_and_reports_memory(
+    small_context_bench, tmp_path, capsys
+):
+    out = tmp_path / "report.json"
+    args = ["--methods", "ar,tokenswift-noheads", "--context-policy", "slide"]
+    assert main([*small_context_bench, *args, "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["meta"]["context_policy"] == "slide"
+    ar, ours = report["methods"]["ar"], report["methods"]["tokenswift-noheads"]
+    assert ar["tokens"] == ours["tokens"] == 160
+    assert ours["stats"]["windowed_from"] is not None and ours["stats"]["reprefills"] >= 1
+    assert ours["stats"]["kv_tokens_max"] <= 64
+    assert ours["rss_mb"] and all(mb > 0 for _, mb in ours["rss_mb"])
+    assert ours["identical_to_ar"] is True  # the same windowed model, the same tokens
+    printed = capsys.readouterr().out
+    assert "windowed from token" in printed and "KV held at most" in printed
+
+
+def test_hf_cannot_slide(small_context_bench, capsys):
+    args = ["--methods", "hf,tokenswift", "--context-policy", "slide"]
+    assert main([*small_context_bench, *args]) == 2
+    assert "hf has no sliding context window" in capsys.readouterr().err

@@ -21,6 +21,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--penalty", type=non_negative_float, default=1.2)
     p.add_argument("--window", type=positive_int, default=1024)
     p.add_argument(
+        "--context-policy",
+        choices=("stop", "slide"),
+        default="stop",
+        help="at the model's context limit: stop, or slide a window (sinks + recent text); "
+        "hf cannot slide, so compare ar with tokenswift",
+    )
+    p.add_argument(
         "--sampling",
         choices=("greedy", "sample"),
         default="greedy",
@@ -126,7 +133,7 @@ def _prompt_ids(tokenizer, args) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from swiftwriter.engine import bench
-    from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+    from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
     from swiftwriter.modelstore import loader, registry
 
     entry = registry.resolve(args.model)
@@ -136,6 +143,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(bench.METHODS)}")
     if args.verify_cost:
         return _verify_cost(entry, args)
+    if args.context_policy == "slide" and any(m.startswith("hf") for m in methods):
+        raise UserError(
+            "hf has no sliding context window: with --context-policy slide compare ar and "
+            "tokenswift (for example --methods ar,tokenswift-noheads)"
+        )
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     prompt = _prompt_ids(loaded.tokenizer, args)
     drafter, heads_status = None, "off"
@@ -174,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
         f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
+        + (" · sliding context" if args.context_policy == "slide" else "")
         + (f" (min-p 0.1, seeds {', '.join(map(str, seeds))})" if seeds else "")
         + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else ""),
         file=sys.stderr,
@@ -190,11 +203,13 @@ def run(args: argparse.Namespace) -> int:
         extra_sources=extra_sources,
         drafter=drafter,
         checkpoints=_checkpoints(args.checkpoints),
+        context=ContextSettings(policy=args.context_policy),
     )
     for seed, seed_report in runs.items():
         if len(runs) > 1:
             print(f"seed {seed}")
         print(bench.format_table(seed_report))
+        print(bench.format_long_run(seed_report))
     report = next(iter(runs.values()))
     comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
     if comparison:
@@ -210,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
             "max_new_tokens": args.max_new_tokens,
             "penalty": args.penalty,
             "window": args.window,
+            "context_policy": args.context_policy,
             "draft_mode": drafting.draft_mode,
             "head_tree": list(drafting.head_tree),
             "sampling": args.sampling,

@@ -35,6 +35,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--window", type=positive_int, default=1024, help="penalty window W in tokens"
     )
+    parser.add_argument(
+        "--context-policy",
+        choices=("stop", "slide"),
+        default="stop",
+        help="at the model's context limit: stop with a message, or slide a window that keeps "
+        "the first tokens, pinned notes and the recent text (exact w.r.t. the windowed model)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -48,10 +55,16 @@ def run(args: argparse.Namespace) -> int:
 
     entry = registry.resolve(args.model)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype)
+    from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.engine.textgen import stream_text
 
     for piece in stream_text(
-        loaded, prompt, args.max_new_tokens, penalty=args.penalty, window=args.window
+        loaded,
+        prompt,
+        args.max_new_tokens,
+        penalty=args.penalty,
+        window=args.window,
+        context=ContextSettings(policy=args.context_policy),
     ):
         sys.stdout.write(piece)
         sys.stdout.flush()
@@ -64,7 +77,7 @@ def run_project(args: argparse.Namespace) -> int:
     if args.doc is None:
         raise UserError("--project needs --doc (a document id or title)")
     from swiftwriter.commands.project import find_document
-    from swiftwriter.engine.settings import SamplingSettings
+    from swiftwriter.engine.settings import ContextSettings, SamplingSettings
     from swiftwriter.store import Project
 
     with Project.open(args.project) as proj:
@@ -87,6 +100,7 @@ def run_project(args: argparse.Namespace) -> int:
             sampling=sampling,
             max_new_tokens=args.max_new_tokens,
             history=not args.no_history,
+            context=ContextSettings(policy=args.context_policy),
             on_text=show,
         )
         sys.stdout.write("\n")

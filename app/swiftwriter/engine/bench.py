@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import torch
 from swiftwriter.engine import curves, quality, stattest
 from swiftwriter.engine.generator import Generator
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 
 METHODS = ("hf", "hf-lookup", "ar", "tokenswift-noheads", "tokenswift", "tokenswift+history")
 
@@ -83,14 +84,20 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
     )
 
 
-def _ours(model, prompt, n, sampling, drafting, name, sources=(), drafter=None) -> MethodResult:
-    gen = Generator(model, sampling, drafting, sources=list(sources), drafter=drafter)
+def _ours(
+    model, prompt, n, sampling, drafting, name, sources=(), drafter=None, context=None
+) -> MethodResult:
+    gen = Generator(
+        model, sampling, drafting, sources=list(sources), drafter=drafter, context=context
+    )
     out: list[int] = []
+    memory = curves.MemoryTrace()
     t = time.perf_counter()
     times = []
     for event in gen.generate(prompt, n):
         out.extend(event.tokens)
         times.append((len(out), time.perf_counter() - t))
+        memory.note(len(out))
     seconds = time.perf_counter() - t
     st = gen.stats
     return MethodResult(
@@ -99,7 +106,7 @@ def _ours(model, prompt, n, sampling, drafting, name, sources=(), drafter=None) 
         seconds,
         st.forward_passes,
         dict(st.accepted_by_source),
-        extra={"stats": st.as_dict()},
+        extra={"stats": st.as_dict(), "rss_mb": memory.points},
         times=times,
     )
 
@@ -113,30 +120,35 @@ def run_method(
     drafting: DraftSettings | None = None,
     extra_sources=None,
     drafter=None,
+    context: ContextSettings | None = None,
 ) -> MethodResult:
     """`extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`);
-    `drafter`: a learned drafter bundle for `tokenswift` (and `+history`)."""
+    `drafter`: a learned drafter bundle for `tokenswift` (and `+history`); `context`: the
+    context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit)."""
+    if context is not None and context.policy == "slide" and method.startswith("hf"):
+        raise ValueError(f"{method} has no sliding context window")
+    ours = functools.partial(_ours, context=context)
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
     if method == "hf-lookup":
         return _hf_generate(model, prompt, n, sampling, lookup=10)
     if method == "ar":
-        return _ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
+        return ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
     if method == "tokenswift":  # with its learned drafter, when one is given
         base = drafting or DraftSettings()
         if drafter is not None and "heads" not in base.sources:
             base = dataclasses.replace(base, sources=("heads", *base.sources))
-        return _ours(model, prompt, n, sampling, base, method, drafter=drafter)
+        return ours(model, prompt, n, sampling, base, method, drafter=drafter)
     if method == "tokenswift-noheads":
         base = drafting or DraftSettings()
         plain_sources = tuple(s for s in base.sources if s != "heads")
-        return _ours(
+        return ours(
             model, prompt, n, sampling, dataclasses.replace(base, sources=plain_sources), method
         )
     if method == "tokenswift+history":
         if extra_sources is None:
             raise ValueError("tokenswift+history needs a history (--history PROJECT)")
-        return _ours(
+        return ours(
             model,
             prompt,
             n,
@@ -192,6 +204,7 @@ def run_bench(
     extra_sources=None,
     drafter=None,
     checkpoints: Sequence[int] | None = None,
+    context: ContextSettings | None = None,
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each. Each row
     carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
@@ -202,7 +215,15 @@ def run_bench(
     for _ in range(repeat):
         for method in methods:
             res = run_method(
-                method, model, prompt, n, sampling, drafting, extra_sources, drafter=drafter
+                method,
+                model,
+                prompt,
+                n,
+                sampling,
+                drafting,
+                extra_sources,
+                drafter=drafter,
+                context=context,
             )
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
@@ -224,6 +245,9 @@ def run_bench(
             row["first_divergence"] = first_divergence(
                 model, prompt, reference, res.tokens, sampling
             )
+        elif sampling.greedy and "ar" in best and not method.startswith("hf"):
+            # no hf (a sliding context): plain decoding with the same window is the reference
+            row["identical_to_ar"] = res.tokens == best["ar"].tokens
         elif not sampling.greedy:
             row["identical_to_hf"] = None  # n/a: transformers draws from another random stream
             if "ar" in best and not method.startswith("hf"):
@@ -257,6 +281,7 @@ def run_seeds(
     extra_sources=None,
     drafter=None,
     checkpoints: Sequence[int] | None = None,
+    context: ContextSettings | None = None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}."""
     runs = {}
@@ -273,6 +298,7 @@ def run_seeds(
             extra_sources=extra_sources,
             drafter=drafter,
             checkpoints=checkpoints,
+            context=context,
         )
     return runs
 
@@ -357,17 +383,36 @@ def format_table(report: dict) -> str:
         f"{'method':14} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'speedup':>8} {'exact':>6} {'distinct-1/2/3/4':>19} {'rep4':>5}  accepted by source"
     ]
     for method, row in report.items():
-        exact = row.get("identical_to_hf")
-        shown = (
-            "-"
-            if "identical_to_hf" not in row
-            else "n/a"
-            if exact is None
-            else ("yes" if exact else "NO")
-        )
+        key = "identical_to_hf" if "identical_to_hf" in row else "identical_to_ar"
+        exact = row.get(key)
+        shown = "-" if key not in row else "n/a" if exact is None else ("yes" if exact else "NO")
         lines.append(
             f"{method:14} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
             f"{(row['tau'] or 0):6.2f} {(row['speedup_vs_hf'] or 0):7.2f}x {shown:>6} {_quality_cells(row)}  "
             f"{row['accepted_by_source'] or ''}"
         )
+    return "\n".join(lines)
+
+
+def format_long_run(report: dict) -> str:
+    """For our methods: where the window first slid, how often the cache was rebuilt, the KV
+    tokens held against their cap, and resident memory after warm-up against the end."""
+    lines = []
+    for method, row in report.items():
+        stats, rss = row.get("stats"), row.get("rss_mb") or []
+        if not stats:
+            continue
+        parts = [f"KV held at most {stats['kv_tokens_max']} of {stats['kv_tokens_cap']} tokens"]
+        if stats.get("windowed_from") is not None:
+            parts.append(
+                f"windowed from token {stats['windowed_from']} ({stats['reprefills']} re-prefills;"
+                " exact with respect to the windowed model from there)"
+            )
+        if len(rss) >= 3:
+            warm = rss[len(rss) // 4]
+            parts.append(
+                f"RSS {warm[1]:.0f} MB at {warm[0]} tokens, {rss[-1][1]:.0f} MB at {rss[-1][0]}"
+                f" (peak {max(mb for _, mb in rss):.0f})"
+            )
+        lines.append(f"{method}: " + "; ".join(parts))
     return "\n".join(lines)

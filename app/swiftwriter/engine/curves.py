@@ -5,6 +5,7 @@ timeline from which `plot` draws one line per method (matplotlib, imported only 
 
 from __future__ import annotations
 
+import os
 import time
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -34,6 +35,34 @@ class TokenClock(BaseStreamer):
 
     def end(self) -> None:
         pass
+
+
+def rss_mb() -> float | None:
+    """This process's resident memory in MB (Linux /proc; None where there is none)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class MemoryTrace:
+    """Resident memory every `every` generated tokens, so a long run shows whether it stays flat
+    after warm-up: points are [tokens, MB]."""
+
+    def __init__(self, every: int = 512):
+        self.every = every
+        self.points: list[list[float]] = []
+        self._next = 0
+
+    def note(self, tokens: int) -> None:
+        if tokens < self._next:
+            return
+        mb = rss_mb()
+        if mb is not None:
+            self.points.append([tokens, round(mb, 1)])
+        self._next = (tokens // self.every + 1) * self.every
 
 
 def default_checkpoints(n: int) -> list[int]:

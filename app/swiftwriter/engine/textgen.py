@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from swiftwriter.engine.generator import Generator
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 
 
 class IncrementalDecoder:
@@ -51,8 +51,10 @@ def stream_text(
     sampling: SamplingSettings | None = None,
     drafting: DraftSettings | None = None,
     should_stop=None,
+    context: ContextSettings | None = None,
 ) -> Iterator[str]:
-    """Continue `prompt` with `loaded` (a modelstore LoadedModel) and yield text pieces."""
+    """Continue `prompt` with `loaded` (a modelstore LoadedModel) and yield text pieces;
+    `context` says what happens at the model's context limit (default: stop)."""
     tok, model = loaded.tokenizer, loaded.model
     sampling = sampling or SamplingSettings(greedy=True, penalty=penalty, window=window)
     ids = tok(prompt, add_special_tokens=False).input_ids or [tok.bos_token_id or 0]
@@ -62,6 +64,7 @@ def stream_text(
         drafting,
         eos_ids=eos_ids_of(tok, model),
         drafter=getattr(loaded, "drafter", None),
+        context=context,
     )
     decoder = IncrementalDecoder(tok)
     for event in gen.generate(ids, max_new_tokens, should_stop=should_stop):
