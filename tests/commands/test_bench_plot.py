@@ -64,8 +64,10 @@ def test_checkpoints_option(bench_args, tmp_path):
 
 
 def test_checkpoints_and_arrival_times():
-    assert curves.default_checkpoints(9000) == [1024, 2048, 4096, 8192]
-    assert curves.default_checkpoints(100) == [16, 32, 64]
+    assert curves.default_checkpoints(9000) == [1024, 2048, 4096, 8192, 9000]
+    assert curves.default_checkpoints(8192) == [1024, 2048, 4096, 8192]
+    assert curves.default_checkpoints(8000) == [1024, 2048, 4096, 8000]
+    assert curves.default_checkpoints(100) == [16, 32, 64, 100]
     assert curves.default_checkpoints(5) == [5]
     times = [(3, 0.1), (7, 0.2), (8, 0.3)]
     assert curves.seconds_at(times, 4) == 0.2 and curves.seconds_at(times, 9) is None

@@ -58,13 +58,16 @@ def test_train_show_resume_and_bench(tiny_cli, capsys):
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(text.read_text()[:200])
     bench = ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "40", "--heads", str(out)]
-    methods = ["--methods", "hf,tokenswift-noheads,tokenswift", "--json", str(report)]
+    all_methods = "hf,tokenswift-noheads,tokenswift,tokenswift-fullcache"
+    methods = ["--methods", all_methods, "--json", str(report)]
     assert main([*bench, *methods, "--draft-mode", "pass", "--head-tree", "2,2"]) == 0
     data = json.loads(report.read_text())
     assert data["meta"]["drafter"].startswith("present")
     assert data["meta"]["draft_mode"] == "pass" and data["meta"]["head_tree"] == [2, 2]
-    for method in ("tokenswift-noheads", "tokenswift"):
+    for method in ("tokenswift-noheads", "tokenswift", "tokenswift-fullcache"):
         assert data["methods"][method]["identical_to_hf"] is True
+    # the draft pass of -fullcache attends to the whole context, tokenswift's to a partial one
+    assert main([*bench, "--methods", "tokenswift-fullcache", "--no-heads"]) == 2
     assert "heads" not in data["methods"]["tokenswift-noheads"]["accepted_by_source"]
 
 

@@ -53,7 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--methods",
         default="hf,hf-lookup,ar,tokenswift-noheads,tokenswift",
         help="comma-separated: hf, hf-lookup, ar, tokenswift-noheads (n-grams and suffix "
-        "matches only), tokenswift (with the model's drafter when it has one)",
+        "matches only), tokenswift (with the model's drafter when it has one), "
+        "tokenswift-fullcache (the drafter's separate draft pass over the whole context instead "
+        "of the partial cache: beside tokenswift --draft-mode pass it shows what the partial "
+        "cache saves as the context grows)",
     )
     p.add_argument(
         "--heads",
@@ -92,7 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--checkpoints",
         help="comma-separated token counts for the speed curve "
-        "(default: 1024, 2048, 4096, ... up to --max-new-tokens; powers of two from 16 if shorter)",
+        "(default: 1024, 2048, 4096, ... up to --max-new-tokens, and the end; powers of two from 16 "
+        "if shorter)",
     )
     p.add_argument(
         "--history",
@@ -143,6 +147,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(bench.METHODS)}")
     if args.verify_cost:
         return _verify_cost(entry, args)
+    if "tokenswift-fullcache" in methods and args.no_heads:
+        raise UserError("tokenswift-fullcache runs the drafter's draft pass: drop --no-heads")
     if args.context_policy == "slide" and any(m.startswith("hf") for m in methods):
         raise UserError(
             "hf has no sliding context window: with --context-policy slide compare ar and "
@@ -156,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
             loaded, Path(args.heads).expanduser() if args.heads else None
         )
     print(f"drafter: {heads_status}", file=sys.stderr)
+    if drafter is None and "tokenswift-fullcache" in methods:
+        raise UserError(f"tokenswift-fullcache needs the model's drafter ({heads_status})")
     extra_sources = None
     if args.history:
         extra_sources, history_tokens = _history_sources(args.history, loaded.tokenizer)

@@ -20,11 +20,19 @@ from dataclasses import dataclass, field
 import torch
 
 from swiftwriter.engine import curves, quality, stattest
-from swiftwriter.engine.generator import Generator
+from swiftwriter.engine.generator import Generator, context_length
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 
-METHODS = ("hf", "hf-lookup", "ar", "tokenswift-noheads", "tokenswift", "tokenswift+history")
+METHODS = (
+    "hf",
+    "hf-lookup",
+    "ar",
+    "tokenswift-noheads",
+    "tokenswift",
+    "tokenswift-fullcache",
+    "tokenswift+history",
+)
 
 
 @dataclass
@@ -138,6 +146,18 @@ def run_method(
         base = drafting or DraftSettings()
         if drafter is not None and "heads" not in base.sources:
             base = dataclasses.replace(base, sources=("heads", *base.sources))
+        return ours(model, prompt, n, sampling, base, method, drafter=drafter)
+    if method == "tokenswift-fullcache":  # the draft pass attends to the whole context
+        if drafter is None:
+            raise ValueError("tokenswift-fullcache needs a drafter (its draft pass feeds one)")
+        base = drafting or DraftSettings()
+        full = context_length(model.config) or 1 << 20
+        base = dataclasses.replace(
+            base,
+            sources=tuple(dict.fromkeys(("heads", *base.sources))),
+            draft_mode="pass",
+            partial_budget=max(full, base.partial_budget),
+        )
         return ours(model, prompt, n, sampling, base, method, drafter=drafter)
     if method == "tokenswift-noheads":
         base = drafting or DraftSettings()

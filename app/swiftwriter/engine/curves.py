@@ -66,9 +66,13 @@ class MemoryTrace:
 
 
 def default_checkpoints(n: int) -> list[int]:
+    """1K, 2K, 4K, ... up to n (powers of two from 16 for short runs), and n itself: an
+    8,000-token run reports its end too, not only 4,096."""
     points = [c for c in (1024 << i for i in range(8)) if c <= n]
     if not points:
-        points = [c for c in (16 << i for i in range(7)) if c <= n] or [n]
+        points = [c for c in (16 << i for i in range(7)) if c <= n]
+    if not points or points[-1] < n:
+        points.append(n)
     return points
 
 
