@@ -73,3 +73,16 @@ def test_checkpoints_and_arrival_times():
     assert curves.seconds_at(times, 4) == 0.2 and curves.seconds_at(times, 9) is None
     rows = curves.curve(times, [3, 8], hf_times=[(k, 0.1 * k) for k in range(1, 9)])
     assert rows[1] == {"tokens": 8, "seconds": 0.3, "tokens_per_s": 26.667, "speedup_vs_hf": 2.667}
+
+
+def test_plot_without_hf_draws_throughput_only(tmp_path):
+    import warnings
+
+    from PIL import Image
+
+    report = {"ar": {"timeline": [[8, 0.5], [16, 1.0]]}, "tokenswift": {"timeline": [[16, 0.5]]}}
+    png = tmp_path / "rate.png"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no empty speedup panel with an empty legend
+        curves.plot(report, str(png))
+    assert Image.open(png).size == (600, 420)

@@ -117,7 +117,12 @@ def plot(report: dict, path: str, title: str = "") -> None:
     import matplotlib.pyplot as plt
 
     hf = report.get("hf", {}).get("timeline")
-    fig, (ax_speed, ax_rate) = plt.subplots(1, 2, figsize=(11, 4.2))
+    if hf:
+        fig, (ax_speed, ax_rate) = plt.subplots(1, 2, figsize=(11, 4.2))
+        axes = (ax_speed, ax_rate)
+    else:  # no hf run: nothing to divide by, throughput alone
+        fig, ax_rate = plt.subplots(1, 1, figsize=(6, 4.2))
+        axes = (ax_rate,)
     for method, row in report.items():
         line = row.get("timeline") or []
         if not line:
@@ -128,9 +133,10 @@ def plot(report: dict, path: str, title: str = "") -> None:
             pairs = [(c, seconds_at(hf, c), s) for c, s in line]
             pts = [(c, h / s) for c, h, s in pairs if h and s]
             ax_speed.plot([c for c, _ in pts], [v for _, v in pts], label=method)
-    ax_speed.set(xlabel="generated tokens", ylabel="speedup over hf (x)", title="Speedup")
+    if hf:
+        ax_speed.set(xlabel="generated tokens", ylabel="speedup over hf (x)", title="Speedup")
     ax_rate.set(xlabel="generated tokens", ylabel="tokens / s", title="Throughput")
-    for ax in (ax_speed, ax_rate):
+    for ax in axes:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     if title:
