@@ -20,18 +20,22 @@ class IdTokenizer:
         return SimpleNamespace(input_ids=[int(w) for w in text.split()])
 
 
-@pytest.fixture
-def tiny_bench(monkeypatch, tmp_path):
+def install_tiny(monkeypatch, model) -> None:
+    """The CLI's model loader returns `model` (with the id tokenizer): nothing is converted."""
     from swiftwriter.modelstore import loader, registry
     from swiftwriter.modelstore.loader import LoadedModel
     from swiftwriter.modelstore.registry import ModelEntry
 
     entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
-    model = build_tiny("llama", vocab=16, seed=3)
     loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
                          dtype="float32")  # fmt: skip
     monkeypatch.setattr(registry, "resolve", lambda name: entry)
     monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+
+
+@pytest.fixture
+def tiny_bench(monkeypatch, tmp_path):
+    install_tiny(monkeypatch, build_tiny("llama", vocab=16, seed=3))
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("3 7 3 7 5 9 3 7 5 11 3 7")
     return ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "32"]
@@ -82,16 +86,7 @@ def test_bad_bench_options_are_one_clear_line(tiny_bench, args, message, capsys)
 @pytest.fixture
 def small_context_bench(monkeypatch, tmp_path):
     """The tiny bench with a 64-position model, so 160 new tokens must slide the window."""
-    from swiftwriter.modelstore import loader, registry
-    from swiftwriter.modelstore.loader import LoadedModel
-    from swiftwriter.modelstore.registry import ModelEntry
-
-    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
-    model = build_tiny("llama", vocab=16, seed=3, max_positions=64)
-    loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
-                         dtype="float32")  # fmt: skip
-    monkeypatch.setattr(registry, "resolve", lambda name: entry)
-    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    install_tiny(monkeypatch, build_tiny("llama", vocab=16, seed=3, max_positions=64))
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("3 7 3 7 5 9 3 7 5 11 3 7")
     return ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "160", "--no-heads"]

@@ -4,33 +4,18 @@ over hf and tokens/s at checkpoints) and a PNG drawn from it, on a tiny random m
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from swiftwriter.cli import main
 from swiftwriter.engine import curves
 
+from tests.commands.test_bench_cli import install_tiny
 from tests.conftest import build_tiny
-
-
-class IdTokenizer:
-    def __call__(self, text, add_special_tokens=False):
-        return SimpleNamespace(input_ids=[int(w) for w in text.split()])
 
 
 @pytest.fixture
 def bench_args(monkeypatch, tmp_path):
-    from swiftwriter.modelstore import loader, registry
-    from swiftwriter.modelstore.loader import LoadedModel
-    from swiftwriter.modelstore.registry import ModelEntry
-
-    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
-    model = build_tiny("llama", seed=1)
-    loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
-                         dtype="float32")  # fmt: skip
-    monkeypatch.setattr(registry, "resolve", lambda name: entry)
-    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    install_tiny(monkeypatch, build_tiny("llama", seed=1))
     prompt = tmp_path / "prompt.txt"
     prompt.write_text("5 9 12 5 9 12 5 9 12 40 41 5 9")
     return ["bench", "--prompt-file", str(prompt), "--methods", "hf,hf-lookup,ar,tokenswift"]
