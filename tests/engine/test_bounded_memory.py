@@ -4,13 +4,12 @@ sliding-window run on a tiny model keeps a flat resident set after warm-up."""
 
 from __future__ import annotations
 
-import os
 import random
 from collections import Counter
 
 import pytest
 import torch
-from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, curves
 from swiftwriter.engine.history_source import HistorySource
 from swiftwriter.engine.settings import ContextSettings
 from swiftwriter.engine.sources import NGramSource, NGramTable, SuffixMatchSource
@@ -71,9 +70,8 @@ def test_history_source_forgets_old_context_consistently():
     assert src.footprint() == {"entries": len(src._context), "cap": 100}
 
 
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def rss_bytes() -> float:
+    return curves.rss_mb() * 2**20
 
 
 @pytest.fixture

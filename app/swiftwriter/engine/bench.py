@@ -148,8 +148,7 @@ def run_method(
             base = dataclasses.replace(base, sources=("heads", *base.sources))
         return ours(model, prompt, n, sampling, base, method, drafter=drafter)
     if method == "tokenswift-fullcache":  # the draft pass attends to the whole context
-        if drafter is None:
-            raise ValueError("tokenswift-fullcache needs a drafter (its draft pass feeds one)")
+        # (without a drafter there is no draft pass, as for tokenswift: the CLI says so)
         base = drafting or DraftSettings()
         full = context_length(model.config) or 1 << 20
         base = dataclasses.replace(
