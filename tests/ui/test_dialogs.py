@@ -165,7 +165,8 @@ def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_pa
     assert dialog.convert_button.isEnabled()
     dialog.convert_selected()
     assert dialog.progress.isVisible() and not dialog.convert_button.isEnabled()
-    qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)
+    dialog._thread.wait(10000)  # the worker is done before the GUI sees a single event:
+    qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)  # nothing may be lost
     assert "Ready: converted into" in dialog.message.text()
     assert not dialog.progress.isVisible()
     dialog.convert_selected()

@@ -30,3 +30,26 @@ def test_main_window_reports_a_bad_model(qtbot, tmp_path, monkeypatch):
         window.load_model(str(tmp_path / "missing-model"))
     assert "Unknown model" in blocker.args[0]
     assert window.model_label.text() == "Model not loaded"
+
+
+def test_workers_that_finish_at_once_lose_no_message(qtbot, tmp_path, monkeypatch):
+    """A worker may finish before start_* returns (a failure, a cached model): its signals must
+    already be connected, or the GUI waits for ever on a message that was sent into nothing."""
+    from swiftwriter.ui import model_worker
+    from swiftwriter.ui.main_window import MainWindow
+
+    class InstantThread(model_worker.QThread):
+        def start(self):  # runs the worker here and now, the worst case of a fast thread
+            self.started.emit()
+
+    monkeypatch.setattr(model_worker, "QThread", InstantThread)
+    # the worker stays on this thread, so `started` calls its run() directly inside start()
+    monkeypatch.setattr(model_worker.ModelLoader, "moveToThread", lambda self, thread: None)
+    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path))
+    window = MainWindow(load_model=False)
+    qtbot.addWidget(window)
+    failures = []
+    window.model_failed.connect(failures.append)
+    window.load_model(str(tmp_path / "missing-model"))
+    assert failures and "Unknown model" in failures[0]
+    assert window.model_label.text() == "Model not loaded"

@@ -278,11 +278,10 @@ class MainWindow(ToolsMixin, QMainWindow):
             self.statusBar().showMessage("A model is already loading", 5000)
             return
         self.model_label.setText("Loading model…")
-        self._thread, self._loader = start_loader(self, model, self.settings.device,
-                                                  self.settings.dtype)  # fmt: skip
-        self._loader.progress.connect(self.statusBar().showMessage)
-        self._loader.loaded.connect(self._on_loaded)
-        self._loader.failed.connect(self._on_failed)
+        self._thread, self._loader = start_loader(
+            self, model, self.settings.device, self.settings.dtype,
+            progress=self.statusBar().showMessage, loaded=self._on_loaded,
+            failed=self._on_failed)  # fmt: skip
 
     def set_model(self, loaded) -> None:
         """Use an already loaded model (a modelstore LoadedModel); tests pass tiny ones."""

@@ -280,11 +280,9 @@ class ModelManagerDialog(QDialog):
             return
         self.progress.show()
         self.message.setText(f"Converting {entry.name}…")
-        self._thread, self._converter = start_converter(self, entry.id)
-        self._converter.progress.connect(self.message.setText)
-        self._converter.done.connect(self._on_converted)
-        self._converter.failed.connect(self._on_convert_failed)
-        self._thread.finished.connect(self._on_thread_done)
+        self._thread, self._converter = start_converter(
+            self, entry.id, progress=self.message.setText, done=self._on_converted,
+            failed=self._on_convert_failed, finished=self._on_thread_done)  # fmt: skip
         self._update_buttons()
 
     def _on_converted(self, folder: str) -> None:

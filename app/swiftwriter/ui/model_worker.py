@@ -35,17 +35,28 @@ class ModelLoader(QObject):
             self.failed.emit(f"Could not load the model: {exc}")
 
 
-def start_loader(
-    parent: QObject, model: str | None, device: str = "auto", dtype: str = "auto"
-) -> tuple[QThread, ModelLoader]:
+def _start(parent: QObject, worker: QObject, finished_signal, slots: dict) -> QThread:
+    """Connects the caller's slots *before* the thread starts: a worker that finishes at once
+    (a cached model, a failure) would otherwise emit into no connection and the GUI would wait
+    for ever on a message that was already sent."""
     thread = QThread(parent)
-    worker = ModelLoader(model, device, dtype)
     worker.moveToThread(thread)
     thread.started.connect(worker.run)
-    worker.loaded.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+    for name, slot in slots.items():
+        if slot is not None:
+            (thread.finished if name == "finished" else getattr(worker, name)).connect(slot)
+    finished_signal.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     worker.failed.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     thread.start()
-    return thread, worker
+    return thread
+
+
+def start_loader(
+    parent: QObject, model: str | None, device: str = "auto", dtype: str = "auto", **slots
+) -> tuple[QThread, ModelLoader]:
+    """Starts loading; ``slots`` (progress, loaded, failed, finished) are connected first."""
+    worker = ModelLoader(model, device, dtype)
+    return _start(parent, worker, worker.loaded, slots), worker
 
 
 class ModelConverter(QObject):
@@ -73,12 +84,7 @@ class ModelConverter(QObject):
             self.failed.emit(f"Could not convert the model: {exc}")
 
 
-def start_converter(parent: QObject, model_id: str) -> tuple[QThread, ModelConverter]:
-    thread = QThread(parent)
+def start_converter(parent: QObject, model_id: str, **slots) -> tuple[QThread, ModelConverter]:
+    """Starts converting; ``slots`` (progress, done, failed, finished) are connected first."""
     worker = ModelConverter(model_id)
-    worker.moveToThread(thread)
-    thread.started.connect(worker.run)
-    worker.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-    worker.failed.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-    thread.start()
-    return thread, worker
+    return _start(parent, worker, worker.done, slots), worker
