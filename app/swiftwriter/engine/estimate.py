@@ -37,39 +37,65 @@ class AcceptanceEstimator:
 
 
 class CostModel:
-    """Relative cost of verifying n tokens, from measured pass times (EMA per size bucket)."""
+    """Relative cost of verifying n tokens, learned from measured pass times.
 
-    def __init__(self, sizes=(1, 2, 4, 8, 16, 32, 64)):
+    A pass time is modelled as base x ratio(size bucket): `base` (the one-token pass now) drifts
+    as the context grows and as the machine gets busier or quieter, while the ratios (the shape
+    of the cost curve) hardly move. Every pass updates the base, whatever its size, and its own
+    bucket's ratio against it. Absolute times per bucket went stale instead: a bucket measured
+    in a noisy minute kept its time, the engine stopped drafting because of it, and with no
+    drafts the bucket was never measured again (sampled runs fell back to plain decoding)."""
+
+    def __init__(self, sizes=(1, 2, 4, 8, 16, 32, 64), ratio_weight: float = 0.05):
         self.sizes = list(sizes)
-        self.seconds: dict[int, float] = {}
+        self.ratio_weight = ratio_weight
+        self.base: float | None = None
+        self.ratios: dict[int, float] = {1: 1.0}
 
     def _bucket(self, n: int) -> int:
         i = bisect.bisect_left(self.sizes, n)
         return self.sizes[min(i, len(self.sizes) - 1)]
 
     def observe(self, n: int, seconds: float, weight: float = 0.2) -> None:
+        """One pass of n tokens took `seconds`; weight 1.0 sets instead of averaging."""
         b = self._bucket(n)
-        old = self.seconds.get(b)
-        self.seconds[b] = seconds if old is None else (1 - weight) * old + weight * seconds
+        ratio = self.ratios.get(b)
+        if self.base is None or (weight >= 1.0 and b == 1):
+            self.base = seconds / (ratio or 1.0)
+            if ratio is None:
+                return
+        if b != 1:
+            w = 1.0 if ratio is None or weight >= 1.0 else self.ratio_weight
+            seen = seconds / self.base
+            self.ratios[b] = seen if ratio is None else (1 - w) * ratio + w * seen
+        self.base = (1 - weight) * self.base + weight * seconds / self.ratios[b]
+
+    @property
+    def seconds(self) -> dict[int, float]:
+        """Estimated time of a pass per bucket now (for statistics and diagnostics)."""
+        base = self.base or 0.0
+        return {b: base * r for b, r in sorted(self.ratios.items())}
 
     def ready(self) -> bool:
-        return 1 in self.seconds and len(self.seconds) >= 2
+        return self.base is not None and len(self.ratios) >= 2
 
     def __call__(self, n: int) -> float:
         """Cost of n tokens in units of a one-token pass (interpolated, never decreasing)."""
         if not self.ready():
             return 1.0 + 0.05 * (n - 1)
-        base = self.seconds[1]
-        known = sorted(self.seconds.items())
-        below = [(s, t) for s, t in known if s <= n]
-        above = [(s, t) for s, t in known if s >= n]
-        s0, t0 = below[-1]
+        known, floor = [], 1.0
+        for size, ratio in sorted(self.ratios.items()):
+            floor = max(floor, ratio)  # more tokens never cost less: noise must not say so
+            known.append((size, floor))
+        below = [(s, r) for s, r in known if s <= n]
+        above = [(s, r) for s, r in known if s >= n]
+        s0, r0 = below[-1]
         if above:
-            s1, t1 = above[0]
+            s1, r1 = above[0]
         else:  # extrapolate from the last two known sizes
-            (s1, t1), (s0, t0) = known[-1], known[-2] if len(known) > 1 else known[-1]
-        t = t0 if s1 == s0 else t0 + (t1 - t0) * (n - s0) / (s1 - s0)
-        return max(1.0, t / base)
+            (s1, r1), (s0, r0) = known[-1], known[-2] if len(known) > 1 else known[-1]
+        r = r0 if s1 == s0 else r0 + (r1 - r0) * (n - s0) / (s1 - s0)
+        return max(1.0, r)
 
 
 class ShadowLearner:

@@ -1,0 +1,51 @@
+"""The verification cost model that sizes each step's trie: it must follow a drifting machine
+without freezing on a measurement taken in a noisy minute."""
+
+from __future__ import annotations
+
+import random
+
+from swiftwriter.engine.estimate import CostModel
+from swiftwriter.engine.trie import best_size
+
+
+def calibrated(shape=None) -> CostModel:
+    costs = CostModel()
+    for n, ratio in (shape or {1: 1.0, 2: 1.05, 4: 1.1, 8: 1.2, 16: 1.4, 32: 1.8}).items():
+        costs.observe(n, 0.05 * ratio, weight=1.0)
+    return costs
+
+
+def test_calibration_gives_the_shape():
+    costs = calibrated()
+    assert costs.ready()
+    assert abs(costs(4) - 1.1) < 1e-9 and abs(costs(3) - 1.075) < 1e-9
+    assert costs(1) == 1.0 and costs(64) >= costs(32) >= costs(16)
+
+
+def test_a_noisy_minute_does_not_freeze_drafting():
+    """Big passes measured while the machine was busy, then only one-token passes while it is
+    quiet: the big bucket's cost must not stay at its busy-minute value (with per-bucket times
+    it did, drafting priced itself out and was never measured again)."""
+    costs = calibrated()
+    for _ in range(40):
+        costs.observe(4, 0.05 * 1.1 * 1.8)  # everything 80% slower for a while
+    for _ in range(60):
+        costs.observe(1, 0.05)  # quiet again; no drafts, so bucket 4 is not seen
+    assert costs(4) < 1.25
+    # and a trie whose first node is accepted half the time is drafted again
+    assert best_size([0.5, 0.3, 0.2], costs, 16) >= 1
+
+
+def test_follows_a_growing_context_and_learns_the_true_shape():
+    """Passes slow down as the context grows; sizes come in any order; noise of +-15%."""
+    rng = random.Random(0)
+    costs = calibrated({1: 1.0, 2: 1.0, 4: 1.0, 8: 1.0})  # a wrong first guess
+    truth = {1: 1.0, 2: 1.1, 4: 1.3, 8: 1.6}
+    for step in range(3000):
+        n = rng.choice([1, 2, 4, 8])
+        base = 0.05 * (1 + step / 1000)  # three times slower by the end
+        costs.observe(n, base * truth[n] * rng.uniform(0.85, 1.15))
+    for n, ratio in truth.items():
+        assert abs(costs(n) - ratio) < 0.1 * ratio, (n, costs(n))
+    assert abs(costs.seconds[1] - 0.05 * 4) < 0.05 * 4 * 0.2  # the base followed the drift
