@@ -4,33 +4,12 @@ model loader replaced, so nothing is converted or downloaded)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from swiftwriter.cli import main
 
+from tests.commands.tiny_cli import install_tiny
 from tests.conftest import build_tiny
-
-
-class IdTokenizer:
-    """Text '5 9 12' is token ids 5, 9, 12: the tiny model needs no real tokenizer."""
-
-    def __call__(self, text, add_special_tokens=False):
-        return SimpleNamespace(input_ids=[int(w) for w in text.split()])
-
-
-def install_tiny(monkeypatch, model) -> None:
-    """The CLI's model loader returns `model` (with the id tokenizer): nothing is converted."""
-    from swiftwriter.modelstore import loader, registry
-    from swiftwriter.modelstore.loader import LoadedModel
-    from swiftwriter.modelstore.registry import ModelEntry
-
-    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
-    loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
-                         dtype="float32")  # fmt: skip
-    monkeypatch.setattr(registry, "resolve", lambda name: entry)
-    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from swiftwriter.cli import main
 from swiftwriter.engine import curves
 
-from tests.commands.test_bench_cli import install_tiny
+from tests.commands.tiny_cli import install_tiny
 from tests.conftest import build_tiny
 
 

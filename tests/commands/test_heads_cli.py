@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from swiftwriter.cli import main
 
-from tests.commands.test_bench_cli import IdTokenizer
+from tests.commands.tiny_cli import IdTokenizer
 from tests.conftest import build_tiny
 
 

@@ -60,14 +60,14 @@ class CostModel:
         """One pass of n tokens took `seconds`; weight 1.0 sets instead of averaging."""
         b = self._bucket(n)
         ratio = self.ratios.get(b)
-        if self.base is None or (weight >= 1.0 and b == 1):
+        if self.base is None:
             self.base = seconds / (ratio or 1.0)
-            if ratio is None:
+            if ratio is None:  # nothing to compare a new size with yet
                 return
         if b != 1:
-            w = 1.0 if ratio is None or weight >= 1.0 else self.ratio_weight
             seen = seconds / self.base
-            self.ratios[b] = seen if ratio is None else (1 - w) * ratio + w * seen
+            w = 1.0 if ratio is None or weight >= 1.0 else self.ratio_weight
+            self.ratios[b] = w * seen + (1 - w) * (ratio or 0.0)
         self.base = (1 - weight) * self.base + weight * seconds / self.ratios[b]
 
     @property

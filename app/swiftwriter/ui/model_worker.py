@@ -42,9 +42,11 @@ def _start(parent: QObject, worker: QObject, finished_signal, slots: dict) -> QT
     thread = QThread(parent)
     worker.moveToThread(thread)
     thread.started.connect(worker.run)
-    for name, slot in slots.items():
-        if slot is not None:
-            (thread.finished if name == "finished" else getattr(worker, name)).connect(slot)
+    finished = slots.pop("finished", None)
+    if finished is not None:
+        thread.finished.connect(finished)
+    for name, slot in slots.items():  # the worker's own signals, by name
+        getattr(worker, name).connect(slot)
     finished_signal.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     worker.failed.connect(thread.quit, Qt.ConnectionType.DirectConnection)
     thread.start()

@@ -1,0 +1,27 @@
+"""The CLI on a tiny random model: the model loader replaced, token ids as text (shared by the
+command tests; not a test module)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+
+class IdTokenizer:
+    """Text '5 9 12' is token ids 5, 9, 12: the tiny model needs no real tokenizer."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return SimpleNamespace(input_ids=[int(w) for w in text.split()])
+
+
+def install_tiny(monkeypatch, model) -> None:
+    """The CLI's model loader returns `model` (with the id tokenizer): nothing is converted."""
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=Path("."))
+    loaded = LoadedModel(entry=entry, model=model, tokenizer=IdTokenizer(), device="cpu",
+                         dtype="float32")  # fmt: skip
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
