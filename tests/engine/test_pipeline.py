@@ -84,3 +84,23 @@ def test_penalty_direction_and_filters():
 def test_absurd_settings_are_refused(kwargs):
     with pytest.raises(UserError):
         SamplingSettings(**kwargs)
+
+
+def test_a_draw_among_the_kept_tokens_has_the_filtered_distribution():
+    """`choose` draws among the tokens the filters kept (the fast path after min-p): the
+    frequencies match the softmax of the processed row and filtered ids never appear."""
+    pipeline = LogitsPipeline(SamplingSettings(greedy=False, min_p=0.2))
+    logits = torch.full((64,), -5.0)
+    logits[[3, 10, 40, 41]] = torch.tensor([2.0, 1.5, 1.0, 0.4])
+    processed = pipeline.process(logits, None)
+    kept = torch.nonzero(processed != float("-inf")).squeeze(-1).tolist()
+    assert kept == [3, 10, 40, 41]  # a few of 64: the fast path
+    want = processed.softmax(-1)
+    rng = torch.Generator().manual_seed(5)
+    n = 20_000
+    counts = torch.zeros(64)
+    for _ in range(n):
+        counts[pipeline.choose(processed, rng)] += 1
+    assert counts.sum() == counts[kept].sum()
+    total_variation = 0.5 * float((counts / n - want).abs().sum())
+    assert total_variation < 0.015, total_variation
