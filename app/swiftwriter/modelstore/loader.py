@@ -5,6 +5,7 @@ Every load is `local_files_only`; remote code runs only for a model whose user e
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import time
@@ -78,6 +79,27 @@ def measure_cpu_dtype() -> str:
     return choice
 
 
+def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
+    """Up to how many rows the stock weight layout is the faster one on this machine and model
+    (engine/layout.py): measured once (about a second) and remembered."""
+    cache = paths.data_dir() / "few-rows.json"
+    key = f"{entry.id}|{dtype}|{platform.processor()}|{platform.machine()}|{_torch_version()}"
+    try:
+        known = json.loads(cache.read_text()) if cache.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    if isinstance(known.get(key), int):
+        return known[key]
+    from swiftwriter.engine.layout import measure_few_rows
+
+    known[key] = measure_few_rows(model)
+    with contextlib.suppress(OSError):
+        cache.write_text(json.dumps(known, indent=1))
+    return known[key]
+
+
 def _torch_version() -> str:
     import torch
 
@@ -136,9 +158,10 @@ def load(
         model.to(device)
     model.eval()
     if cpu_layout and device == "cpu" and device_map is None:
-        from swiftwriter.engine.layout import transpose_linear_weights
+        from swiftwriter.engine.layout import add_few_row_copies, transpose_linear_weights
 
         transpose_linear_weights(model)
+        add_few_row_copies(model, few_rows_here(entry, model, dtype))
     loaded = LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
     if with_drafter:
         loaded.drafter, loaded.drafter_status = load_drafter(loaded)
