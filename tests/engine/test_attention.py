@@ -10,14 +10,16 @@ from transformers import DynamicCache
 from tests.conftest import build_tiny
 
 
-def tree_pass(model, ids, fold: bool, prefix: int = 30):
+def tree_pass(model, ids, fold: bool, prefix: int = 30, hidden=(5, 2), as_bool=False):
     cache = DynamicCache(config=model.config)
     model.model(input_ids=ids[:, :prefix], cache=cache, use_cache=True)
     n = ids.shape[1] - prefix
     allowed = torch.ones(n, prefix + n, dtype=torch.bool)
     allowed[:, prefix:] = torch.tril(torch.ones(n, n, dtype=torch.bool))
-    allowed[5, prefix + 2] = False  # a branch: node 5 does not see node 2
+    allowed[hidden[0], prefix + hidden[1]] = False  # a branch: node 5 does not see node 2
     mask = torch.zeros(n, prefix + n).masked_fill_(~allowed, torch.finfo(torch.float32).min)
+    if as_bool:
+        mask = allowed
     calls = []
     original = torch.nn.functional.scaled_dot_product_attention
 
@@ -52,3 +54,21 @@ def test_folded_attention_matches_stock(arch):
     folded, calls = tree_pass(model, ids, fold=True)
     assert torch.allclose(stock, folded, atol=1e-5)
     assert calls and all(q == k == 2 for q, k in calls)  # 4 query heads folded onto 2 KV heads
+
+
+def test_folded_masks_follow_each_pass_and_accept_bool_masks():
+    """Every layer of a pass shares one folded mask: a later pass with another mask of the same
+    shape must not see the earlier one, and a bool mask means what SDPA makes of it."""
+    model = build_tiny("llama", seed=4)
+    ids = torch.randint(2, 256, (1, 42), generator=torch.Generator().manual_seed(0))
+    stock_a, _ = tree_pass(model, ids, fold=False, hidden=(5, 2))
+    stock_b, _ = tree_pass(model, ids, fold=False, hidden=(9, 7))
+    assert not torch.allclose(stock_a, stock_b, atol=1e-4)
+    assert attention.install(model)
+    folded_a, _ = tree_pass(model, ids, fold=True, hidden=(5, 2))
+    folded_b, _ = tree_pass(model, ids, fold=True, hidden=(9, 7))
+    assert torch.allclose(folded_a, stock_a, atol=1e-5)
+    assert torch.allclose(folded_b, stock_b, atol=1e-5)
+    as_bool, calls = tree_pass(model, ids, fold=True, hidden=(9, 7), as_bool=True)
+    assert calls and all(q == k == 2 for q, k in calls)
+    assert torch.allclose(as_bool, stock_b, atol=1e-5)

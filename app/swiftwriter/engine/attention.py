@@ -41,11 +41,31 @@ def folded_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=
         )
     b, hq, _, d = query.shape
     q = query.reshape(b, hq // groups, groups * n, d)
-    mask = attention_mask[..., : key.shape[2]].repeat(1, 1, groups, 1)
+    mask = _folded_mask(attention_mask, key.shape[2], groups, query.dtype)
     out = torch.nn.functional.scaled_dot_product_attention(
         q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling
     )
     return out.reshape(b, hq, n, d).transpose(1, 2).contiguous(), None
+
+
+_LAST_MASK: list = [None]  # (mask, length, groups, dtype, folded): every layer of a pass shares it
+
+
+def _folded_mask(mask: torch.Tensor, length: int, groups: int, dtype) -> torch.Tensor:
+    """The pass's mask cut to the keys, as an additive float mask, repeated for the folded query
+    heads: built by the first layer and reused by the others (the same mask object: holding it
+    keeps its identity from being reused), instead of a copy and a bool conversion per layer."""
+    last = _LAST_MASK[0]
+    if last is not None and last[0] is mask and last[1:4] == (length, groups, dtype):
+        return last[4]
+    cut = mask[..., :length]
+    if cut.dtype == torch.bool:  # what SDPA would do per call: -inf where not allowed
+        cut = torch.zeros(cut.shape, dtype=dtype, device=cut.device).masked_fill_(
+            ~cut, float("-inf")
+        )
+    folded = cut.repeat(1, 1, groups, 1)
+    _LAST_MASK[0] = (mask, length, groups, dtype, folded)
+    return folded
 
 
 def install(model) -> bool:
