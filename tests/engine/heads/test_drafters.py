@@ -133,3 +133,36 @@ def test_drafting_with_a_drafter_stays_exact(tiny_llama, tiny_data, trained, kin
         assert stats["accepted_by_source_depth"].get("heads:2", 0) > 0
     # The pre-norm hook is removed when the run ends.
     assert not tiny_llama.get_decoder().layers[-1]._forward_hooks
+
+
+def test_drafts_get_half_the_penalty_and_the_models_own_guess_all_of_it(tiny_llama, trained):
+    """The drafter's logits are scored with 1 + (penalty - 1) / 2 (its margins are smaller than
+    the model's: the full penalty knocks out tokens the target keeps); the model's own logits
+    in draft-pass mode get the run's penalty, exactly as the target does."""
+    from swiftwriter.engine.heads.source import DrafterSource
+
+    source = DrafterSource(trained["recurrent"], tiny_llama)
+    source.start(SamplingSettings(greedy=True, penalty=1.2, window=64), 256)
+    assert source.penalty == 1.2 and source.draft_penalty == pytest.approx(1.1)
+    states = torch.randn(
+        2, tiny_llama.config.hidden_size, generator=torch.Generator().manual_seed(1)
+    )
+    logits = states @ source.w_t
+    presence = torch.zeros(logits.shape[-1], dtype=torch.bool)
+    presence[logits[0].topk(5).indices] = True
+
+    def scored(theta):
+        penalised = torch.where(logits > 0, logits / theta, logits * theta)
+        return torch.where(presence, penalised, logits).softmax(-1)
+
+    torch.testing.assert_close(source._probs(states, presence), scored(1.1))
+    assert not torch.allclose(source._probs(states, presence), scored(1.2))
+    # draft-pass mode: the model's own next-token logits are the first level, fully penalised
+    base = torch.randn(256, generator=torch.Generator().manual_seed(2)) * 4
+    full = torch.zeros(256, dtype=torch.bool)
+    full[base.topk(3).indices] = True
+    source.observe(base.topk(3).indices.tolist())
+    source.set_pass_feature(states[0], base)
+    first = source.propose([5], 8)[0]
+    penalised = torch.where(base > 0, base / 1.2, base * 1.2)
+    assert first.tokens == (int(torch.where(full, penalised, base).argmax()),)
