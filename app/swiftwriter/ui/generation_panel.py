@@ -30,8 +30,7 @@ from swiftwriter.ui.settings import PRESETS
 PRESET_DRAFTING = {
     "Conservative": DraftSettings(max_nodes=8, max_depth=8),
     "Balanced": DraftSettings(),
-    # Fast also drafts with the model's learned drafter (heads) when it has one.
-    "Fast": DraftSettings(max_nodes=64, max_depth=32, sources=("heads", "ngram", "suffix")),
+    "Fast": DraftSettings(max_nodes=64, max_depth=32),
 }
 UNITS = ("words", "tokens")
 CONTEXT_POLICIES = {"Stop": "stop", "Slide window": "slide"}
