@@ -56,6 +56,7 @@ def test_no_copies_over_the_memory_limit_or_when_not_faster(relaid):
     assert add_few_row_copies(model, few_rows=0) == 0
     assert not any(isinstance(m, FewRowLinear) for m in model.modules())
     assert measure_few_rows(model, candidates=(1, 2), reps=1) in (0, 1, 2)
+    assert measure_few_rows(model, candidates=(1, 2), reps=1, max_bytes=1000) == 0
 
 
 def test_generation_with_the_copies_equals_generation_without(relaid):

@@ -79,13 +79,19 @@ def _decoder_linears(model: nn.Module) -> list[nn.Linear]:
     ]
 
 
-def add_few_row_copies(model: nn.Module, few_rows: int, max_bytes: int = 3 << 29) -> int:
+COPY_LIMIT = 3 << 29  # 1.5 GiB of copies at most: larger models keep the one layout
+
+
+def _copy_bytes(linears: list[nn.Linear]) -> int:
+    return sum(m.weight.numel() * m.weight.element_size() for m in linears)
+
+
+def add_few_row_copies(model: nn.Module, few_rows: int, max_bytes: int = COPY_LIMIT) -> int:
     """Give each decoder Linear a row-major copy for passes of <= `few_rows` rows (see
     FewRowLinear); nothing when `few_rows` < 1 or the copies would exceed `max_bytes`.
     Returns how many Linears got one."""
     linears = _decoder_linears(model)
-    size = sum(m.weight.numel() * m.weight.element_size() for m in linears)
-    if few_rows < 1 or not linears or size > max_bytes:
+    if few_rows < 1 or not linears or _copy_bytes(linears) > max_bytes:
         return 0
     with torch.no_grad():
         for m in linears:
@@ -97,14 +103,16 @@ def add_few_row_copies(model: nn.Module, few_rows: int, max_bytes: int = 3 << 29
     return sum(isinstance(m, FewRowLinear) for m in linears)
 
 
-def measure_few_rows(model: nn.Module, candidates=(1, 2, 3, 4, 6, 8), reps: int = 3) -> int:
+def measure_few_rows(
+    model: nn.Module, candidates=(1, 2, 3, 4, 6, 8), reps: int = 3, max_bytes: int = COPY_LIMIT
+) -> int:
     """The largest row count up to which the row-major copy is faster here, streaming all of
     the model's decoder Linears like a pass does (about a second for the default model);
-    0 when it never is."""
+    0 when it never is, or when the copies would not be made anyway (over `max_bytes`)."""
     import time
 
     linears = _decoder_linears(model)
-    if not linears:
+    if not linears or _copy_bytes(linears) > max_bytes:
         return 0
     rows_major = [m.weight.detach().contiguous() for m in linears]
     best = 0
