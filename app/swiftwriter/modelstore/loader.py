@@ -47,57 +47,67 @@ def pick_device(device: str = "auto") -> str:
     return device
 
 
-def measure_cpu_dtype() -> str:
-    """bf16 only pays on CPUs with bf16 matrix units (AMX, AVX512-BF16); time both and cache it."""
-    cache = paths.data_dir() / "cpu-dtype.json"
-    key = f"{platform.processor()}|{platform.machine()}|{_torch_version()}"
-    if cache.is_file():
-        try:
-            data = json.loads(cache.read_text())
-            if data.get("key") == key:
-                return data["dtype"]
-        except (OSError, ValueError, KeyError):
-            pass
-    import torch
-
-    def bench(dtype) -> float:
-        a = torch.randn(64, 576, dtype=dtype)
-        b = torch.randn(576, 1536, dtype=dtype)
-        for _ in range(3):
-            a @ b
-        best = float("inf")
-        for _ in range(5):
-            t = time.perf_counter()
-            for _ in range(20):
-                a @ b
-            best = min(best, time.perf_counter() - t)
-        return best
-
-    fp32, bf16 = bench(torch.float32), bench(torch.bfloat16)
-    choice = "bfloat16" if bf16 < 0.8 * fp32 else "float32"
-    cache.write_text(json.dumps({"key": key, "dtype": choice, "fp32_s": fp32, "bf16_s": bf16}))
-    return choice
-
-
-def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
-    """Up to how many rows the stock weight layout is the faster one on this machine and model
-    (engine/layout.py): measured once (about a second) and remembered."""
-    cache = paths.data_dir() / "few-rows.json"
-    key = f"{entry.id}|{dtype}|{platform.processor()}|{platform.machine()}|{_torch_version()}"
+def _remembered(key: str, measure, valid):
+    """A per-machine measurement kept in the data folder's measurements.json under `key`:
+    measured on first use, read back afterwards (an unreadable or unwritable file only means
+    measuring again)."""
+    cache = paths.data_dir() / "measurements.json"
     try:
         known = json.loads(cache.read_text()) if cache.is_file() else {}
     except (OSError, ValueError):
         known = {}
     if not isinstance(known, dict):
         known = {}
-    if isinstance(known.get(key), int):
-        return known[key]
+    if not valid(known.get(key)):
+        known[key] = measure()
+        with contextlib.suppress(OSError):
+            cache.write_text(json.dumps(known, indent=1))
+    return known[key]
+
+
+def _machine_key() -> str:
+    return f"{platform.processor()}|{platform.machine()}|{_torch_version()}"
+
+
+def measure_cpu_dtype() -> str:
+    """bf16 only pays on CPUs with bf16 matrix units (AMX, AVX512-BF16); time both and cache it."""
+
+    def measure() -> dict:
+        import torch
+
+        def bench(dtype) -> float:
+            a = torch.randn(64, 576, dtype=dtype)
+            b = torch.randn(576, 1536, dtype=dtype)
+            for _ in range(3):
+                a @ b
+            best = float("inf")
+            for _ in range(5):
+                t = time.perf_counter()
+                for _ in range(20):
+                    a @ b
+                best = min(best, time.perf_counter() - t)
+            return best
+
+        fp32, bf16 = bench(torch.float32), bench(torch.bfloat16)
+        choice = "bfloat16" if bf16 < 0.8 * fp32 else "float32"
+        return {"dtype": choice, "fp32_s": fp32, "bf16_s": bf16}
+
+    found = _remembered(
+        f"dtype|{_machine_key()}", measure, lambda v: isinstance(v, dict) and "dtype" in v
+    )
+    return found["dtype"]
+
+
+def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
+    """Up to how many rows the stock weight layout is the faster one on this machine and model
+    (engine/layout.py): measured once (about a second) and remembered."""
     from swiftwriter.engine.layout import measure_few_rows
 
-    known[key] = measure_few_rows(model)
-    with contextlib.suppress(OSError):
-        cache.write_text(json.dumps(known, indent=1))
-    return known[key]
+    return _remembered(
+        f"few-rows|{entry.id}|{dtype}|{_machine_key()}",
+        lambda: measure_few_rows(model),
+        lambda v: isinstance(v, int),
+    )
 
 
 def _torch_version() -> str:
