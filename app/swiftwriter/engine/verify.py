@@ -14,6 +14,7 @@ import torch
 
 from swiftwriter.engine.attention import folding, install
 from swiftwriter.engine.kvcache import GrowingLayer, growing_cache
+from swiftwriter.engine.leanpass import LeanDecoder, supports
 from swiftwriter.engine.trie import Trie
 
 
@@ -48,7 +49,7 @@ def execution_device(module) -> torch.device:
 class ModelRunner:
     """Owns the KV cache of one generation and runs the target model over tries."""
 
-    def __init__(self, model, prefill_chunk: int = 2048):
+    def __init__(self, model, prefill_chunk: int = 2048, lean: bool = True):
         self.model = model
         self.config = model.config
         self.decoder = model.get_decoder()
@@ -67,6 +68,13 @@ class ModelRunner:
         self.gqa = self.input_device.type == "cpu"
         self.fold = install(model)  # grouped query heads folded, K/V never copied (attention.py)
         self.cache = growing_cache(self.config)
+        # Our passes skip transformers' per-layer machinery where the arithmetic is Llama's
+        # (leanpass.py); prefill and every other model keep the stock forward.
+        self.lean = (
+            LeanDecoder(model)
+            if self.lazy_head and lean and supports(model) and self._growing()
+            else None
+        )
         self.length = 0  # tokens in the cache
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
@@ -93,6 +101,9 @@ class ModelRunner:
         if kind == "final":
             return None if self._hidden is None else self._hidden[node]
         return None if self._prenorm is None else self._prenorm[node]
+
+    def _growing(self) -> bool:
+        return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers)
 
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
@@ -138,6 +149,14 @@ class ModelRunner:
         n = len(trie)
         ids = torch.tensor([trie.tokens], device=self.input_device)
         pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
+        if self.lean is not None:
+            allowed = trie.ancestor_mask() if n > 1 else None
+            self._hidden, prenorm = self.lean.forward(ids[0], pos[0], allowed, self.cache)
+            self._prenorm = prenorm if self._capture is not None else None
+            self._logits = None
+            self._row_logits = {}
+            self._pending = n
+            return
         mask = None if trie.is_chain() else self.tree_mask(trie)
         with _native_gqa(self.gqa and n > 1), folding(self.fold and n > 1):
             if self.lazy_head:

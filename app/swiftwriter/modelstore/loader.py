@@ -169,9 +169,11 @@ def load(
     model.eval()
     if cpu_layout and device == "cpu" and device_map is None:
         from swiftwriter.engine.layout import add_few_row_copies, transpose_linear_weights
+        from swiftwriter.engine.leanpass import merge_projections
 
         transpose_linear_weights(model)
         add_few_row_copies(model, few_rows_here(entry, model, dtype))
+        merge_projections(model)
     loaded = LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
     if with_drafter:
         loaded.drafter, loaded.drafter_status = load_drafter(loaded)

@@ -1,0 +1,203 @@
+"""A lean decoder forward for our verification passes on Llama-family models.
+
+A pass of one to a few tokens on a CPU is bound by streaming the weights from memory (about
+30 of its 50 ms on the default model); the rest was transformers' per-layer machinery: module
+calls, kwargs, rotary tables rebuilt per layer, the attention interface and a GQA copy of the
+keys and values. This walks the same modules' weights with the same arithmetic (the stock
+RMSNorm op sequence, the model's own rotary embedding, SDPA) in a few tensor ops per layer:
+query heads folded onto their key/value head, one mask per pass, q/k/v and gate/up read
+through merged weights when `merge_projections` has laid them out (views into one tensor per
+layer: no extra memory; the modules see the same values).
+
+Only for decoders whose layers are exactly Llama's (Llama, Mistral without sliding windows,
+Qwen2 with its q/k/v biases); anything else (another architecture, accelerate's offloading
+hooks, sliding-window layers) keeps transformers' own forward."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+_LAYERS = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"}
+
+
+def _rms(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, op for op (so the values are the stock ones)."""
+    dtype = x.dtype
+    h = x.to(torch.float32)
+    var = h.pow(2).mean(-1, keepdim=True)
+    h = h * torch.rsqrt(var + norm.variance_epsilon)
+    return norm.weight * h.to(dtype)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _linear(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return module.forward(x)  # no hooks on these modules (checked in `supports`)
+
+
+class Merged:
+    """Projections that read one input, laid out as one weight: `cols` is [in, out] (the fast
+    layout from four rows up), `rows` the stock [out, in] copy for passes of <= `few_rows`
+    rows when the model keeps one (layout.FewRowLinear); the modules' own weights become views
+    into these, so the model holds no second copy."""
+
+    def __init__(self, modules: list[nn.Linear]):
+        self.sizes = [m.weight.shape[0] for m in modules]
+        with torch.no_grad():
+            self.cols = torch.cat([m.weight.detach().t() for m in modules], dim=1).contiguous()
+            rows = [getattr(m, "weight_rows", None) for m in modules]
+            self.few_rows = (
+                getattr(modules[0], "few_rows", 0) if all(r is not None for r in rows) else 0
+            )
+            self.rows = torch.cat(rows, dim=0) if self.few_rows else None
+            biases = [m.bias for m in modules]
+            self.bias = (
+                torch.cat([b.detach() for b in biases])
+                if all(b is not None for b in biases)
+                else None
+            )
+            start = 0
+            for m, size in zip(modules, self.sizes, strict=True):
+                end = start + size
+                m.weight = nn.Parameter(self.cols[:, start:end].t(), requires_grad=False)
+                if self.rows is not None:
+                    m.weight_rows = self.rows[start:end]
+                if self.bias is not None:
+                    m.bias = nn.Parameter(self.bias[start:end], requires_grad=False)
+                start = end
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rows is not None and x.shape[0] <= self.few_rows:
+            return F.linear(x, self.rows, self.bias)
+        out = x @ self.cols
+        return out if self.bias is None else out + self.bias
+
+
+def merge_projections(model) -> int:
+    """Lay each supported layer's q/k/v and gate/up weights out as one tensor each (values
+    unchanged); returns how many layers were merged. Only for `supports(model)` models."""
+    if not supports(model):
+        return 0
+    merged = 0
+    for layer in model.get_decoder().layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        if getattr(attn, "sw_qkv", None) is not None:
+            continue
+        if any(p.device.type != "cpu" or p.is_meta for p in layer.parameters()):
+            continue
+        attn.sw_qkv = Merged([attn.q_proj, attn.k_proj, attn.v_proj])
+        mlp.sw_gate_up = Merged([mlp.gate_proj, mlp.up_proj])
+        merged += 1
+    return merged
+
+
+def supports(model) -> bool:
+    """True when the lean forward computes exactly what this model's decoder computes."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    layers = getattr(decoder, "layers", None)
+    if decoder is None or layers is None or len(layers) == 0:
+        return False
+    if any(type(layer).__name__ not in _LAYERS for layer in layers):
+        return False
+    config = model.config
+    if getattr(config, "use_sliding_window", False) or (
+        config.model_type == "mistral" and getattr(config, "sliding_window", None)
+    ):
+        return False
+    kinds = getattr(config, "layer_types", None)
+    if kinds and any(kind != "full_attention" for kind in kinds):
+        return False
+    if getattr(config, "hidden_act", "silu") != "silu":
+        return False
+    if any(getattr(m, "_hf_hook", None) is not None for m in model.modules()):
+        return False
+    if any(m._forward_hooks or m._forward_pre_hooks for m in decoder.modules()):
+        return False
+    if getattr(decoder, "rotary_emb", None) is None or getattr(decoder, "norm", None) is None:
+        return False
+    return all(
+        getattr(layer.self_attn, name, None) is not None
+        for layer in layers
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj")
+    )
+
+
+class LeanDecoder:
+    """The decoder's forward for a verification pass over `n` tokens (a flattened trie)."""
+
+    def __init__(self, model):
+        self.decoder = model.get_decoder()
+        self.layers = list(self.decoder.layers)
+        attn = self.layers[0].self_attn
+        self.head_dim = attn.head_dim
+        self.groups = attn.num_key_value_groups
+        self.kv_heads = model.config.num_key_value_heads
+        self.heads = self.kv_heads * self.groups
+        self.scaling = attn.scaling
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        allowed: torch.Tensor | None,
+        cache,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids, positions: [n]; allowed: bool [n, n] (which pass tokens each may see; None
+        for one token); cache: the run's DynamicCache, extended by n. Returns the final-norm
+        hidden states [n, D] and the last layer's output before that norm."""
+        n = ids.shape[0]
+        d, g, hk, hq = self.head_dim, self.groups, self.kv_heads, self.heads
+        h = self.decoder.embed_tokens(ids)
+        cos, sin = self.decoder.rotary_emb(h[None], positions[None])
+        cos, sin = cos[0, :, None, :], sin[0, :, None, :]  # [n, 1, d]
+        mask = None
+        if n > 1:
+            past = cache.get_seq_length()
+            mask = torch.zeros(n, past + n, dtype=h.dtype, device=h.device)
+            mask[:, past:].masked_fill_(~allowed.to(h.device), torch.finfo(h.dtype).min)
+            mask = mask.repeat(g, 1)[None, None]  # rows follow the folded query layout
+        for index, layer in enumerate(self.layers):
+            attn, mlp = layer.self_attn, layer.mlp
+            x = _rms(h, layer.input_layernorm)
+            qkv = getattr(attn, "sw_qkv", None)
+            if qkv is not None:
+                qkv = qkv(x)
+                qk = qkv[:, : (hq + hk) * d].view(n, hq + hk, d)
+                qk = qk * cos + _rotate_half(qk) * sin
+                q, k = qk[:, :hq], qk[:, hq:]
+                v = qkv[:, (hq + hk) * d :].view(n, hk, d)
+            else:
+                q = _linear(attn.q_proj, x).view(n, hq, d)
+                k = _linear(attn.k_proj, x).view(n, hk, d)
+                v = _linear(attn.v_proj, x).view(n, hk, d)
+                q = q * cos + _rotate_half(q) * sin
+                k = k * cos + _rotate_half(k) * sin
+            keys, values = cache.layers[index].update(
+                k.transpose(0, 1)[None], v.transpose(0, 1)[None]
+            )
+            if n == 1:  # transformers' own one-token path (SDPA's native GQA): same values
+                o = F.scaled_dot_product_attention(
+                    q.transpose(0, 1)[None], keys, values, scale=self.scaling, enable_gqa=True
+                ).reshape(1, hq * d)
+            else:  # a group's query heads become rows of their K/V head: no K/V copy
+                q = q.reshape(n, hk, g, d).permute(1, 2, 0, 3).reshape(1, hk, g * n, d)
+                o = F.scaled_dot_product_attention(
+                    q, keys, values, attn_mask=mask, scale=self.scaling
+                )
+                o = o.view(hk, g, n, d).permute(2, 0, 1, 3).reshape(n, hq * d)
+            h = h + _linear(attn.o_proj, o)
+            x = _rms(h, layer.post_attention_layernorm)
+            gate_up = getattr(mlp, "sw_gate_up", None)
+            if gate_up is not None:
+                x = gate_up(x)
+                half = x.shape[-1] // 2
+                x = F.silu(x[:, :half]) * x[:, half:]
+            else:
+                x = F.silu(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x)
+            h = h + _linear(mlp.down_proj, x)
+        return _rms(h, self.decoder.norm), h
