@@ -4,8 +4,11 @@ without freezing on a measurement taken in a noisy minute."""
 from __future__ import annotations
 
 import random
+import time
 
-from swiftwriter.engine.estimate import CostModel
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+from swiftwriter.engine.estimate import CostModel, SourceGate
+from swiftwriter.engine.sources import Candidate, CandidateSource
 from swiftwriter.engine.trie import best_size
 
 
@@ -49,3 +52,52 @@ def test_follows_a_growing_context_and_learns_the_true_shape():
     for n, ratio in truth.items():
         assert abs(costs(n) - ratio) < 0.1 * ratio, (n, costs(n))
     assert abs(costs.seconds[1] - 0.05 * 4) < 0.05 * 4 * 0.2  # the base followed the drift
+
+
+def test_a_costly_source_that_saves_nothing_is_asked_only_to_probe():
+    gate = SourceGate(probe=4, warmup=8)
+    asked = []
+    for _ in range(80):
+        wanted = gate.wanted()
+        asked.append(wanted)
+        if wanted:
+            gate.observe(0.004, -0.001)  # 4 ms per call, its drafts cost more than they saved
+    assert all(asked[:8])
+    assert sum(asked[8:]) == len(asked[8:]) // 4  # every 4th step after the warm-up
+    assert gate.skipped == len(asked) - sum(asked)
+    for _ in range(200):  # the text changes: its drafts now save a pass a step
+        if gate.wanted():
+            gate.observe(0.004, 0.05)
+    assert all(gate.wanted() for _ in range(20))
+
+
+def test_the_generator_stops_asking_a_costly_source_whose_drafts_fail(tiny_llama):
+    """A gated source that always guesses wrong: asked on the warm-up steps and then on every
+    probe step only; the output is unchanged (greedy equals plain decoding)."""
+
+    class WrongAndSlow(CandidateSource):
+        name = "heads"
+        gated = True
+
+        def __init__(self):
+            self.calls = 0
+
+        def observe(self, tokens):
+            pass
+
+        def propose(self, context, max_candidates):
+            self.calls += 1
+            time.sleep(0.002)
+            return [Candidate(self.name, (2,), 0)]  # token 2: (almost) never the model's choice
+
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
+    prompt = list(range(10, 40))
+    plain = Generator(tiny_llama, sampling, DraftSettings.plain(), calibrate=False)
+    want = [t for ev in plain.generate(prompt, 80) for t in ev.tokens]
+    source = WrongAndSlow()
+    drafting = DraftSettings(sources=(), max_nodes=1, adaptive=False)
+    gen = Generator(tiny_llama, sampling, drafting, sources=[source], calibrate=False)
+    got = [t for ev in gen.generate(prompt, 80) for t in ev.tokens]
+    assert got == want
+    assert gen.stats.gated_skips > 40
+    assert source.calls + gen.stats.gated_skips == gen.stats.forward_passes

@@ -136,3 +136,34 @@ class ShadowLearner:
             matched[node] = ok
             for src in trie.sources[node]:
                 self.estimator.record(src, depth, trie.ranks[node], ok)
+
+
+class SourceGate:
+    """Whether a source that costs real time per call (the learned drafter: a few ms, whatever
+    the trie then keeps) is worth calling this step. Under the sampler its guesses are often
+    priced out of the trie or rejected, and calling it every step then makes a run slower than
+    plain decoding. The gate keeps decayed sums of the source's time and of the time its drafts
+    saved (drafts accepted from it alone x the one-token pass time, less its share of the
+    extra verification cost); while the saving stays below the cost the source is asked only
+    every `probe`-th step, so a text where it starts being right wins it back."""
+
+    def __init__(self, probe: int = 4, decay: float = 0.98, warmup: int = 16):
+        self.probe, self.decay, self.warmup = probe, decay, warmup
+        self.cost = self.saved = 0.0
+        self.calls = self.skipped = self._since = 0
+
+    def wanted(self) -> bool:
+        if self.calls < self.warmup or self.saved >= self.cost:
+            return True
+        self._since += 1
+        if self._since >= self.probe:
+            self._since = 0
+            return True
+        self.skipped += 1
+        return False
+
+    def observe(self, seconds: float, saved_s: float) -> None:
+        """One call took `seconds`; its drafts saved `saved_s` (negative when they cost more)."""
+        self.calls += 1
+        self.cost = self.cost * self.decay + seconds
+        self.saved = self.saved * self.decay + saved_s

@@ -18,7 +18,12 @@ from dataclasses import dataclass
 import torch
 
 from swiftwriter.engine import quality
-from swiftwriter.engine.estimate import AcceptanceEstimator, CostModel, ShadowLearner
+from swiftwriter.engine.estimate import (
+    AcceptanceEstimator,
+    CostModel,
+    ShadowLearner,
+    SourceGate,
+)
 from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.sources import CandidateSource, build_sources
@@ -133,6 +138,7 @@ class Generator:
 
             draft_pass = DraftPass(self.model, self.drafting.partial_budget)
         estimator = AcceptanceEstimator()
+        gates = {id(s): SourceGate() for s in sources if getattr(s, "gated", False)}
         learner = ShadowLearner(estimator)
         window = PenaltyWindow(self.vocab_size, sampling.window, device=runner.device)
         rng = None
@@ -177,12 +183,8 @@ class Generator:
                     self._slide(runner, view, committed, stats, len(produced), readers)
                 remaining = min(max_new_tokens - len(produced), self._room(committed))
                 t_draft = time.perf_counter()
-                trie = build_trie(
-                    committed[-1],
-                    self._candidates(sources, committed),
-                    estimator,
-                    self.drafting.max_depth,
-                )
+                candidates, gated_s = self._candidates(sources, committed, gates, stats)
+                trie = build_trie(committed[-1], candidates, estimator, self.drafting.max_depth)
                 learner.add(len(committed), trie)
                 budget = min(self.drafting.max_nodes, remaining - 1)
                 keep = 0
@@ -203,6 +205,7 @@ class Generator:
                     if feature is not None:
                         src.set_feature(feature)
                 runner.compact([0] + path)
+                self._judge_gated(gates, gated_s, sources, trie, path)
                 self.costs.observe(len(trie), t_after - t_verify)
                 by_source: Counter = Counter()
                 by_depth = [0] * len(path)
@@ -249,13 +252,36 @@ class Generator:
             runner.close()
 
     # -- pieces -----------------------------------------------------------------------------
-    def _candidates(self, sources, committed):
+    def _candidates(self, sources, committed, gates, stats: RunStats):
+        """Every source's proposals, and the seconds each gated source took (id -> s)."""
         if self.drafting.max_nodes <= 0:
-            return []
-        out = []
+            return [], {}
+        out, gated_s = [], {}
         for src in sources:
+            gate = gates.get(id(src))
+            if gate is not None and not gate.wanted():
+                stats.gated_skips += 1
+                continue
+            t = time.perf_counter()
             out.extend(src.propose(committed, self.drafting.ngram_branches))
-        return out
+            if gate is not None:
+                gated_s[id(src)] = time.perf_counter() - t
+        return out, gated_s
+
+    def _judge_gated(self, gates, gated_s, sources, trie, path) -> None:
+        """Tell each gated source that was asked what its drafts saved this step: a pass for
+        every accepted node only it proposed, less its nodes' share of the pass's extra cost."""
+        if not gated_s:
+            return
+        one = self.costs.base or 0.0
+        extra = (self.costs(len(trie)) - 1.0) * one
+        drafted = max(1, len(trie) - 1)
+        for src in sources:
+            if id(src) not in gated_s:
+                continue
+            mine = sum(src.name in trie.sources[node] for node in range(1, len(trie)))
+            alone = sum(trie.sources[node] == (src.name,) for node in path)
+            gates[id(src)].observe(gated_s[id(src)], alone * one - extra * mine / drafted)
 
     def _walk(self, trie, runner: ModelRunner, window: PenaltyWindow, rng, remaining: int):
         """Follow the target's choices down the trie. Returns (accepted node path, new tokens)."""

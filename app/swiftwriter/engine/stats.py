@@ -44,6 +44,7 @@ class RunStats:
     kv_tokens_cap: int | None = None
     source_sizes: dict = field(default_factory=dict)  # name -> {"entries": n, "cap": c}
     quality: dict = field(default_factory=dict)  # quality.summary of the output, set at the end
+    gated_skips: int = 0  # steps on which a costly source (the drafter) was not asked
 
     def add(self, step: StepStats) -> None:
         self.tokens += step.new_tokens
@@ -98,6 +99,7 @@ class RunStats:
             "draft_s": round(self.draft_s, 4),
             "verify_s": round(self.verify_s, 4),
             "overhead_s": round(self.overhead_s, 4),
+            "gated_skips": self.gated_skips,
             "seconds": round(self.seconds, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,

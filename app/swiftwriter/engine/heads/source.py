@@ -37,6 +37,7 @@ def confidence_rank(p: float) -> int:
 
 class DrafterSource(CandidateSource):
     name = "heads"
+    gated = True  # a few ms per call: asked only while its drafts save more (SourceGate)
 
     def __init__(
         self,
