@@ -124,8 +124,8 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
     after_cancel = doc.text + cancelled.text
     assert project.document(doc.id).text == after_cancel
 
-    decoder = model.get_decoder()  # every engine path runs the decoder stack
-    forward = decoder.forward
+    embed = model.get_input_embeddings()  # every engine path (stock or lean pass) embeds first
+    forward = embed.forward
     passes = [0]
 
     def failing_forward(*args, **kwargs):
@@ -134,13 +134,13 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
             raise RuntimeError("device lost")
         return forward(*args, **kwargs)
 
-    decoder.forward = failing_forward
+    embed.forward = failing_forward
     with pytest.raises(RuntimeError, match="device lost"):
         DocumentSession(
             project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
             drafting=DraftSettings.plain(), max_new_tokens=50, flush_interval=0,
         ).run()  # fmt: skip
-    del decoder.forward
+    del embed.forward
     failed = project.generations(doc.id)[-1]
     assert failed.status == "failed" and "device lost" in failed.error
     assert failed.n_tokens > 0 and not failed.applied
