@@ -33,7 +33,8 @@ from swiftwriter.engine.verify import ModelRunner
 from swiftwriter.engine.window import ContextWindow
 from swiftwriter.errors import UserError
 
-# One cost model per model object: measured once, then refined by every run on that model.
+# One cost model per model object and pass kind (invariant or not): measured once, then refined
+# by every run on that model.
 _COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -67,8 +68,14 @@ class Generator:
         calibrate: bool = True,
         context: ContextSettings | None = None,
         drafter=None,
+        invariant: bool = True,
     ):
+        """`invariant` (default): every pass computes each row as the one-token pass does, so
+        speculation writes plain decoding's text in every dtype (engine/invariant.py); off,
+        passes take the fastest kernels for their size (float32 then matches up to rounding,
+        bfloat16 and float16 may write another text)."""
         self.model = model
+        self.invariant = invariant
         self.sampling = sampling or SamplingSettings()
         self.drafting = drafting if drafting is not None else DraftSettings()
         self.extra_sources = list(sources or [])
@@ -83,7 +90,7 @@ class Generator:
         )
         self.max_context = context_length(model.config)
         self.pipeline = LogitsPipeline(self.sampling)
-        self.costs = _COSTS.setdefault(model, CostModel())
+        self.costs = _COSTS.setdefault(model, {}).setdefault(invariant, CostModel())
         self.stats = RunStats()
         self.drafter_source = None
         if drafter is not None:
@@ -113,7 +120,7 @@ class Generator:
         prompt = [int(t) for t in prompt_ids]
         self._check_request(prompt, max_new_tokens)
         sampling = self.sampling
-        runner = ModelRunner(self.model)
+        runner = ModelRunner(self.model, invariant=self.invariant)
         sources = (
             build_sources(
                 self.drafting.sources, self.drafting.ngram_branches, self.drafting.suffix_max_len
@@ -147,6 +154,8 @@ class Generator:
             seed = seed if seed is not None else sampling.seed
             rng.manual_seed(seed if seed is not None else torch.seed())
         stats = self.stats = RunStats(prompt_tokens=len(prompt))
+        stats.dtype = str(runner.dtype).removeprefix("torch.")
+        stats.invariant = runner.invariant
 
         t0 = time.perf_counter()
         view = self._view = ContextWindow(self.max_context, self.context, prompt, pinned_ids)
@@ -166,7 +175,8 @@ class Generator:
                 src.set_feature(feature)
         if self.calibrate and sources and self.drafting.max_nodes > 0 and not self.costs.ready():
             for n in (1, 2, 4, 8, 16, 32):  # about 0.5 s once per model; refined online
-                self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
+                if n <= runner.room():
+                    self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
 
         try:
             committed = list(prompt)
@@ -186,7 +196,7 @@ class Generator:
                 candidates, gated_s = self._candidates(sources, committed, gates, stats)
                 trie = build_trie(committed[-1], candidates, estimator, self.drafting.max_depth)
                 learner.add(len(committed), trie)
-                budget = min(self.drafting.max_nodes, remaining - 1)
+                budget = min(self.drafting.max_nodes, remaining - 1, runner.room() - 1)
                 keep = 0
                 if budget > 0 and len(trie) > 1:
                     probs = sorted(trie.probs[1:], reverse=True)

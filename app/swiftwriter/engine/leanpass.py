@@ -19,6 +19,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from swiftwriter.engine import invariant as invariant_mod
+
 _LAYERS = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"}
 
 
@@ -74,6 +76,11 @@ class Merged:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if self.rows is not None and x.shape[0] <= self.few_rows:
             return F.linear(x, self.rows, self.bias)
+        return self.wide(x)
+
+    def wide(self, x: torch.Tensor) -> torch.Tensor:
+        """The [in, out] product whatever the row count (the batch-invariant passes use one
+        layout only: two layouts are two kernels)."""
         out = x @ self.cols
         return out if self.bias is None else out + self.bias
 
@@ -127,10 +134,72 @@ def supports(model) -> bool:
     )
 
 
-class LeanDecoder:
-    """The decoder's forward for a verification pass over `n` tokens (a flattened trie)."""
+def _plain(module: nn.Module):
+    """A Linear module as one F.linear on one layout whatever the row count: the stock
+    [out, in] copy where the model keeps one (layout.FewRowLinear: there it is the faster
+    layout for a single row), else the [in, out]-laid weight. Returns (fn, weight [out, in])."""
+    weight = getattr(module, "weight_rows", None)
+    weight = module.weight if weight is None else weight
+    return (lambda x: F.linear(x, weight, module.bias)), weight
 
-    def __init__(self, model):
+
+def _one_layout(merged: Merged):
+    if merged.rows is not None:
+        return (lambda x: F.linear(x, merged.rows, merged.bias)), merged.rows
+    return merged.wide, merged.cols.t()
+
+
+def _joined(modules: list[nn.Module]):
+    """Separate projections of one input, their outputs side by side (models not merged)."""
+    parts = [_plain(m) for m in modules]
+    fn = lambda x: torch.cat([f(x) for f, _ in parts], dim=-1)  # noqa: E731
+    return fn, torch.cat([w for _, w in parts])
+
+
+class LayerProjections:
+    """One decoder layer's products for the batch-invariant pass, one kernel layout each."""
+
+    def __init__(self, layer):
+        attn, mlp = layer.self_attn, layer.mlp
+        merged = getattr(attn, "sw_qkv", None)
+        qkv = (
+            _one_layout(merged)
+            if merged is not None
+            else _joined([attn.q_proj, attn.k_proj, attn.v_proj])
+        )
+        merged = getattr(mlp, "sw_gate_up", None)
+        gate_up = (
+            _one_layout(merged) if merged is not None else _joined([mlp.gate_proj, mlp.up_proj])
+        )
+        self.probes = (qkv, _plain(attn.o_proj), gate_up, _plain(mlp.down_proj))
+        self.qkv, self.o, self.gate_up, self.down = (fn for fn, _ in self.probes)
+
+
+_CLASSES: dict = {}  # (id(model), dtype) -> (model ref, RowClasses)
+
+
+def row_classes(model) -> invariant_mod.RowClasses:
+    """The row counts one kernel serves for all of this model's products (measured once per
+    model object and dtype, about half a second for the default model)."""
+    import weakref
+
+    param = next(model.parameters())
+    key = (id(model), param.dtype, param.device.type)
+    found = _CLASSES.get(key)
+    if found is not None and found[0]() is model:
+        return found[1]
+    proj = LayerProjections(model.get_decoder().layers[0])
+    classes = invariant_mod.measure_classes([*proj.probes, _plain(model.get_output_embeddings())])
+    _CLASSES[key] = (weakref.ref(model), classes)
+    return classes
+
+
+class LeanDecoder:
+    """The decoder's forward for a verification pass over `n` tokens (a flattened trie).
+    `invariant` (the default) makes every row's result independent of the pass's other rows
+    (invariant.py); off, a pass takes the fastest kernels for its size (the earlier path)."""
+
+    def __init__(self, model, invariant: bool = True):
         self.decoder = model.get_decoder()
         self.layers = list(self.decoder.layers)
         attn = self.layers[0].self_attn
@@ -139,6 +208,58 @@ class LeanDecoder:
         self.kv_heads = model.config.num_key_value_heads
         self.heads = self.kv_heads * self.groups
         self.scaling = attn.scaling
+        rope = getattr(self.decoder.rotary_emb, "rope_type", "default")
+        # a rotary table per position needs frequencies that do not change with the length
+        self.invariant = invariant and not any(k in rope for k in ("dynamic", "longrope"))
+        if self.invariant:
+            self.classes = row_classes(model)
+            self.projections = [LayerProjections(layer) for layer in self.layers]
+            self.rotary = invariant_mod.Rotary(
+                invariant_mod.RotaryTable(
+                    self.decoder.rotary_emb,
+                    self.decoder.embed_tokens.weight[:1][None],
+                    min(getattr(model.config, "max_position_embeddings", 0) or 4096, 1 << 17),
+                )
+            )
+
+    def forward_invariant(
+        self, ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor | None, cache
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """As `forward`, with every row computed as the one-token pass computes it: the pass
+        padded to (or split into) one kernel's row counts, our own attention (invariant.py)."""
+        n = ids.shape[0]
+        d, hk, hq = self.head_dim, self.kv_heads, self.heads
+        m = self.classes.padded(n)
+        if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
+            ids = torch.cat([ids, ids[:1].expand(m - n)])
+            positions = torch.cat([positions, positions[:1].expand(m - n)])
+        plan = invariant_mod.PassPlan(positions[:n], allowed, cache.get_seq_length())
+        cos, sin = self.rotary.tables(positions)
+        run = self.classes.apply
+        h = self.decoder.embed_tokens(ids)
+        out = h.new_zeros(m, hq * d) if m > n else None
+        for index, layer in enumerate(self.layers):
+            proj = self.projections[index]
+            norm = layer.input_layernorm
+            x = invariant_mod.rms(h, norm.weight, norm.variance_epsilon)
+            qkv = run(proj.qkv, x)
+            qk = qkv[:, : (hq + hk) * d].view(m, hq + hk, d)
+            qk = self.rotary.apply(qk, cos, sin)
+            q, k = qk[:n, :hq], qk[:n, hq:]
+            v = qkv[:n, (hq + hk) * d :].view(n, hk, d)
+            cache.layers[index].update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            keys, values = cache.layers[index].block_views(plan.keys)
+            o = invariant_mod.attend(q, keys, values, plan, self.scaling).to(h.dtype)
+            if out is not None:
+                out[:n] = o
+                o = out
+            h = h + run(proj.o, o)
+            norm = layer.post_attention_layernorm
+            x = run(proj.gate_up, invariant_mod.rms(h, norm.weight, norm.variance_epsilon))
+            half = x.shape[-1] // 2
+            h = h + run(proj.down, F.silu(x[:, :half]) * x[:, half:])
+        norm = self.decoder.norm
+        return invariant_mod.rms(h, norm.weight, norm.variance_epsilon)[:n], h[:n]
 
     def forward(
         self,
@@ -150,6 +271,8 @@ class LeanDecoder:
         """ids, positions: [n]; allowed: bool [n, n] (which pass tokens each may see; None
         for one token); cache: the run's DynamicCache, extended by n. Returns the final-norm
         hidden states [n, D] and the last layer's output before that norm."""
+        if self.invariant:
+            return self.forward_invariant(ids, positions, allowed, cache)
         n = ids.shape[0]
         d, g, hk, hq = self.head_dim, self.groups, self.kv_heads, self.heads
         h = self.decoder.embed_tokens(ids)

@@ -45,6 +45,10 @@ class RunStats:
     source_sizes: dict = field(default_factory=dict)  # name -> {"entries": n, "cap": c}
     quality: dict = field(default_factory=dict)  # quality.summary of the output, set at the end
     gated_skips: int = 0  # steps on which a costly source (the drafter) was not asked
+    # The model's dtype, and whether every pass was batch-invariant (each row computed as the
+    # one-token pass computes it): then speculation wrote plain decoding's text exactly.
+    dtype: str = ""
+    invariant: bool = False
 
     def add(self, step: StepStats) -> None:
         self.tokens += step.new_tokens
@@ -111,4 +115,6 @@ class RunStats:
             "ngram_entries": self.ngram_entries,
             "source_sizes": {k: dict(v) for k, v in self.source_sizes.items()},
             "quality": self.quality,
+            "dtype": self.dtype,
+            "invariant": self.invariant,
         }

@@ -49,7 +49,7 @@ def execution_device(module) -> torch.device:
 class ModelRunner:
     """Owns the KV cache of one generation and runs the target model over tries."""
 
-    def __init__(self, model, prefill_chunk: int = 2048, lean: bool = True):
+    def __init__(self, model, prefill_chunk: int = 2048, lean: bool = True, invariant: bool = True):
         self.model = model
         self.config = model.config
         self.decoder = model.get_decoder()
@@ -67,14 +67,19 @@ class ModelRunner:
         self.prefill_chunk = prefill_chunk
         self.gqa = self.input_device.type == "cpu"
         self.fold = install(model)  # grouped query heads folded, K/V never copied (attention.py)
-        self.cache = growing_cache(self.config)
         # Our passes skip transformers' per-layer machinery where the arithmetic is Llama's
         # (leanpass.py); prefill and every other model keep the stock forward.
+        self.cache = growing_cache(self.config)
         self.lean = (
-            LeanDecoder(model)
+            LeanDecoder(model, invariant=invariant)
             if self.lazy_head and lean and supports(model) and self._growing()
             else None
         )
+        # True when every row of a pass equals the one-token pass bit for bit (invariant.py);
+        # otherwise greedy output matches plain decoding only up to rounding.
+        self.invariant = self.lean is not None and self.lean.invariant
+        self.classes = self.lean.classes if self.invariant else None
+        self._mirror()
         self.length = 0  # tokens in the cache
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
@@ -105,8 +110,20 @@ class ModelRunner:
     def _growing(self) -> bool:
         return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers)
 
+    def room(self) -> int:
+        """The most trie nodes (root included) the next pass may verify: an invariant pass
+        stays inside one attention block (invariant.block_room)."""
+        from swiftwriter.engine.invariant import block_room
+
+        return block_room(self.length) if self.invariant else 1 << 30
+
+    def _mirror(self) -> None:
+        for layer in self.cache.layers:
+            layer.mirror = self.invariant
+
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
+        self._mirror()
         self.length = 0
 
     @torch.inference_mode()
@@ -197,7 +214,14 @@ class ModelRunner:
         rows = [node] if node == 0 or trie is None else trie.subtree(node, limit=32)
         index = torch.tensor(rows, device=self._hidden.device)
         h = self._hidden.index_select(0, index).to(self.device)
-        out = self.lm_head(h).float()
+        if self.invariant:  # the same kernel for one row as for a subtree
+            pad = self.classes.padded(len(rows)) - len(rows)
+            if pad:
+                h = torch.cat([h, h[:1].expand(pad, -1)])
+            w, b = self.lm_head.weight, self.lm_head.bias
+            out = self.classes.apply(lambda x: torch.nn.functional.linear(x, w, b), h).float()
+        else:
+            out = self.lm_head(h).float()
         for i, r in enumerate(rows):
             self._row_logits[r] = out[i]
         return self._row_logits[node]
