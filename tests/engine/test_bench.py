@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
+import torch
 from swiftwriter.engine.bench import (
     METHODS,
+    MethodResult,
+    _report,
     compare_seeds,
     first_divergence,
     format_comparison,
     format_table,
+    output_hash,
     run_bench,
     run_seeds,
 )
@@ -31,7 +35,8 @@ def test_bench_report_fields_and_exactness(tiny_llama):
     assert set(report) == set(METHODS)
     for method, row in report.items():
         assert row["tokens"] == 64, method
-        assert row["identical_to_hf"] is True and row["first_divergence"] is None, method
+        assert row["identical_to_hf"] is True and row["identical_to_ar"] is True, method
+        assert row.get("first_divergence") is None, method
         for key in (
             "seconds",
             "tokens_per_s",
@@ -39,10 +44,15 @@ def test_bench_report_fields_and_exactness(tiny_llama):
             "tau",
             "accepted_by_source",
             "speedup_vs_hf",
+            "speedup_vs_ar",
+            "output_sha256",
             "quality",
         ):
             assert key in row
-    assert report["hf"]["speedup_vs_hf"] == 1.0
+        assert row["output_sha256"] == report["hf"]["output_sha256"]
+        ratio = report["ar"]["seconds"] / row["seconds"]  # both rounded to ms
+        assert row["speedup_vs_ar"] == pytest.approx(ratio, rel=0.05)
+    assert report["hf"]["speedup_vs_hf"] == 1.0 and report["ar"]["speedup_vs_ar"] == 1.0
     assert report["ar"]["tau"] == 1.0
     assert report["tokenswift"]["forward_passes"] < 64  # this prompt loops: drafts pay
     assert "tokenswift" in format_table(report)
@@ -72,12 +82,62 @@ def test_sampled_bench_reports_quality_not_identity(tiny_vocab_model):
     for method, row in report.items():
         assert row["tokens"] == 48, method
         assert row["identical_to_hf"] is None and "first_divergence" not in row, method
+        assert len(row["output_sha256"]) == 64
         assert set(row["quality"]) >= {"distinct_1", "distinct_4", "repetition_rate"}
     # Exact sampling draws once per emitted token, like plain decoding: same seed, same text.
     assert report["tokenswift"]["identical_to_ar"] is True
     assert report["tokenswift"]["forward_passes"] < 48  # and drafts were accepted on the way
     assert report["tokenswift"]["quality"] == report["tokenswift"]["stats"]["quality"]
-    assert "n/a" in format_table(report)
+    assert report["tokenswift"]["speedup_vs_ar"] is not None  # same text: a ratio
+    assert "tokenswift" in format_table(report)
+
+
+def _result(method, tokens, seconds):
+    return MethodResult(method, tokens, seconds, forward_passes=len(tokens))
+
+
+def test_ratios_only_between_identical_texts(tiny_llama):
+    """A method that wrote another text gets no speedup against the reference: the table says
+    'diff. text' and the JSON holds null, with both speeds in their rows."""
+    best = {
+        "hf": _result("hf", [5, 6, 7, 8], 4.0),
+        "ar": _result("ar", [5, 6, 9, 9], 2.0),
+        "tokenswift": _result("tokenswift", [5, 6, 9, 9], 1.0),
+    }
+    report = _report(tiny_llama, [1, 2, 3], 4, SamplingSettings(penalty=1.0), best, None)
+    ts, ar = report["tokenswift"], report["ar"]
+    assert ts["identical_to_ar"] is True and ts["speedup_vs_ar"] == 2.0
+    assert ts["identical_to_hf"] is False and ts["speedup_vs_hf"] is None
+    assert ar["speedup_vs_hf"] is None and report["hf"]["speedup_vs_ar"] is None
+    assert ts["first_divergence"]["index"] == 2 and ts["tokens_per_s"] == 4.0
+    assert ts["output_sha256"] == ar["output_sha256"] != report["hf"]["output_sha256"]
+    table = format_table(report)
+    line = next(x for x in table.splitlines() if x.startswith("tokenswift"))
+    assert "2.00x" in line and "diff. text" in line
+    assert "tokenswift leaves hf at token 2" in table
+
+
+def test_output_hash_is_the_sha256_of_the_ids():
+    import hashlib
+
+    ids = [1, 2, 49151]
+    raw = b"".join(i.to_bytes(4, "little", signed=True) for i in ids)
+    assert output_hash(ids) == hashlib.sha256(raw).hexdigest()
+    assert output_hash(ids) != output_hash([1, 2, 49150])
+
+
+def test_legacy_methods_run_the_earlier_passes(tiny_llama):
+    report = run_bench(
+        tiny_llama.to(torch.bfloat16),
+        [5, 9, 12, 5, 9, 12, 5, 9],
+        24,
+        SamplingSettings(penalty=1.0),
+        ["ar", "ar-legacy", "tokenswift-legacy"],
+        warmup=False,
+    )
+    tiny_llama.to(torch.float32)
+    assert report["ar-legacy"]["stats"]["invariant"] is False
+    assert report["ar"]["stats"]["invariant"] is True
 
 
 def test_compare_seeds_by_hand():

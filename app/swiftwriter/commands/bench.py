@@ -15,7 +15,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compare plain and accelerated decoding side by side")
     p.add_argument("--model", help="registry id or model folder (default: the default model)")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="auto", help="auto (measured), float32 or bfloat16")
+    p.add_argument("--dtype", default="auto", help="auto (measured), float32, bfloat16 or float16")
+    p.add_argument(
+        "--baseline-dtype",
+        metavar="DTYPE",
+        help="also run transformers' generate on the model in this dtype, as row hf@DTYPE "
+        "(what a transformers user would pick, float32 on a CPU): the time to write the same "
+        "number of tokens, not a lossless comparison (another dtype writes another text)",
+    )
     p.add_argument("--prompt-file", help="prompt text (default: a 560-token prose chapter opening)")
     p.add_argument("--max-new-tokens", type=positive_int, default=2048)
     p.add_argument("--penalty", type=non_negative_float, default=1.2)
@@ -53,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--methods",
         default="hf,hf-lookup,ar,tokenswift-noheads,tokenswift",
         help="comma-separated: hf, hf-lookup, ar, tokenswift-noheads (n-grams and suffix "
-        "matches only), tokenswift (with the model's drafter when it has one), "
+        "matches only), tokenswift (with the model's drafter when it has one), ar-legacy and "
+        "tokenswift-legacy (the earlier passes, not batch-invariant: what exactness costs), "
         "tokenswift-fullcache (the drafter's separate draft pass over the whole context instead "
         "of the partial cache: beside tokenswift --draft-mode pass it shows what the partial "
         "cache saves as the context grows)",
@@ -156,6 +164,14 @@ def run(args: argparse.Namespace) -> int:
         )
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     prompt = _prompt_ids(loaded.tokenizer, args)
+    baseline = None
+    if args.baseline_dtype:
+        if args.context_policy == "slide":
+            raise UserError("hf has no sliding context window: drop --baseline-dtype")
+        other = loader.load(
+            entry, device=args.device, dtype=args.baseline_dtype, with_drafter=False
+        )
+        baseline = (other.dtype, other.model)
     drafter, heads_status = None, "off"
     if not args.no_heads:
         drafter, heads_status = loader.load_drafter(
@@ -212,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
         drafter=drafter,
         checkpoints=_checkpoints(args.checkpoints),
         context=ContextSettings(policy=args.context_policy),
+        baseline=baseline,
     )
     for seed, seed_report in runs.items():
         if len(runs) > 1:
@@ -229,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
             "drafter_card": drafter.card if drafter is not None else None,
             "device": loaded.device,
             "dtype": loaded.dtype,
+            "baseline_dtype": baseline[0] if baseline else None,
             "prompt_tokens": len(prompt),
             "max_new_tokens": args.max_new_tokens,
             "penalty": args.penalty,

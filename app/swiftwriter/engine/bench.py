@@ -4,8 +4,15 @@ dtype, in one process, timed the same way (wall clock around the whole call, pre
 Methods: `hf` (transformers `generate` with our logits pipeline as a processor), `hf-lookup`
 (the same with prompt lookup decoding), `ar` (our plain decoding) and `tokenswift` (ours).
 
-Greedy runs must be token-identical to `hf`. Sampled runs cannot be compared token by token
-with transformers (another random stream), so each row carries the output's quality
+Like is compared with like: every row carries its output's hash (`output_sha256`) and whether
+it is identical to `ar` (the app's reference: our plain decoding in the same dtype) and to
+`hf`; a speed ratio between two methods is only given where their texts are identical
+(`speedup_vs_ar`, `speedup_vs_hf`; null otherwise, with both speeds in the rows). Greedy
+tokenswift must equal `ar` in every dtype, and `hf` in float32; in bfloat16 and float16 `hf`
+rounds differently (`first_divergence` says where it leaves `ar`, with the top-2 gap there).
+`ar-legacy` and `tokenswift-legacy` run the earlier, non-invariant passes (the fastest kernels
+for each pass size) to show what invariance costs. Sampled runs cannot be compared token by
+token with transformers (another random stream), so each row carries the output's quality
 (Distinct-n, repetition rate) and `run_seeds` compares those between methods over seeds."""
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +40,8 @@ METHODS = (
     "tokenswift",
     "tokenswift-fullcache",
     "tokenswift+history",
+    "ar-legacy",
+    "tokenswift-legacy",
 )
 
 
@@ -93,10 +103,25 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
 
 
 def _ours(
-    model, prompt, n, sampling, drafting, name, sources=(), drafter=None, context=None
+    model,
+    prompt,
+    n,
+    sampling,
+    drafting,
+    name,
+    sources=(),
+    drafter=None,
+    context=None,
+    invariant=True,
 ) -> MethodResult:
     gen = Generator(
-        model, sampling, drafting, sources=list(sources), drafter=drafter, context=context
+        model,
+        sampling,
+        drafting,
+        sources=list(sources),
+        drafter=drafter,
+        context=context,
+        invariant=invariant,
     )
     out: list[int] = []
     memory = curves.MemoryTrace()
@@ -135,6 +160,14 @@ def run_method(
     context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit)."""
     if context is not None and context.policy == "slide" and method.startswith("hf"):
         raise ValueError(f"{method} has no sliding context window")
+    if method.endswith("-legacy"):  # the same method on the earlier, non-invariant passes
+        legacy = functools.partial(_ours, context=context, invariant=False)
+        if method == "ar-legacy":
+            return legacy(model, prompt, n, sampling, DraftSettings.plain(), method)
+        base = drafting or DraftSettings()
+        if drafter is not None and "heads" not in base.sources:
+            base = dataclasses.replace(base, sources=("heads", *base.sources))
+        return legacy(model, prompt, n, sampling, base, method, drafter=drafter)
     ours = functools.partial(_ours, context=context)
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
@@ -224,14 +257,23 @@ def run_bench(
     drafter=None,
     checkpoints: Sequence[int] | None = None,
     context: ContextSettings | None = None,
+    baseline=None,
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each. Each row
     carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
-    `timeline` for plotting."""
+    `timeline` for plotting. `baseline` = (label, model): transformers' `generate` on the same
+    model in another dtype, as row `hf@label` (what a transformers user would run; not a
+    lossless comparison: another dtype writes another text)."""
     if warmup:  # first-call costs (allocator, kernels) should not land on whichever runs first
         run_method("ar", model, prompt, min(8, n), sampling)
     best: dict[str, MethodResult] = {}
     for _ in range(repeat):
+        if baseline is not None:
+            label, other = baseline
+            res = _hf_generate(other, prompt, n, sampling)
+            res.method = f"hf@{label}"
+            if res.method not in best or res.seconds < best[res.method].seconds:
+                best[res.method] = res
         for method in methods:
             res = run_method(
                 method,
@@ -246,10 +288,29 @@ def run_bench(
             )
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
-    reference = best["hf"].tokens if "hf" in best else None
-    hf_seconds = best["hf"].seconds if "hf" in best else None
+    return _report(model, prompt, n, sampling, best, checkpoints)
+
+
+def output_hash(tokens: Sequence[int]) -> str:
+    """sha256 of the output ids (little-endian int32s): equal hashes, equal texts."""
+    return hashlib.sha256(
+        b"".join(int(t).to_bytes(4, "little", signed=True) for t in tokens)
+    ).hexdigest()
+
+
+def _ratio(reference: MethodResult | None, res: MethodResult, comparable: bool) -> float | None:
+    """How many times faster `res` wrote its tokens than `reference`, only for the same text."""
+    if reference is None or not comparable or not res.seconds:
+        return None
+    return round(reference.seconds / res.seconds, 3)
+
+
+def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
+    hf, ar = best.get("hf"), best.get("ar")
     report = {}
     for method, res in best.items():
+        same_as_hf = None if hf is None else res.tokens == hf.tokens
+        same_as_ar = None if ar is None else res.tokens == ar.tokens
         row = {
             "tokens": len(res.tokens),
             "seconds": round(res.seconds, 3),
@@ -257,27 +318,37 @@ def run_bench(
             "forward_passes": res.forward_passes,
             "tau": round(res.tau, 3) if res.tau else None,
             "accepted_by_source": res.accepted_by_source,
-            "speedup_vs_hf": round(hf_seconds / res.seconds, 3) if hf_seconds else None,
+            "output_sha256": output_hash(res.tokens),
         }
-        if reference is not None and sampling.greedy:
-            row["identical_to_hf"] = res.tokens == reference
-            row["first_divergence"] = first_divergence(
-                model, prompt, reference, res.tokens, sampling
+        if sampling.greedy:
+            row["identical_to_hf"] = same_as_hf
+            row["identical_to_ar"] = same_as_ar
+            row["speedup_vs_hf"] = _ratio(hf, res, bool(same_as_hf))
+            row["speedup_vs_ar"] = _ratio(ar, res, bool(same_as_ar))
+            if hf is not None and method != "hf":
+                row["first_divergence"] = first_divergence(
+                    model, prompt, hf.tokens, res.tokens, sampling
+                )
+            if ar is not None and method != "ar" and not same_as_ar:
+                row["first_divergence_from_ar"] = first_divergence(
+                    model, prompt, ar.tokens, res.tokens, sampling
+                )
+        else:
+            # transformers draws from another random stream: its text always differs, and
+            # exact sampling is judged by the distribution (compare_seeds); exact speculative
+            # sampling draws once per emitted token, like plain decoding, so with the same seed
+            # ours writes the same tokens as `ar`.
+            row["identical_to_hf"] = None
+            row["identical_to_ar"] = same_as_ar if not method.startswith("hf") else None
+            row["speedup_vs_hf"] = (
+                round(hf.seconds / res.seconds, 3) if hf is not None and res.seconds else None
             )
-        elif sampling.greedy and "ar" in best and not method.startswith("hf"):
-            # no hf (a sliding context): plain decoding with the same window is the reference
-            row["identical_to_ar"] = res.tokens == best["ar"].tokens
-        elif not sampling.greedy:
-            row["identical_to_hf"] = None  # n/a: transformers draws from another random stream
-            if "ar" in best and not method.startswith("hf"):
-                # Exact speculative sampling draws once per emitted token, like plain decoding:
-                # with the same seed it writes the same tokens (up to float noise in batching).
-                row["identical_to_ar"] = res.tokens == best["ar"].tokens
+            row["speedup_vs_ar"] = _ratio(ar, res, bool(same_as_ar))
         row["quality"] = quality.summary(res.tokens)
         row["curve"] = curves.curve(
             res.times,
             checkpoints or curves.default_checkpoints(n),
-            best["hf"].times if "hf" in best else None,
+            hf.times if hf is not None else None,
         )
         row["timeline"] = curves.timeline(res.times)
         row.update({k: v for k, v in res.extra.items()})
@@ -301,6 +372,7 @@ def run_seeds(
     drafter=None,
     checkpoints: Sequence[int] | None = None,
     context: ContextSettings | None = None,
+    baseline=None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}."""
     runs = {}
@@ -318,6 +390,7 @@ def run_seeds(
             drafter=drafter,
             checkpoints=checkpoints,
             context=context,
+            baseline=baseline,
         )
     return runs
 
@@ -398,19 +471,43 @@ def _quality_cells(row: dict) -> str:
 
 
 def format_table(report: dict) -> str:
+    """One row per method. A speedup is shown only against a method that wrote the same text;
+    otherwise the cell says `diff. text` (compare the tok/s column instead)."""
     lines = [
-        f"{'method':14} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'speedup':>8} {'exact':>6} {'distinct-1/2/3/4':>19} {'rep4':>5}  accepted by source"
+        f"{'method':18} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'vs ar':>10} "
+        f"{'vs hf':>10} {'=ar':>4} {'=hf':>4} {'distinct-1/2/3/4':>19} {'rep4':>5}  "
+        "accepted by source"
     ]
     for method, row in report.items():
-        key = "identical_to_hf" if "identical_to_hf" in row else "identical_to_ar"
-        exact = row.get(key)
-        shown = "-" if key not in row else "n/a" if exact is None else ("yes" if exact else "NO")
         lines.append(
-            f"{method:14} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
-            f"{(row['tau'] or 0):6.2f} {(row['speedup_vs_hf'] or 0):7.2f}x {shown:>6} {_quality_cells(row)}  "
-            f"{row['accepted_by_source'] or ''}"
+            f"{method:18} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
+            f"{(row['tau'] or 0):6.2f} {_speed_cell(row, 'ar'):>10} {_speed_cell(row, 'hf'):>10} "
+            f"{_same_cell(row.get('identical_to_ar'), 'ar' in report):>4} "
+            f"{_same_cell(row.get('identical_to_hf'), 'hf' in report):>4} "
+            f"{_quality_cells(row)}  {row['accepted_by_source'] or ''}"
         )
-    return "\n".join(lines)
+    notes = [
+        f"{method} leaves hf at token {d['index']} (top-2 gap {d['gap']:.4g}"
+        f"{', a near-tie' if d.get('near_tie') else ''})"
+        for method, row in report.items()
+        if (d := row.get("first_divergence")) and d.get("gap") is not None
+    ]
+    return "\n".join(lines + notes)
+
+
+def _speed_cell(row: dict, other: str) -> str:
+    ratio = row.get(f"speedup_vs_{other}")
+    if ratio is not None:
+        return f"{ratio:.2f}x"
+    return "diff. text" if row.get(f"identical_to_{other}") is False else "-"
+
+
+def _same_cell(same, reference_ran: bool) -> str:
+    """yes / NO; n/a where the reference ran but no token comparison applies (sampling: hf
+    draws from another random stream)."""
+    if same is None:
+        return "n/a" if reference_ran else "-"
+    return "yes" if same else "NO"
 
 
 def format_long_run(report: dict) -> str:
