@@ -258,3 +258,57 @@ def test_tree_rows_equal_one_token_passes_on_cuda(dtype):
         prefix = [rng.randrange(2, 250) for _ in range(prefix_len)]
         trie = random_trie(rng, prefix[-1], 17, "random")
         assert check_tree(model, prefix, trie) == 0
+
+
+def _cache(keys_list, values_list, dtype):
+    """Keys [hk, L, d] and values [hk, L, d] as the attention's block layout (zero padded)."""
+    keys, values = torch.stack(keys_list, 1), torch.stack(values_list, 1)  # [hk, L, d]
+    hk, length, d = keys.shape
+    blocks = length // BLOCK + 1
+    kt = torch.zeros(hk, d, blocks * BLOCK, dtype=dtype)
+    kt[:, :, :length] = keys.transpose(1, 2).to(dtype)
+    vb = torch.zeros(blocks * BLOCK, hk, d + 1, dtype=dtype)
+    vb[:length, :, :d] = values.transpose(0, 1).to(dtype)
+    vb[..., d] = 1
+    return kt, vb.view(blocks, BLOCK, hk, d + 1).transpose(1, 2).contiguous()
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_attention_sums_a_rows_keys_as_plain_decoding_does(dtype):
+    """A trie node's ancestors sit in scattered pass slots, with other rows' slots (masked)
+    between them; in plain decoding they are the newest cached keys, side by side. Values with
+    huge cancelling entries make any other grouping of the sum visible."""
+    from swiftwriter.engine.invariant import attend
+
+    gen = torch.Generator().manual_seed(0)
+    hk, g, d, prefix = 3, 3, 64, 300  # the default model's attention shapes
+    failures = 0
+    for trial in range(40):
+        keys = [torch.randn(hk, d, generator=gen) * 0.1 for _ in range(prefix + 6)]
+        values = [torch.randn(hk, d, generator=gen) for _ in range(prefix + 6)]
+        cached = prefix - 3 - trial % 5
+        keys[cached] = keys[prefix + 1]  # the same score, so the same weight ...
+        values[cached] = values[prefix + 1] + 2.0**10  # ... and huge values that cancel
+        values[prefix + 1] = values[prefix + 1] - 2.0**10
+        q = torch.randn(1, hk * g, d, generator=gen)
+        # plain decoding: prefix, the root (prefix), the parent (prefix + 1), the row itself
+        plain_k, plain_v = _cache(keys[: prefix + 3], values[: prefix + 3], dtype)
+        plan = PassPlan(torch.tensor([prefix + 2]), None, prefix + 2)
+        want = attend(q.to(dtype), plain_k, plain_v, plan, 0.3)
+        # the trie pass: root in slot 0, the parent in slot 3, the row in slot 5, others between
+        order = [prefix, prefix + 3, prefix + 4, prefix + 1, prefix + 5, prefix + 2]
+        tree_k, tree_v = _cache(
+            keys[:prefix] + [keys[i] for i in order],
+            values[:prefix] + [values[i] for i in order],
+            dtype,
+        )
+        parents = [-1, 0, 0, 0, 1, 3]
+        allowed = make_trie([2, 3, 4, 5, 6, 7], parents).ancestor_mask()
+        positions = torch.tensor(
+            [prefix + make_trie([2, 3, 4, 5, 6, 7], parents).depths[i] for i in range(6)]
+        )
+        q_rows = torch.randn(6, hk * g, d, generator=gen)
+        q_rows[5] = q[0]
+        got = attend(q_rows.to(dtype), tree_k, tree_v, PassPlan(positions, allowed, prefix), 0.3)
+        failures += not torch.equal(got[5], want[0])
+    assert failures == 0

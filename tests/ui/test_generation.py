@@ -140,7 +140,11 @@ def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_proj
     assert "tokens/s" in labels["rate"].text()
     assert "measured here" in labels["plain"].text()
     assert "(measured)" in labels["speedup"].text() and "×" in labels["speedup"].text()
+    # the dtype in use, and that the text is plain decoding's (the tiny model: float32, lean)
+    assert labels["precision"].text() == "float32 · exact: plain decoding's text"
+    assert "same precision" in labels["precision"].toolTip()
     assert window.stats_dock.chart.rates
+    assert stats_of(window, result)["invariant"] is True
     stats = window.project.generation(result["generation_id"]).stats
     assert stats["plain_measured"] and stats["plain_tokens_per_s"] > 0
     assert stats["plain_context"] == stats["prompt_tokens"]
@@ -149,6 +153,17 @@ def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_proj
     assert stats2["plain_tokens_per_s"] == stats["plain_tokens_per_s"]
     assert stats2["plain_context"] // baseline.BUCKET == stats2["prompt_tokens"] // baseline.BUCKET
     assert "Generation" in window.stats_dock.summary.text()
+
+
+def stats_of(window, result):
+    return window.project.generation(result["generation_id"]).stats
+
+
+def test_the_precision_row_says_when_the_text_may_differ():
+    from swiftwriter.ui.stats_dock import fmt_precision, precision_sentence
+
+    assert fmt_precision("bfloat16", False) == "bfloat16 · may differ from plain decoding"
+    assert "near-tie" in precision_sentence(False)
 
 
 def test_words_are_converted_with_the_measured_ratio(qtbot, window, make_project):

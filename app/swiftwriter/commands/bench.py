@@ -115,7 +115,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--verify-cost",
         action="store_true",
-        help="instead: cost of one verification pass over k tree tokens, ours vs stock",
+        help="instead: cost of one verification pass over k tree tokens: ours (batch-"
+        "invariant), our earlier passes (legacy) and stock transformers",
     )
     p.set_defaults(func=run)
 
@@ -330,22 +331,23 @@ def _verify_cost(entry, args) -> int:
         ours_model = loader.load(entry, device=args.device, dtype=dtype).model
         stock_model = loader.load(entry, device=args.device, dtype=dtype, cpu_layout=False).model
         for context in (512, 4000):
-            ours = verifycost.our_costs(ours_model, context)
-            stock = verifycost.stock_costs(stock_model, context)
-            result[f"{dtype}/{context}"] = {
-                "ours_ms": {k: round(v * 1e3, 1) for k, v in ours.items()},
-                "stock_ms": {k: round(v * 1e3, 1) for k, v in stock.items()},
+            rows = {
+                "ours": verifycost.our_costs(ours_model, context),
+                "legacy": verifycost.our_costs(ours_model, context, invariant=False),
+                "stock": verifycost.stock_costs(stock_model, context),
             }
-            rel_o, rel_s = verifycost.relative(ours), verifycost.relative(stock)
-            print(
-                f"{dtype:9} ctx {context:5}  ours : "
-                + "  ".join(f"k={k} {ours[k] * 1e3:5.0f}ms x{rel_o[k]:.2f}" for k in ours)
-            )
-            print(
-                f"{'':9} {'':9}  stock: "
-                + "  ".join(f"k={k} {stock[k] * 1e3:5.0f}ms x{rel_s[k]:.2f}" for k in stock),
-                flush=True,
-            )
+            result[f"{dtype}/{context}"] = {
+                f"{name}_ms": {k: round(v * 1e3, 1) for k, v in costs.items()}
+                for name, costs in rows.items()
+            }
+            for i, (name, costs) in enumerate(rows.items()):
+                rel = verifycost.relative(costs)
+                head = f"{dtype:9} ctx {context:5}" if i == 0 else " " * 19
+                print(
+                    f"{head}  {name:6}: "
+                    + "  ".join(f"k={k} {costs[k] * 1e3:5.0f}ms x{rel[k]:.2f}" for k in costs),
+                    flush=True,
+                )
         del ours_model, stock_model
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2))

@@ -215,10 +215,11 @@ def attend(
 
     Scores: one product per head over the head dimension. Softmax in float32 with one global
     maximum per row (exact in any order); then per block the weighted sum of values and,
-    through the ones column, of the weights (a product over exactly BLOCK keys, so one kernel
-    accumulates it in key order); blocks merged in float32 by a sequential scan. In bfloat16
-    and float16 the scores and the weights are rounded to the model's dtype before their
-    products, as transformers' eager attention does."""
+    through the ones column, of the weights (a product over exactly BLOCK keys: the same
+    kernel for a row in every pass); the blocks before the last merged by a sequential scan,
+    then the last block added. Blocks before the last hold the same keys at the same places in
+    every pass; in bfloat16 their weights are rounded to it before the product, as
+    transformers' eager attention does. The last block is summed in float32."""
     n, hq, d = q.shape
     hk = keys.shape[0]
     g = hq // hk
@@ -228,10 +229,15 @@ def attend(
     q = (q.to(keys.dtype) * scaling).view(n, hk, g, d).permute(1, 0, 2, 3).reshape(hk, n * g, d)
     s = torch.bmm(q, keys).float()  # [hk, n*g, c*B]
     s[:, :, -B:] += plan.bias_rows(g)
-    p = torch.exp(s - s.amax(-1, keepdim=True)).to(values.dtype)
-    p = p.view(hk, n * g, c, B).permute(2, 0, 1, 3)  # [c, hk, n*g, B]
-    out = (p @ values).float()  # [c, hk, n*g, d + 1]
-    out = out.cumsum(0)[-1] if c > 1 else out[0]
+    p = torch.exp(s - s.amax(-1, keepdim=True))
+    # The last block holds the pass's rows between masked slots: only a float32 product sums
+    # its keys one after another (bfloat16 kernels add neighbouring pairs first, and a trie
+    # node's neighbours are not plain decoding's).
+    out = torch.bmm(p[:, :, -B:], values[-1].float())  # [hk, n*g, d + 1]
+    if c > 1:
+        full = p[:, :, : (c - 1) * B].to(values.dtype).view(hk, n * g, c - 1, B)
+        blocks = (full.permute(2, 0, 1, 3) @ values[:-1]).float()  # [c - 1, hk, n*g, d + 1]
+        out = blocks.cumsum(0)[-1] + out
     o = out[..., :d] / out[..., d:]
     return o.view(hk, n, g, d).permute(1, 0, 2, 3).reshape(n, hq * d)
 

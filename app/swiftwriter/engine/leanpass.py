@@ -1,13 +1,17 @@
 """A lean decoder forward for our verification passes on Llama-family models.
 
-A pass of one to a few tokens on a CPU is bound by streaming the weights from memory (about
-30 of its 50 ms on the default model); the rest was transformers' per-layer machinery: module
-calls, kwargs, rotary tables rebuilt per layer, the attention interface and a GQA copy of the
-keys and values. This walks the same modules' weights with the same arithmetic (the stock
-RMSNorm op sequence, the model's own rotary embedding, SDPA) in a few tensor ops per layer:
-query heads folded onto their key/value head, one mask per pass, q/k/v and gate/up read
-through merged weights when `merge_projections` has laid them out (views into one tensor per
-layer: no extra memory; the modules see the same values).
+A pass of one to a few tokens on a CPU is bound by streaming the weights from memory; the rest
+was transformers' per-layer machinery: module calls, kwargs, rotary tables rebuilt per layer,
+the attention interface and a GQA copy of the keys and values. This walks the same modules'
+weights in a few tensor ops per layer, q/k/v and gate/up read through merged weights when
+`merge_projections` has laid them out (views into one tensor per layer: no extra memory; the
+modules see the same values).
+
+Two forwards: the batch-invariant one (the default, `forward_invariant`): each row computed as
+the one-token pass computes it, whatever else the pass holds (invariant.py), so speculation
+writes plain decoding's text in every dtype; and the earlier one (`invariant=False`): the stock
+RMSNorm op sequence, the model's own rotary embedding and SDPA, the fastest kernels for each
+pass size, equal to the stock forward but rounding a tree row differently from a one-token pass.
 
 Only for decoders whose layers are exactly Llama's (Llama, Mistral without sliding windows,
 Qwen2 with its q/k/v biases); anything else (another architecture, accelerate's offloading

@@ -1,9 +1,12 @@
-"""The model side of the engine: prefill, one forward pass over a flattened trie with a tree
-attention mask, logits on demand, and compaction of the KV cache to the accepted path.
+"""The model side of the engine: prefill, one forward pass over a flattened trie, logits on
+demand, and compaction of the KV cache to the accepted path.
 
-Stock Hugging Face models only: the decoder is called with a 4-D float additive mask (0 where a
-token may look, the dtype's minimum elsewhere), position ids = prefix length + depth, and the
-model's own `DynamicCache`. The lm_head runs only on the nodes the acceptance walk visits."""
+On Llama-family models the passes run our lean decoder (leanpass.py), batch-invariant by
+default: every trie row equals what plain decoding computes for it, bit for bit, in every dtype
+(invariant.py). Other models take the stock forward: a 4-D float additive mask (0 where a token
+may look, the dtype's minimum elsewhere), position ids = prefix length + depth, the model's own
+cache; there a row matches plain decoding only up to rounding. The lm_head runs only on the
+nodes the acceptance walk visits."""
 
 from __future__ import annotations
 
@@ -254,9 +257,12 @@ class ModelRunner:
 
     @torch.inference_mode()
     def time_pass(self, n: int) -> float:
-        """Time one verification-shaped pass over n dummy tokens, then drop them from the cache."""
+        """Time one verification-shaped pass over n dummy tokens, then drop them from the cache.
+        An invariant pass must fit the current attention block (`room`)."""
         import time
 
+        if n > self.room():
+            raise ValueError(f"a pass of {n} tokens does not fit here (room for {self.room()})")
         trie = Trie(
             tokens=[0] * n,
             parents=[-1] + [0] * (n - 1),

@@ -120,6 +120,27 @@ class SpeedChart(QWidget):
         painter.end()
 
 
+def fmt_precision(dtype: str, invariant: bool | None) -> str:
+    """The dtype in use and whether the text is exactly plain decoding's."""
+    if invariant:
+        return f"{dtype} · exact: plain decoding's text"
+    return f"{dtype} · may differ from plain decoding"
+
+
+def precision_sentence(invariant: bool | None) -> str:
+    if invariant:
+        return (
+            "Every verification pass computes each token as plain decoding in this precision "
+            "computes it, so the text is token for token the one plain decoding writes; the "
+            "speedup is measured against plain decoding in the same precision."
+        )
+    return (
+        "This model runs on transformers' own forward pass, which rounds a pass over several "
+        "tokens differently from a pass over one: in bfloat16 or float16 the text can leave "
+        "plain decoding's at a near-tie."
+    )
+
+
 class StatsDock(QDockWidget):
     def __init__(self, parent=None):
         super().__init__("Speed", parent)
@@ -136,6 +157,7 @@ class StatsDock(QDockWidget):
             ("plain", "Plain decoding"),
             ("context", "Measured at"),
             ("speedup", "Speedup"),
+            ("precision", "Precision"),
             ("tau", "Tokens per pass (τ)"),
             ("sources", "Accepted drafts"),
             ("window", "Context"),
@@ -190,6 +212,9 @@ class StatsDock(QDockWidget):
         self.labels["window"].setToolTip(window_sentence(stats.get("windowed_from")))
         self.labels["elapsed"].setText(fmt_time(stats.get("elapsed_s")))
         self.labels["eta"].setText(fmt_time(stats.get("eta_s")))
+        if "dtype" in stats:
+            self.labels["precision"].setText(fmt_precision(stats["dtype"], stats.get("invariant")))
+            self.labels["precision"].setToolTip(precision_sentence(stats.get("invariant")))
         if speedup is not None:
             self.labels["speedup"].setText(f"×{speedup:.2f} over plain (measured)")
         elif "plain_tokens_per_s" not in stats:

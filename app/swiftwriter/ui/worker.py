@@ -132,6 +132,8 @@ class GenerationWorker(StoppableWorker):
                     "windowed_from": run.windowed_from,
                     "decode_s": run.decode_s,
                     "prefill_s": run.prefill_s,
+                    "dtype": run.dtype,
+                    "invariant": run.invariant,
                 }
             )
         )
