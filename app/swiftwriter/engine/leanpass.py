@@ -30,11 +30,7 @@ _LAYERS = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"}
 
 def _rms(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
     """transformers' LlamaRMSNorm, op for op (so the values are the stock ones)."""
-    dtype = x.dtype
-    h = x.to(torch.float32)
-    var = h.pow(2).mean(-1, keepdim=True)
-    h = h * torch.rsqrt(var + norm.variance_epsilon)
-    return norm.weight * h.to(dtype)
+    return invariant_mod.rms(x, norm.weight, norm.variance_epsilon)
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -244,9 +240,7 @@ class LeanDecoder:
         out = h.new_zeros(m, hq * d) if m > n else None
         for index, layer in enumerate(self.layers):
             proj = self.projections[index]
-            norm = layer.input_layernorm
-            x = invariant_mod.rms(h, norm.weight, norm.variance_epsilon)
-            qkv = run(proj.qkv, x)
+            qkv = run(proj.qkv, _rms(h, layer.input_layernorm))
             qk = qkv[:, : (hq + hk) * d].view(m, hq + hk, d)
             qk = self.rotary.apply(qk, cos, sin)
             q, k = qk[:n, :hq], qk[:n, hq:]
@@ -258,12 +252,10 @@ class LeanDecoder:
                 out[:n] = o
                 o = out
             h = h + run(proj.o, o)
-            norm = layer.post_attention_layernorm
-            x = run(proj.gate_up, invariant_mod.rms(h, norm.weight, norm.variance_epsilon))
+            x = run(proj.gate_up, _rms(h, layer.post_attention_layernorm))
             half = x.shape[-1] // 2
             h = h + run(proj.down, F.silu(x[:, :half]) * x[:, half:])
-        norm = self.decoder.norm
-        return invariant_mod.rms(h, norm.weight, norm.variance_epsilon)[:n], h[:n]
+        return _rms(h, self.decoder.norm)[:n], h[:n]
 
     def forward(
         self,

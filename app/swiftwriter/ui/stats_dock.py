@@ -62,7 +62,7 @@ class SpeedChart(QWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setMinimumHeight(90)
+        self.setMinimumHeight(66)  # room for every row of the dock in a 640-pixel window
         self.rates: list[tuple[float, float]] = []  # (elapsed s, tokens/s)
         self.speedups: list[tuple[float, float]] = []
 
