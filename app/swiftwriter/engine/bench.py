@@ -160,26 +160,22 @@ def run_method(
     context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit)."""
     if context is not None and context.policy == "slide" and method.startswith("hf"):
         raise ValueError(f"{method} has no sliding context window")
-    if method.endswith("-legacy"):  # the same method on the earlier, non-invariant passes
-        legacy = functools.partial(_ours, context=context, invariant=False)
-        if method == "ar-legacy":
-            return legacy(model, prompt, n, sampling, DraftSettings.plain(), method)
-        base = drafting or DraftSettings()
-        if drafter is not None and "heads" not in base.sources:
-            base = dataclasses.replace(base, sources=("heads", *base.sources))
-        return legacy(model, prompt, n, sampling, base, method, drafter=drafter)
-    ours = functools.partial(_ours, context=context)
+    name = method  # "-legacy": the same method on the earlier, non-invariant passes
+    method = method.removesuffix("-legacy")
+    if name != method and method not in ("ar", "tokenswift"):
+        raise ValueError(f"unknown method {name}")
+    ours = functools.partial(_ours, context=context, invariant=name == method)
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
     if method == "hf-lookup":
         return _hf_generate(model, prompt, n, sampling, lookup=10)
     if method == "ar":
-        return ours(model, prompt, n, sampling, DraftSettings.plain(), "ar")
+        return ours(model, prompt, n, sampling, DraftSettings.plain(), name)
     if method == "tokenswift":  # with its learned drafter, when one is given
         base = drafting or DraftSettings()
         if drafter is not None and "heads" not in base.sources:
             base = dataclasses.replace(base, sources=("heads", *base.sources))
-        return ours(model, prompt, n, sampling, base, method, drafter=drafter)
+        return ours(model, prompt, n, sampling, base, name, drafter=drafter)
     if method == "tokenswift-fullcache":  # the draft pass attends to the whole context
         # (without a drafter there is no draft pass, as for tokenswift: the CLI says so)
         base = drafting or DraftSettings()

@@ -10,6 +10,8 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from swiftwriter.engine.invariant import BLOCK
+
 
 def attention_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype the invariant attention computes in: the model's for float32 and bfloat16;
@@ -60,8 +62,6 @@ class GrowingLayer(DynamicLayer):
         transposed [heads, dim, blocks * BLOCK] (scores are one product per head over a
         contiguous operand), values [blocks, heads, BLOCK, dim + 1] with a column of ones (block
         sums are one batched product)."""
-        from swiftwriter.engine.invariant import BLOCK
-
         blocks = -(-(cap + 1) // BLOCK)
         _, h, _, d = self._k.shape
         dtype = attention_dtype(self._k.dtype)
@@ -75,8 +75,6 @@ class GrowingLayer(DynamicLayer):
         self._kt, self._vb = kt, vb
 
     def _write_mirror(self, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        from swiftwriter.engine.invariant import BLOCK
-
         stop = start + keys.shape[-2]
         if stop + 1 > self._kt.shape[-1]:
             self._grow_mirror(stop)
@@ -106,8 +104,6 @@ class GrowingLayer(DynamicLayer):
         """The mirror's first `length` slots (a multiple of BLOCK): keys transposed [heads,
         dim, length], values [length / BLOCK, heads, BLOCK, dim + 1] with their ones column;
         slots past what was written read as zeros."""
-        from swiftwriter.engine.invariant import BLOCK
-
         if self._kt is None or length > self._kt.shape[-1]:
             self._grow_mirror(length)
         return self._kt[:, :, :length], self._vb[: length // BLOCK]
@@ -151,8 +147,6 @@ class GrowingLayer(DynamicLayer):
         self._k[:, :, prefix : prefix + m] = self._k.index_select(2, src)
         self._v[:, :, prefix : prefix + m] = self._v.index_select(2, src)
         if self._kt is not None:
-            from swiftwriter.engine.invariant import BLOCK
-
             dst = torch.arange(prefix, prefix + m, device=src.device)
             self._kt[:, :, prefix : prefix + m] = self._kt.index_select(2, src)
             self._vb[dst // BLOCK, :, dst % BLOCK] = self._vb[src // BLOCK, :, src % BLOCK]

@@ -16,6 +16,7 @@ import os
 import torch
 
 from swiftwriter.engine.attention import folding, install
+from swiftwriter.engine.invariant import block_room
 from swiftwriter.engine.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.leanpass import LeanDecoder, supports
 from swiftwriter.engine.trie import Trie
@@ -116,8 +117,6 @@ class ModelRunner:
     def room(self) -> int:
         """The most trie nodes (root included) the next pass may verify: an invariant pass
         stays inside one attention block (invariant.block_room)."""
-        from swiftwriter.engine.invariant import block_room
-
         return block_room(self.length) if self.invariant else 1 << 30
 
     def _mirror(self) -> None:
