@@ -56,3 +56,11 @@ def test_engine_knows_nothing_of_the_store_and_nothing_imports_ui():
             assert not any(m.startswith("swiftwriter.store") for m in mods), rel
         if not rel.startswith("ui/") and rel != "cli.py":
             assert not any(m.startswith("swiftwriter.ui") for m in mods), rel
+
+
+def test_benchmarks_stand_outside_the_engine():
+    """bench drives the engine from outside; the engine never imports bench or the CLI."""
+    for path in modules_under("engine"):
+        mods = imported_modules(path)
+        bad = {m for m in mods if m.startswith(("swiftwriter.bench", "swiftwriter.commands"))}
+        assert not bad, f"{path} imports {bad}"

@@ -24,6 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "number of tokens, not a lossless comparison (another dtype writes another text)",
     )
     p.add_argument("--prompt-file", help="prompt text (default: a 560-token prose chapter opening)")
+    p.add_argument(
+        "--suite",
+        choices=("held-out",),
+        help="run every prompt of a suite (prompts no drafter trained on, in six genres) and "
+        "report each method's geometric-mean speed ratio to ar and hf",
+    )
+    p.add_argument(
+        "--prompts", metavar="A,B", help="with --suite: only these prompts (by name, in order)"
+    )
     p.add_argument("--max-new-tokens", type=positive_int, default=2048)
     p.add_argument("--penalty", type=non_negative_float, default=1.2)
     p.add_argument("--window", type=positive_int, default=1024)
@@ -131,16 +140,18 @@ def _tree(text: str) -> tuple[int, ...]:
     return tree
 
 
-def _prompt_ids(tokenizer, args) -> list[int]:
+def _default_or_file(args) -> str:
     if args.prompt_file:
-        text = read_text_file(args.prompt_file)
-    else:
-        from swiftwriter import paths
+        return read_text_file(args.prompt_file)
+    from swiftwriter import paths
 
-        text = (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
+    return (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
+
+
+def _encode(tokenizer, text: str, name: str | None) -> list[int]:
     ids = tokenizer(text, add_special_tokens=False).input_ids
     if not ids:
-        raise UserError("The prompt is empty")
+        raise UserError(f"The prompt {name or ''} is empty".replace("  ", " "))
     return ids
 
 
@@ -163,8 +174,9 @@ def run(args: argparse.Namespace) -> int:
             "hf has no sliding context window: with --context-policy slide compare ar and "
             "tokenswift (for example --methods ar,tokenswift-noheads)"
         )
+    prompts = _prompts(args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
-    prompt = _prompt_ids(loaded.tokenizer, args)
+    prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
     baseline = None
     if args.baseline_dtype:
         if args.context_policy == "slide":
@@ -208,63 +220,71 @@ def run(args: argparse.Namespace) -> int:
     if args.head_vocab:
         options["head_vocab"] = args.head_vocab
     drafting = DraftSettings(**options)
-    print(
-        f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
-        f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
-        + (" · sliding context" if args.context_policy == "slide" else "")
-        + (f" (min-p 0.1, seeds {', '.join(map(str, seeds))})" if seeds else "")
-        + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else ""),
-        file=sys.stderr,
-    )
-    runs = bench.run_seeds(
-        loaded.model,
-        prompt,
-        args.max_new_tokens,
-        sampling,
-        methods,
-        seeds or [None],
-        args.repeat,
-        drafting,
-        extra_sources=extra_sources,
-        drafter=drafter,
-        checkpoints=_checkpoints(args.checkpoints),
-        context=ContextSettings(policy=args.context_policy),
-        baseline=baseline,
-    )
-    for seed, seed_report in runs.items():
-        if len(runs) > 1:
-            print(f"seed {seed}")
-        print(bench.format_table(seed_report))
-        print(bench.format_long_run(seed_report))
+    meta = {
+        "model": entry.id,
+        "drafter": heads_status,
+        "drafter_card": drafter.card if drafter is not None else None,
+        "device": loaded.device,
+        "dtype": loaded.dtype,
+        "baseline_dtype": baseline[0] if baseline else None,
+        "max_new_tokens": args.max_new_tokens,
+        "penalty": args.penalty,
+        "window": args.window,
+        "context_policy": args.context_policy,
+        "draft_mode": drafting.draft_mode,
+        "head_tree": list(drafting.head_tree),
+        "sampling": args.sampling,
+        "min_p": sampling.min_p,
+        "seeds": seeds,
+        "dry": {
+            "multiplier": args.dry,
+            "base": args.dry_base,
+            "allowed_length": args.dry_allowed_length,
+        },
+    }
+    results = {}
+    for index, (name, prompt) in enumerate(prompts):
+        if args.suite:
+            print(f"== {name}", flush=True)
+        print(
+            f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
+            f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
+            + (" · sliding context" if args.context_policy == "slide" else "")
+            + (f" (min-p 0.1, seeds {', '.join(map(str, seeds))})" if seeds else "")
+            + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else ""),
+            file=sys.stderr,
+        )
+        runs = bench.run_seeds(
+            loaded.model,
+            prompt,
+            args.max_new_tokens,
+            sampling,
+            methods,
+            seeds or [None],
+            args.repeat,
+            drafting,
+            extra_sources=extra_sources,
+            drafter=drafter,
+            checkpoints=_checkpoints(args.checkpoints),
+            context=ContextSettings(policy=args.context_policy),
+            baseline=baseline,
+            warmup=index == 0,
+        )
+        for seed, seed_report in runs.items():
+            if len(runs) > 1:
+                print(f"seed {seed}")
+            print(bench.format_table(seed_report))
+            print(bench.format_long_run(seed_report))
+        comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
+        if comparison:
+            print(bench.format_comparison(comparison))
+        results[name] = (len(prompt), runs, comparison)
+    if args.suite:
+        return _suite_end(args, meta, results)
+    (prompt_tokens, runs, comparison) = results[None]
     report = next(iter(runs.values()))
-    comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
-    if comparison:
-        print(bench.format_comparison(comparison))
     if args.json_out:
-        meta = {
-            "model": entry.id,
-            "drafter": heads_status,
-            "drafter_card": drafter.card if drafter is not None else None,
-            "device": loaded.device,
-            "dtype": loaded.dtype,
-            "baseline_dtype": baseline[0] if baseline else None,
-            "prompt_tokens": len(prompt),
-            "max_new_tokens": args.max_new_tokens,
-            "penalty": args.penalty,
-            "window": args.window,
-            "context_policy": args.context_policy,
-            "draft_mode": drafting.draft_mode,
-            "head_tree": list(drafting.head_tree),
-            "sampling": args.sampling,
-            "min_p": sampling.min_p,
-            "seeds": seeds,
-            "dry": {
-                "multiplier": args.dry,
-                "base": args.dry_base,
-                "allowed_length": args.dry_allowed_length,
-            },
-        }
-        out = {"meta": meta, "methods": report}
+        out = {"meta": {**meta, "prompt_tokens": prompt_tokens}, "methods": report}
         if comparison:
             out["by_seed"] = {str(seed): rep for seed, rep in runs.items()}
             out["comparison"] = comparison
@@ -272,8 +292,53 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from swiftwriter.engine import curves
 
-        curves.plot(report, args.plot, f"{entry.id} · {loaded.dtype} · prompt {len(prompt)} tokens")
+        title = f"{entry.id} · {loaded.dtype} · prompt {prompt_tokens} tokens"
+        curves.plot(report, args.plot, title)
         print(f"plot: {args.plot}", file=sys.stderr)
+    return 0
+
+
+def _prompts(args) -> list[tuple[str | None, str]]:
+    """(name, text) of each prompt to run: the suite's (or the chosen ones), else one prompt
+    (named None) from --prompt-file or the default."""
+    if not args.suite:
+        if args.prompts:
+            raise UserError("--prompts chooses from a suite: add --suite held-out")
+        return [(None, _default_or_file(args))]
+    if args.prompt_file or args.plot or args.history:
+        raise UserError(
+            "--suite runs the suite's own prompts: drop --prompt-file, --plot, --history"
+        )
+    from swiftwriter.bench import suite
+
+    return [(p.name, p.text) for p in suite.select(suite.load_suite(args.suite), args.prompts)]
+
+
+def _suite_end(args, meta: dict, results: dict) -> int:
+    """The suite's summary over every prompt (and seed), printed and written with --json."""
+    from swiftwriter.bench import suite
+
+    reports = {}
+    for name, (_, runs, _) in results.items():
+        for seed, report in runs.items():
+            reports[name if len(runs) == 1 else f"{name}/seed {seed}"] = report
+    summary = suite.summarise(reports)
+    print(f"suite {args.suite}: {len(results)} prompts, {len(reports)} runs per method")
+    print(suite.format_summary(summary))
+    if args.json_out:
+        out = {
+            "meta": {**meta, "suite": args.suite},
+            "summary": summary,
+            "prompts": {
+                name: {
+                    "prompt_tokens": tokens,
+                    "by_seed": {str(seed): rep for seed, rep in runs.items()},
+                    "comparison": comparison,
+                }
+                for name, (tokens, runs, comparison) in results.items()
+            },
+        }
+        Path(args.json_out).write_text(json.dumps(out, indent=2))
     return 0
 
 

@@ -369,8 +369,10 @@ def run_seeds(
     checkpoints: Sequence[int] | None = None,
     context: ContextSettings | None = None,
     baseline=None,
+    warmup: bool = True,
 ) -> dict[int, dict]:
-    """One `run_bench` per seed, every method sampling with that seed: {seed: report}."""
+    """One `run_bench` per seed, every method sampling with that seed: {seed: report}
+    (`warmup`: warm the kernels before the first seed; a suite warms before its first prompt)."""
     runs = {}
     for i, seed in enumerate(seeds):
         runs[seed] = run_bench(
@@ -381,7 +383,7 @@ def run_seeds(
             methods,
             repeat,
             drafting,
-            warmup=i == 0,
+            warmup=warmup and i == 0,
             extra_sources=extra_sources,
             drafter=drafter,
             checkpoints=checkpoints,
