@@ -25,3 +25,43 @@ def test_a_measurement_is_taken_once_and_survives_a_damaged_file(monkeypatch, tm
     (paths.data_dir() / "measurements.json").write_text("{not json")
     assert loader._remembered("k", measure, valid) == 5 and len(calls) == 3
     assert loader._remembered("k", measure, valid) == 5
+
+
+def test_auto_dtype_takes_bfloat16_only_when_its_real_passes_are_ten_percent_cheaper():
+    fp32 = {"1": 0.030, "8": 0.040}
+    assert loader.choose_dtype({"float32": fp32, "bfloat16": {"1": 0.025, "8": 0.035}}) == (
+        "bfloat16"
+    )
+    assert loader.choose_dtype({"float32": fp32, "bfloat16": {"1": 0.029, "8": 0.038}}) == (
+        "float32"
+    )  # 4% cheaper: not worth another rounding
+    assert loader.choose_dtype({"float32": fp32}) == "float32"
+
+
+def test_auto_dtype_times_the_models_real_passes_in_both_dtypes(monkeypatch, tmp_path):
+    import torch
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    from tests.conftest import build_tiny
+
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path))
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=tmp_path)
+    asked = []
+
+    def load(entry, device="cpu", dtype="auto", **kwargs):
+        asked.append(dtype)
+        model = build_tiny("llama", seed=1, max_positions=2048).to(getattr(torch, dtype))
+        return LoadedModel(entry=entry, model=model, tokenizer=None, device=device, dtype=dtype)
+
+    monkeypatch.setattr(loader, "load", load)
+    choice = loader.measure_cpu_dtype(entry)
+    assert asked == ["float32", "bfloat16"]
+    import json
+
+    record = json.loads((paths.data_dir() / "measurements.json").read_text())
+    (found,) = [v for k, v in record.items() if k.startswith("dtype-pass|tiny|")]
+    assert set(found["pass_seconds"]) == {"float32", "bfloat16"}
+    assert all(t > 0 for c in found["pass_seconds"].values() for t in c.values())
+    assert choice == found["dtype"] == loader.choose_dtype(found["pass_seconds"])
+    assert loader.measure_cpu_dtype(entry) == choice and len(asked) == 2  # remembered

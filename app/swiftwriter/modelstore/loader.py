@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,31 +68,64 @@ def _machine_key() -> str:
     return f"{platform.processor()}|{platform.machine()}|{_torch_version()}"
 
 
-def measure_cpu_dtype() -> str:
-    """bf16 only pays on CPUs with bf16 matrix units (AMX, AVX512-BF16); time both and cache it."""
+PASS_CONTEXT = 1000  # cached tokens behind the timed passes: a take's typical distance
+
+
+def time_passes(model, context: int = PASS_CONTEXT, rows=(1, 8), reps: int = 7) -> dict:
+    """Median seconds of our real verification passes (batch-invariant, as a take runs them)
+    over 1 and 8 tokens after `context` cached ones: decoding is few-row work bound by memory,
+    which a prefill-sized matrix product does not measure."""
+    import statistics
+
+    import torch
+
+    from swiftwriter.engine.verify import ModelRunner
+
+    with torch.inference_mode():
+        runner = ModelRunner(model)
+        vocab = model.config.vocab_size
+        ids = torch.randint(vocab // 10, vocab, (context,), generator=_seeded())
+        runner.prefill(ids.tolist())
+        out = {}
+        for n in rows:
+            times = [runner.time_pass(n) for _ in range(reps + 1)]
+            out[n] = statistics.median(times[1:])
+        runner.close()
+    return out
+
+
+def _seeded():
+    import torch
+
+    return torch.Generator().manual_seed(0)
+
+
+def choose_dtype(costs: dict[str, dict]) -> str:
+    """The dtype whose one-token plus 8-token pass costs least; bfloat16 must win by 10% to be
+    chosen (it pays only with bf16 matrix units; otherwise float32 is as exact and no slower)."""
+    total = {dtype: sum(c.values()) for dtype, c in costs.items()}
+    if "bfloat16" in total and total["bfloat16"] < 0.9 * total.get("float32", float("inf")):
+        return "bfloat16"
+    return "float32"
+
+
+def measure_cpu_dtype(entry: ModelEntry) -> str:
+    """The CPU dtype for `auto`: the loaded model's real passes timed in float32 and bfloat16
+    (both exact: every pass is batch-invariant), measured once per machine and model (a few
+    seconds) and remembered."""
 
     def measure() -> dict:
-        import torch
-
-        def bench(dtype) -> float:
-            a = torch.randn(64, 576, dtype=dtype)
-            b = torch.randn(576, 1536, dtype=dtype)
-            for _ in range(3):
-                a @ b
-            best = float("inf")
-            for _ in range(5):
-                t = time.perf_counter()
-                for _ in range(20):
-                    a @ b
-                best = min(best, time.perf_counter() - t)
-            return best
-
-        fp32, bf16 = bench(torch.float32), bench(torch.bfloat16)
-        choice = "bfloat16" if bf16 < 0.8 * fp32 else "float32"
-        return {"dtype": choice, "fp32_s": fp32, "bf16_s": bf16}
+        costs = {}
+        for dtype in ("float32", "bfloat16"):
+            loaded = load(entry, device="cpu", dtype=dtype, with_drafter=False)
+            costs[dtype] = {str(n): t for n, t in time_passes(loaded.model).items()}
+            del loaded
+        return {"dtype": choose_dtype(costs), "pass_seconds": costs, "context": PASS_CONTEXT}
 
     found = _remembered(
-        f"dtype|{_machine_key()}", measure, lambda v: isinstance(v, dict) and "dtype" in v
+        f"dtype-pass|{entry.id}|{_machine_key()}",
+        measure,
+        lambda v: isinstance(v, dict) and v.get("dtype") in ("float32", "bfloat16"),
     )
     return found["dtype"]
 
@@ -121,7 +153,7 @@ def pick_dtype(entry: ModelEntry, device: str, dtype: str = "auto") -> str:
         kind = "cuda" if device.startswith("cuda") else "cpu"
         dtype = entry.dtype.get(kind, "auto")
         if dtype == "auto":
-            dtype = measure_cpu_dtype() if kind == "cpu" else "bfloat16"
+            dtype = measure_cpu_dtype(entry) if kind == "cpu" else "bfloat16"
     if dtype not in DTYPE_NAMES:
         raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
     return DTYPE_NAMES[dtype]
