@@ -26,6 +26,7 @@ except ImportError:
     msvcrt = None
 
 _BUSY = {errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK}
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # a lock file that is a link is refused, not followed
 _WIN_LOCK_OFFSET = 1 << 30  # lock a byte far past the holder info, which stays readable
 
 
@@ -75,7 +76,7 @@ class ProjectLock:
     def acquire(self) -> Holder | None:
         """Take the lock; returns None on success, else who holds it."""
         for _ in range(5):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = self._open(os.O_RDWR | os.O_CREAT)
             try:
                 got = self._os_lock(fd)
             except OSError:
@@ -93,7 +94,11 @@ class ProjectLock:
                 os.close(fd)
                 continue
             self.fd = fd
-            self._write_holder(fd)
+            try:
+                self._write_holder(fd)
+            except OSError:  # a full disk: the lock must not outlive the failed open
+                self.release()
+                raise
             return None
         raise OSError(f"Could not settle the lock file {self.path}")
 
@@ -112,6 +117,13 @@ class ProjectLock:
         os.close(fd)
 
     # -- pieces -----------------------------------------------------------------------------
+    def _open(self, flags: int) -> int:
+        if self.path.is_symlink():
+            raise OSError(
+                errno.ELOOP, f"{self.path.name} is a symbolic link, not SwiftWriter's lock file"
+            )
+        return os.open(self.path, flags | _NOFOLLOW, 0o644)
+
     @staticmethod
     def _os_lock(fd: int) -> bool | None:
         """True: locked; False: someone else holds it; None: locking is not supported here."""
@@ -167,7 +179,7 @@ def holder_if_locked(project: Path) -> Holder | None:
         return None
     probe = ProjectLock(project)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = probe._open(os.O_RDONLY)
     except OSError:
         return None
     try:

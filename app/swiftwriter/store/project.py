@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,8 +47,50 @@ def _read_header(path: Path) -> bytes:
         raise ProjectError(f"Cannot read {path}: {exc.strerror or exc}") from exc
 
 
+def _folder_writable(path: Path) -> bool:
+    return os.access(path.resolve().parent, os.W_OK | os.X_OK)
+
+
+def not_writable(path: Path) -> str:
+    """Why the project at `path` cannot be saved here ('' when it can): the file or its folder
+    is read-only (SQLite writes its journal and the lock beside the file)."""
+    if not os.access(path, os.W_OK):
+        return "the file is read-only"
+    if not _folder_writable(path):
+        return "its folder is read-only"
+    return ""
+
+
 def _readonly_connection(path: Path) -> sqlite3.Connection:
-    return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+    """A connection that never writes. In a read-only folder SQLite cannot make the shared-
+    memory file a WAL reader needs, so the file is read as immutable; changes still waiting in
+    a `-wal` file there cannot be read, and opening is refused rather than showing old text."""
+    uri = path.resolve().as_uri() + "?mode=ro"
+    if not _folder_writable(path):
+        wal = Path(f"{path}-wal")
+        if wal.exists() and wal.stat().st_size > 0:
+            raise ProjectError(
+                f"{path.name} has recent changes in {wal.name} and its folder is read-only, so "
+                "they cannot be read: copy the folder somewhere writable and open it there"
+            )
+        uri += "&immutable=1"
+    return sqlite3.connect(uri, uri=True, check_same_thread=False)
+
+
+@contextlib.contextmanager
+def _refused_leaves_no_side_files(path: Path):
+    """When a look at `path` refuses it, remove the `-wal`/`-shm` files the look created: a
+    refused file is left exactly as it was found (files already there are never touched)."""
+    side = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
+    existed = {p for p in side if p.exists()}
+    try:
+        yield
+    except ProjectError:
+        for p in side:
+            if p not in existed:
+                with contextlib.suppress(OSError):
+                    p.unlink()
+        raise
 
 
 def inspect_file(path: Path) -> int:
@@ -59,6 +102,11 @@ def inspect_file(path: Path) -> int:
         raise ProjectError(f"{path.name} is empty, not a SwiftWriter project")
     if not header.startswith(SQLITE_MAGIC):
         raise ProjectError(f"{path.name} is not a SwiftWriter project (not an SQLite database)")
+    with _refused_leaves_no_side_files(path):
+        return _inspect(path)
+
+
+def _inspect(path: Path) -> int:
     try:
         conn = _readonly_connection(path)
     except sqlite3.Error as exc:
@@ -108,6 +156,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
         self.readonly_reason = readonly_reason
         self._lock = lock
         self._mutex = threading.RLock()
+        self._depth = 0  # nested _write blocks: the outermost one checkpoints
         self._live: dict[int, object] = {}  # generation id -> GenerationRecord streaming now
 
     # -- opening and closing ----------------------------------------------------------------
@@ -120,9 +169,14 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
             raise ProjectError(f"{path} already exists: open it, or choose another name")
         if not path.parent.is_dir():
             raise ProjectError(f"No such folder: {path.parent}")
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
-        db = None
+        db = tmp = None
         try:
+            # a fresh name made with O_EXCL: never a file or link someone left in the way
+            fd, name = tempfile.mkstemp(
+                prefix=f".{path.name}.", suffix=".creating", dir=path.parent
+            )
+            os.close(fd)
+            tmp = Path(name)
             db = sqlite_utils.Database(sqlite3.connect(tmp), execute_plugins=False)
             db.enable_wal()
             schema.migrate(db)
@@ -156,7 +210,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
         finally:
             if db is not None:
                 db.close()
-            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")) if tmp else ():
                 with contextlib.suppress(OSError):
                     leftover.unlink()
         return cls.open(path)
@@ -171,6 +225,14 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
         if readonly:
             return cls._open_readonly(path, "opened read-only")
         _read_header(path)
+        why = not_writable(path)
+        if why:
+            if fallback_readonly:
+                return cls._open_readonly(path, f"{why}: opened read-only")
+            raise ProjectError(
+                f"{path.name} cannot be saved where it is ({why}): open it read-only, or copy "
+                "it somewhere writable"
+            )
         lock = ProjectLock(path)
         try:
             holder = lock.acquire()
@@ -270,6 +332,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                 raise ProjectError(f"The project {self.path.name} is closed")
             if self._readonly:
                 raise ProjectError(f"{self.path.name} is read-only here ({self.readonly_reason})")
+            self._depth += 1
             try:
                 with self.db.atomic():
                     yield self.db
@@ -277,6 +340,17 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                 raise ProjectError(
                     f"Could not save to {self.path.name} ({exc}); this change was not made"
                 ) from exc
+            finally:
+                self._depth -= 1
+            if self._depth == 0:
+                self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Copy committed pages from the `-wal` file into the project file, so the file alone
+        holds every committed change (writers copy and sync single files). Passive: a reader
+        elsewhere only postpones it to the next write; the change is safe in the WAL anyway."""
+        with contextlib.suppress(sqlite3.Error):
+            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 
     def batch(self):
         """Group several changes into one transaction: all of them are saved, or none."""
