@@ -139,7 +139,7 @@ def test_text_files_in_common_encodings(tmp_path):
     assert import_file(utf8) == [(1, "a", "Line one\nline two\n\nCafé ☕")]
     legacy = tmp_path / "b.txt"
     legacy.write_bytes("caf\u00e9 \u2014 done".encode("cp1252"))
-    assert import_file(legacy) == [(1, "b", "café — done")]
+    assert import_file(legacy, encoding="cp1252") == [(1, "b", "café — done")]
     wide = tmp_path / "c.txt"
     wide.write_bytes("hello".encode("utf-16"))  # with its byte-order mark
     assert import_file(wide) == [(1, "c", "hello")]

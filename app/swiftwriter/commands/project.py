@@ -24,9 +24,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     show = psub.add_parser("show", help="print one document's text")
     show.add_argument("file")
     show.add_argument("doc", help="document id or exact title")
-    imp = psub.add_parser("import", help="add a .md or .txt file as documents")
+    imp = psub.add_parser("import", help="add a .md, .txt or .docx file as documents")
     imp.add_argument("file")
     imp.add_argument("source")
+    imp.add_argument(
+        "--encoding",
+        help="the text file's encoding when it is not UTF-8 (for example cp1252, latin-1)",
+    )
     imp.add_argument("--parent", help="put the new documents under this document")
     hist = psub.add_parser("history", help="list generations (and interrupted ones)")
     hist.add_argument("file")
@@ -100,10 +104,12 @@ def _show(proj, args) -> int:
 
 
 def _import(proj, args) -> int:
-    from swiftwriter.store.importing import import_sections, read_sections
+    from swiftwriter.export.importers import import_file
+    from swiftwriter.store.importing import import_sections
 
     parent = find_document(proj, args.parent) if args.parent else None
-    added = import_sections(proj, read_sections(Path(args.source)), parent_id=parent)
+    sections = import_file(Path(args.source), encoding=args.encoding)
+    added = import_sections(proj, sections, parent_id=parent)
     words = sum(len(d.text.split()) for d in added)
     print(f"Imported {len(added)} document(s), {words} words, into {proj.path.name}")
     return 0

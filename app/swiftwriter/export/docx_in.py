@@ -16,6 +16,7 @@ from docx.text.hyperlink import Hyperlink
 from docx.text.paragraph import Paragraph
 from docx.text.run import Run
 
+from swiftwriter.errors import UserError
 from swiftwriter.export import ooxml
 from swiftwriter.export.model import Manuscript, Section
 
@@ -52,10 +53,17 @@ class _Piece:
     href: str | None
 
 
+MAX_PARAGRAPHS = 500_000  # ten times the longest novels; a file with more is refused
+
+
 def docx_to_manuscript(path: Path) -> Manuscript:
     document = docx.Document(str(path))
     reader = _Reader(document)
-    for p in document.element.body.iter(qn("w:p")):
+    for count, p in enumerate(document.element.body.iter(qn("w:p")), 1):
+        if count > MAX_PARAGRAPHS:
+            raise UserError(
+                f"{path.name} has more than {MAX_PARAGRAPHS:,} paragraphs: too many to import"
+            )
         reader.paragraph(Paragraph(p, document._body))
     props = document.core_properties
     return Manuscript(

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 from docx.opc.exceptions import PackageNotFoundError
+from lxml import etree
 
 from swiftwriter.errors import UserError
 from swiftwriter.export.docx_in import docx_to_manuscript
@@ -19,55 +20,112 @@ from swiftwriter.export.mdparse import MarkdownParser
 from swiftwriter.export.model import Manuscript, Section
 
 SUFFIXES = (".md", ".markdown", ".txt", ".docx")
+MAX_TEXT_BYTES = 64 << 20  # a text file this large is not a manuscript (about 10 million words)
+MAX_DOCX_BYTES = 64 << 20
+MAX_DOCX_UNPACKED = 256 << 20  # all parts together, as the zip's directory declares them
+MAX_DOCX_RATIO = 100  # a part that unpacks to this many times its packed size is a bomb
+MAX_DOCX_PARTS = 5000
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
+_ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)")  # the rest is split by `_atx_title`, in one pass
 _SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _NOT_SETEXT_TEXT = re.compile(r"^\s*([-+*>]|\d+[.)])(\s|$)|^ {4}|^\t")
 
 
-def import_file(path: Path | str) -> list[tuple[int, str, str]]:
+def import_file(path: Path | str, encoding: str | None = None) -> list[tuple[int, str, str]]:
     """Sections of a .md, .txt or .docx file as (level, title, markdown)."""
-    ms = import_manuscript(path)
+    ms = import_manuscript(path, encoding)
     return [(s.level, s.title, s.body) for s in ms.sections]
 
 
-def import_manuscript(path: Path | str) -> Manuscript:
-    """The whole file as a manuscript, with the title and author it names, if any."""
+def import_manuscript(path: Path | str, encoding: str | None = None) -> Manuscript:
+    """The whole file as a manuscript, with the title and author it names, if any. Text files
+    are read as `encoding` when given, else as UTF-8 (or UTF-8/16 with a byte-order mark)."""
     file = Path(path).expanduser()
     if not file.is_file():
         raise UserError(f"No such file: {file}")
     suffix = file.suffix.lower()
     if suffix == ".docx":
+        check_docx_size(file)
         try:
             ms = docx_to_manuscript(file)
         except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError) as exc:
-            raise UserError(f"{file} is not a Word (.docx) document: {exc}") from exc
+            raise UserError(f"{file.name} is not a Word (.docx) document: {exc}") from exc
+        except etree.LxmlError as exc:
+            raise UserError(f"{file.name} is a damaged Word document ({exc})") from exc
         return _finish(ms, file.stem)
     if suffix in (".md", ".markdown"):
-        return _finish(markdown_to_manuscript(read_text(file)), file.stem)
+        return _finish(markdown_to_manuscript(read_text(file, encoding)), file.stem)
     if suffix == ".txt":
-        text = read_text(file).strip("\n")
+        text = read_text(file, encoding).strip("\n")
         return _finish(
             Manuscript(sections=[Section(1, "", text)] if text.strip() else []), file.stem
         )
     raise UserError(f"Cannot import {file.name}: choose a {', '.join(SUFFIXES)} file")
 
 
-def read_text(file: Path) -> str:
-    """UTF-8 (with or without BOM), UTF-16 with a BOM, or else Windows-1252, as saved by
-    older Windows editors; line ends become '\\n'."""
+def check_docx_size(file: Path) -> None:
+    """Refuse a Word file before any part is unpacked when it, or what its zip directory says
+    its parts unpack to, is far beyond any manuscript (a zip bomb unpacks to gigabytes). The
+    zip reader never unpacks a part past its declared size, so the declared sizes bound the
+    memory the import can take."""
+    size = file.stat().st_size
+    if size > MAX_DOCX_BYTES:
+        raise UserError(f"{file.name} is too large to import ({size >> 20} MB; at most 64 MB)")
+    try:
+        with zipfile.ZipFile(file) as zf:
+            parts = zf.infolist()
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise UserError(f"{file.name} is not a Word (.docx) document: {exc}") from exc
+    unpacked = sum(p.file_size for p in parts)
+    packed_bomb = any(
+        p.file_size > (1 << 20) and p.file_size > MAX_DOCX_RATIO * max(p.compress_size, 1)
+        for p in parts
+    )
+    if len(parts) > MAX_DOCX_PARTS or unpacked > MAX_DOCX_UNPACKED or packed_bomb:
+        raise UserError(
+            f"{file.name} was refused: it unpacks to {unpacked >> 20} MB in {len(parts)} parts, "
+            "far more than a manuscript (a damaged or malicious file)"
+        )
+
+
+def read_text(file: Path, encoding: str | None = None) -> str:
+    """The file as text, line ends as '\\n'. Without `encoding`: UTF-8 (a byte-order mark
+    allowed), or UTF-16 with its byte-order mark; anything else is refused with the offset of
+    the first byte that is not UTF-8, rather than guessed (a wrong guess turns every accented
+    letter of the book into two wrong ones). Binary files are refused."""
+    size = file.stat().st_size
+    if size > MAX_TEXT_BYTES:
+        raise UserError(f"{file.name} is too large to import ({size >> 20} MB; at most 64 MB)")
     raw = file.read_bytes()
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        text = raw.decode("utf-16")
+    if encoding:
+        try:
+            text = raw.decode(encoding)
+        except LookupError:
+            raise UserError(f"Unknown encoding '{encoding}'") from None
+        except UnicodeDecodeError as exc:
+            raise UserError(
+                f"{file.name} is not {encoding} text: byte {exc.start} cannot be read in it"
+            ) from None
+    elif raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            text = raw.decode("utf-16")
+        except UnicodeDecodeError:
+            raise UserError(f"{file.name} is damaged UTF-16 text") from None
+    elif b"\x00" in raw:
+        raise UserError(
+            f"{file.name} is not a text file (it holds zero bytes: a binary file, or UTF-16 "
+            "without a byte-order mark; save it as UTF-8)"
+        )
     else:
         try:
             text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            try:
-                text = raw.decode("cp1252")
-            except UnicodeDecodeError as exc:
-                raise UserError(f"{file} is neither UTF-8 nor Windows-1252 text") from exc
+        except UnicodeDecodeError as exc:
+            raise UserError(
+                f"{file.name} is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+                f"{exc.start} is not valid UTF-8. Save it as UTF-8, or name its encoding "
+                "(for example --encoding cp1252 for older Windows files)"
+            ) from None
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -113,8 +171,9 @@ def markdown_to_manuscript(text: str) -> Manuscript:
             body.append(line)
             continue
         atx = _ATX.match(line)
-        if atx and not (len(atx.group(1)) == 1 and not (atx.group(2) or "").strip()):
-            title = parser.plain(atx.group(2) or "")
+        heading = _atx_title(line, atx.end()) if atx else ""
+        if atx and not (len(atx.group(1)) == 1 and not heading.strip()):
+            title = parser.plain(heading)
             sections.append((len(atx.group(1)), title, []))
             continue
         setext = _SETEXT.match(line)
@@ -138,6 +197,17 @@ def markdown_to_manuscript(text: str) -> Manuscript:
         # Text before the first heading stands beside the top headings, not above them.
         out.append(Section(level=level or top, title=title, body=text_body))
     return Manuscript(title=meta.get("title", ""), author=meta.get("author", ""), sections=out)
+
+
+def _atx_title(line: str, start: int) -> str:
+    """The title of an ATX heading line after its opening #s: surrounding blanks and an
+    optional closing run of #s (preceded by a blank) removed. String methods, not a regex
+    with a lazy group, so a long line costs linear time."""
+    rest = line[start:].strip(" \t")
+    stripped = rest.rstrip("#")
+    if stripped != rest and (not stripped or stripped[-1] in " \t"):
+        rest = stripped.rstrip(" \t")
+    return rest
 
 
 def normalize_levels(sections: list[Section]) -> list[Section]:

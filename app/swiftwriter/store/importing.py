@@ -13,7 +13,7 @@ from pathlib import Path
 
 from swiftwriter.store.records import Document, ProjectError
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(?=\S)")  # the title is cut by string methods
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 KINDS_BY_DEPTH = {1: ("chapter",), 2: ("part", "chapter"), 3: ("part", "chapter", "scene")}
 
@@ -30,8 +30,9 @@ def parse_markdown(text: str, fallback_title: str) -> list[tuple[int, str, str]]
             token = marker.group(1)[0]
             fence = None if fence == token else (fence or token)
         heading = None if fence or marker else _HEADING.match(line)
-        if heading:
-            current = (len(heading.group(1)), heading.group(2).strip(), [])
+        title = line[heading.end() :].rstrip(" \t").rstrip("#").strip() if heading else ""
+        if heading and title:
+            current = (len(heading.group(1)), title, [])
             sections.append(current)
         else:
             if current is None:

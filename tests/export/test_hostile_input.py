@@ -1,0 +1,145 @@
+"""Files a writer should never have imported, refused quickly with one clear line: zip bombs,
+damaged Word files, text in an unknown encoding, binary files, pathological headings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+import zipfile
+
+import docx
+import pytest
+from swiftwriter.cli import main
+from swiftwriter.errors import UserError
+from swiftwriter.export import docx_in
+from swiftwriter.export.importers import import_file, markdown_to_manuscript
+from swiftwriter.store import Project
+
+
+@pytest.fixture(scope="module")
+def zip_bomb(tmp_path_factory):
+    """A .docx of a few hundred KB whose document part unpacks to 400 MB of blanks."""
+    path = tmp_path_factory.mktemp("bomb") / "bomb.docx"
+    base = tmp_path_factory.mktemp("base") / "base.docx"
+    docx.Document().save(str(base))
+    with zipfile.ZipFile(base) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for item in src.infolist():
+            if item.filename != "word/document.xml":
+                out.writestr(item, src.read(item))
+        with out.open("word/document.xml", "w", force_zip64=True) as part:
+            chunk = b" " * (1 << 20)
+            for _ in range(400):
+                part.write(chunk)
+    return path
+
+
+REFUSE = textwrap.dedent(
+    """
+    import resource, sys, time
+    from swiftwriter.errors import UserError
+    from swiftwriter.export.importers import import_file
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    try:
+        import_file(sys.argv[1])
+        print("imported")
+    except UserError as exc:
+        print("refused:", exc)
+    print("seconds:", time.perf_counter() - start)
+    print("extra_mb:", (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024)
+    """
+)
+
+
+def test_a_zip_bomb_is_refused_in_under_two_seconds_and_300_mb(zip_bomb):
+    assert zip_bomb.stat().st_size < 2 << 20
+    result = subprocess.run(
+        [sys.executable, "-c", REFUSE, str(zip_bomb)], capture_output=True, text=True, timeout=120
+    )
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
+    assert "refused" in lines, result.stdout + result.stderr
+    assert "unpacks to 400 MB" in lines["refused"]
+    assert float(lines["seconds"]) < 2.0
+    assert float(lines["extra_mb"]) < 300
+
+
+def test_a_damaged_word_file_is_one_line(tmp_path):
+    good = tmp_path / "good.docx"
+    docx.Document().save(str(good))
+    bad = tmp_path / "bad.docx"
+    with zipfile.ZipFile(good) as src, zipfile.ZipFile(bad, "w") as out:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "word/document.xml":
+                data = data[: len(data) // 2]  # cut mid-element
+            out.writestr(item, data)
+    with pytest.raises(UserError, match="damaged Word document"):
+        import_file(bad)
+
+
+def test_too_many_paragraphs_are_refused(tmp_path, monkeypatch):
+    path = tmp_path / "long.docx"
+    d = docx.Document()
+    for i in range(12):
+        d.add_paragraph(f"Paragraph {i}.")
+    d.save(str(path))
+    monkeypatch.setattr(docx_in, "MAX_PARAGRAPHS", 10)
+    with pytest.raises(UserError, match="more than 10 paragraphs"):
+        import_file(path)
+
+
+def test_one_bad_byte_is_named_instead_of_turning_the_book_into_mojibake(tmp_path):
+    path = tmp_path / "draft.txt"
+    good = "Café au lait, crème brûlée.\n".encode() * 50
+    path.write_bytes(good + b"\xff tail\n")
+    with pytest.raises(UserError) as caught:
+        import_file(path)
+    message = str(caught.value)
+    assert f"byte 0xff at offset {len(good)}" in message and "--encoding" in message
+    assert "Ã" not in message
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "hello world".encode("utf-16-le"),  # UTF-16 without its byte-order mark
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",  # a picture renamed .txt
+    ],
+)
+def test_binary_and_bomless_utf16_files_are_refused(tmp_path, data):
+    path = tmp_path / "x.txt"
+    path.write_bytes(data)
+    with pytest.raises(UserError, match="not a text file"):
+        import_file(path)
+
+
+def test_the_cli_imports_another_encoding_when_named(tmp_path, capsys):
+    project = tmp_path / "P.swiftwriter"
+    Project.create(project, title="P").close()
+    legacy = tmp_path / "old.txt"
+    legacy.write_bytes("Na\u00efve caf\u00e9 \u2014 fin".encode("cp1252"))
+    assert main(["project", "import", str(project), str(legacy)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not UTF-8 text" in err and "Traceback" not in err
+    assert main(["project", "import", str(project), str(legacy), "--encoding", "cp1252"]) == 0
+    with Project.open(project, readonly=True) as p:
+        assert p.documents()[0].title == "old"
+        assert p.document(p.documents()[0].id).text == "Na\u00efve caf\u00e9 \u2014 fin"
+
+
+def test_a_heading_line_of_a_hundred_thousand_blanks_parses_in_linear_time():
+    line = "# x" + " " * 100_000 + "y"
+    start = time.perf_counter()
+    ms = markdown_to_manuscript(line + "\n\nbody")
+    assert time.perf_counter() - start < 2.0  # the earlier regex took about a minute here
+    assert ms.sections[0].title == "x" + " " * 100_000 + "y"
+
+
+@pytest.mark.parametrize(
+    "line, title",
+    [("# Title #", "Title"), ("## Title##", "Title##"), ("### A # B ###", "A # B"), ("#  x  ", "x")],
+)
+def test_atx_titles_follow_commonmark(line, title):
+    assert markdown_to_manuscript(line + "\n\ntext").sections[0].title == title
