@@ -134,7 +134,7 @@ def test_a_heading_line_of_a_hundred_thousand_blanks_parses_in_linear_time():
     start = time.perf_counter()
     ms = markdown_to_manuscript(line + "\n\nbody")
     assert time.perf_counter() - start < 2.0  # the earlier regex took about a minute here
-    assert ms.sections[0].title == "x" + " " * 100_000 + "y"
+    assert ms.sections[0].title == "x y"  # runs of blanks in a title collapse
 
 
 @pytest.mark.parametrize(
