@@ -139,7 +139,12 @@ def test_a_heading_line_of_a_hundred_thousand_blanks_parses_in_linear_time():
 
 @pytest.mark.parametrize(
     "line, title",
-    [("# Title #", "Title"), ("## Title##", "Title##"), ("### A # B ###", "A # B"), ("#  x  ", "x")],
+    [
+        ("# Title #", "Title"),
+        ("## Title##", "Title##"),
+        ("### A # B ###", "A # B"),
+        ("#  x  ", "x"),
+    ],
 )
 def test_atx_titles_follow_commonmark(line, title):
     assert markdown_to_manuscript(line + "\n\ntext").sections[0].title == title

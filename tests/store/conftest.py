@@ -22,17 +22,3 @@ def project(project_path):
 
 def file_digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def run_as_user(code: str, *args: str):
-    """Run python `code` in a child where file modes apply: as root, the child drops the
-    capabilities that override them (setpriv); an ordinary user needs nothing dropped."""
-    import os
-    import subprocess
-    import sys
-
-    command = [sys.executable, "-c", code, *args]
-    if os.geteuid() == 0:
-        caps = "-dac_override,-dac_read_search,-fowner"
-        command = ["setpriv", "--bounding-set", caps, "--inh-caps", caps, *command]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)

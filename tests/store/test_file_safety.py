@@ -16,7 +16,8 @@ import pytest
 from swiftwriter.store import Project, ProjectError
 from swiftwriter.store import lock as lock_mod
 
-from tests.store.conftest import file_digest, run_as_user
+from tests.conftest import run_as_user
+from tests.store.conftest import file_digest
 
 OPEN_AND_REPORT = textwrap.dedent(
     """

@@ -1,9 +1,16 @@
 """Write an export beside its target and rename it into place, so a failed or interrupted
-export never leaves half a file where the writer expects a finished one."""
+export never leaves half a file where the writer expects a finished one.
+
+The target must be an ordinary writable file or a new name: a link, a pipe, a device or a
+read-only file is refused, never replaced or written through. The new file is synced to disk
+before it takes the name, and temporary files an interrupted export left behind are removed
+on the next export to the same name."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -11,20 +18,65 @@ from pathlib import Path
 from swiftwriter.errors import UserError
 
 
-def write_atomically(out: Path | str, write: Callable[[str], None]) -> Path:
-    """Call `write(tmp_path)`, then rename the temporary file over `out`."""
-    out = Path(out).expanduser()
+def _check_target(out: Path) -> None:
+    if out.is_symlink():
+        raise UserError(f"{out} is a symbolic link: export to the file itself, or another name")
     if out.is_dir():
         raise UserError(f"{out} is a folder; give a file name to export to")
     if not out.parent.is_dir():
         raise UserError(f"No such folder: {out.parent}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
-    os.close(fd)
+    if out.exists():
+        mode = out.stat().st_mode
+        if not stat.S_ISREG(mode):
+            raise UserError(f"{out} is not an ordinary file (a pipe or a device): not replaced")
+        if not os.access(out, os.W_OK):
+            raise UserError(f"{out} is read-only: not replaced; choose another name")
+
+
+def _remove_stale_partials(out: Path) -> None:
+    """Temporary files of earlier exports to this name that never finished (a killed app)."""
+    for stale in out.parent.glob(f".{out.name}.*.partial"):
+        with contextlib.suppress(OSError):
+            if stale.is_file() and not stale.is_symlink():
+                stale.unlink()
+
+
+def _sync(path: str, directory: bool = False) -> None:
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
     try:
+        fd = os.open(path, flags)
+    except OSError:
+        if directory:  # some platforms cannot open a folder: the rename is still atomic
+            return
+        raise
+    try:
+        os.fsync(fd)
+    except OSError:
+        if not directory:
+            raise
+    finally:
+        os.close(fd)
+
+
+def write_atomically(out: Path | str, write: Callable[[str], None]) -> Path:
+    """Call `write(tmp_path)`, sync it, then rename the temporary file over `out`. Any failure
+    of the disk (full, read-only, too large) is one clear UserError and leaves `out` as it was."""
+    out = Path(out).expanduser()
+    _check_target(out)
+    _remove_stale_partials(out)
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+        os.close(fd)
         write(tmp)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; an export is an ordinary file
+        _sync(tmp)
         os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp = None
+        _sync(str(out.parent), directory=True)
+    except OSError as exc:
+        raise UserError(f"Could not export to {out}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
     return out
