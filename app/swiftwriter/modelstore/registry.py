@@ -68,18 +68,67 @@ def user_registry_path() -> Path:
     return paths.config_dir() / "models.toml"
 
 
-def _entries_from(table: dict, user: bool) -> dict[str, ModelEntry]:
-    out = {}
-    for model_id, raw in table.get("models", {}).items():
-        raw = dict(raw)
-        if "path" in raw:
-            raw["path"] = Path(raw["path"]).expanduser()
-        known = {f for f in ModelEntry.__dataclass_fields__}
-        extra = set(raw) - known
-        if extra:
-            raise UserError(f"Model '{model_id}' in the registry has unknown keys: {sorted(extra)}")
-        out[model_id] = ModelEntry(id=model_id, user=user, **raw)
+_TEXT = ("name", "path", "package", "package_version", "file", "sha256", "architecture", "heads")
+_FLAGS = ("default", "trust_remote_code")
+_SOURCES = ("pypi-gguf", "folder")
+_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def _check_entry(model_id: str, raw, where: Path) -> dict:
+    """One registry entry's keys and types, or a UserError naming the file, model and key."""
+
+    def bad(key: str, want: str):
+        value = raw.get(key) if isinstance(raw, dict) else raw
+        return UserError(
+            f"The model registry {where}: model '{model_id}'"
+            + (f" key '{key}'" if key else "")
+            + f" must be {want}, not {value!r}"
+        )
+
+    if not isinstance(raw, dict):
+        raise bad("", "a table of settings")
+    extra = set(raw) - set(ModelEntry.__dataclass_fields__) - {"id", "user"} | (
+        set(raw) & {"id", "user"}
+    )
+    if extra:
+        raise UserError(
+            f"The model registry {where}: model '{model_id}' has unknown keys: {sorted(extra)}"
+        )
+    for key in _TEXT:
+        if key in raw and not isinstance(raw[key], str):
+            raise bad(key, "text in quotes")
+    for key in _FLAGS:
+        if key in raw and not isinstance(raw[key], bool):
+            raise bad(key, "true or false")
+    if raw.get("source") not in _SOURCES:
+        raise bad("source", " or ".join(repr(x) for x in _SOURCES))
+    if raw["source"] == "folder" and not raw.get("path"):
+        raise bad("path", "the model's folder")
+    length = raw.get("context_length")
+    if length is not None and (
+        isinstance(length, bool) or not isinstance(length, int) or length < 1
+    ):
+        raise bad("context_length", "a whole number of tokens")
+    dtype = raw.get("dtype", {})
+    if not isinstance(dtype, dict) or any(
+        k not in ("cpu", "cuda") or v not in _DTYPES for k, v in dtype.items()
+    ):
+        raise bad("dtype", 'a table like { cpu = "auto", cuda = "bfloat16" }')
+    out = dict(raw)
+    out.setdefault("name", model_id)
+    if "path" in out:
+        out["path"] = Path(out["path"]).expanduser()
     return out
+
+
+def _entries_from(table: dict, user: bool, where: Path) -> dict[str, ModelEntry]:
+    models = table.get("models", {})
+    if not isinstance(models, dict):
+        raise UserError(f"The model registry {where}: 'models' must be a table of models")
+    return {
+        model_id: ModelEntry(id=model_id, user=user, **_check_entry(model_id, raw, where))
+        for model_id, raw in models.items()
+    }
 
 
 def _read_toml(path: Path) -> dict:
@@ -87,13 +136,16 @@ def _read_toml(path: Path) -> dict:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"The model registry {path} is not valid TOML: {exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"Cannot read the model registry {path}: {exc}") from exc
 
 
 def load_registry() -> dict[str, ModelEntry]:
-    entries = _entries_from(_read_toml(paths.shipped_models_dir() / "registry.toml"), user=False)
+    shipped = paths.shipped_models_dir() / "registry.toml"
+    entries = _entries_from(_read_toml(shipped), user=False, where=shipped)
     user_path = user_registry_path()
     if user_path.is_file():
-        entries.update(_entries_from(_read_toml(user_path), user=True))
+        entries.update(_entries_from(_read_toml(user_path), user=True, where=user_path))
     return entries
 
 
@@ -139,28 +191,45 @@ def validate_folder(folder: Path) -> None:
         raise UserError(f"{folder} has no weights (*.safetensors or *.bin)")
 
 
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return json.dumps(str(value))
-
-
 def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False) -> ModelEntry:
+    """Register a local folder in the user registry. The file is edited with a TOML library
+    (the user's comments and layout stay), and the new text is parsed and checked before it
+    replaces the old: a registry that would not load is never written."""
+    import tomlkit
+
     if not model_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
         raise UserError(f"Model name '{model_id}' may use only letters, digits, '-', '_' and '.'")
-    folder = folder.expanduser().resolve()
+    try:
+        folder = folder.expanduser().resolve()
+    except (OSError, RuntimeError) as exc:  # missing, or a loop of symbolic links
+        raise UserError(f"Cannot use {folder} as a model folder: {exc}") from exc
     validate_folder(folder)
     path = user_registry_path()
-    table = _read_toml(path) if path.is_file() else {}
-    models = table.setdefault("models", {})
-    models[model_id] = {"name": model_id, "source": "folder", "path": str(folder)}
+    if path.is_file():
+        _entries_from(_read_toml(path), user=True, where=path)  # never build on a broken file
+        document = tomlkit.parse(path.read_text(encoding="utf-8"))
+    else:
+        document = tomlkit.document()
+        document.add(
+            tomlkit.comment("SwiftWriter user models (written by `swiftwriter models add`)")
+        )
+    models = document.setdefault("models", tomlkit.table(is_super_table=True))
+    entry = tomlkit.table()
+    entry.update({"name": model_id, "source": "folder", "path": str(folder)})
     if trust_remote_code:
-        models[model_id]["trust_remote_code"] = True
-    lines = ["# SwiftWriter user models (written by `swiftwriter models add`)"]
-    for mid, raw in models.items():
-        lines.append(f"\n[models.{json.dumps(mid)}]")
-        lines += [f"{k} = {_toml_value(v)}" for k, v in raw.items()]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+        entry["trust_remote_code"] = True
+    models[model_id] = entry
+    text = tomlkit.dumps(document)
+    try:
+        _entries_from(tomllib.loads(text), user=True, where=path)
+    except (tomllib.TOMLDecodeError, UserError) as exc:
+        raise UserError(f"Could not register '{model_id}': {exc}") from exc
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UserError(
+            f"Could not write the model registry {path}: {exc.strerror or exc}"
+        ) from exc
     return load_registry()[model_id]
