@@ -184,3 +184,43 @@ def test_killed_writer_leaves_the_file_consistent_for_the_next_open(saved):
     proc.wait(timeout=30)
     with Project.open(saved) as p:
         assert p.integrity_check() == "ok"
+
+
+def test_a_project_missing_a_table_is_refused_in_one_line(saved, capsys):
+    from swiftwriter.cli import main
+
+    conn = sqlite3.connect(saved)
+    conn.execute("DROP TABLE notes")
+    conn.commit()
+    conn.close()
+    digest = file_digest(saved)
+    with pytest.raises(ProjectError, match="notes table is missing"):
+        Project.open(saved)
+    assert main(["project", "docs", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert "notes table is missing" in err and "Traceback" not in err
+    assert file_digest(saved) == digest
+
+
+def test_a_damaged_token_record_keeps_the_history_readable(saved, capsys):
+    from swiftwriter.cli import main
+
+    with Project.open(saved) as p:
+        doc = p.documents()[0]
+        rec = p.start_generation(doc.id, "p", "m", "t", {}, 0)
+        rec.append(" more", [10, 11, 12])
+        gen = rec.finish("finished", {}, append_to_document=True)
+        p.db.execute(
+            "UPDATE generations SET token_ids = ? WHERE id = ?", [b"\x01\x00\x00\x00\x07", gen.id]
+        )
+    with Project.open(saved) as p:
+        assert p.generation(gen.id).token_ids == [1]  # the whole ids before the cut
+    assert main(["project", "history", str(saved)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_read_that_meets_damage_is_one_line(saved):
+    with Project.open(saved) as p:
+        p.db.execute("ALTER TABLE documents RENAME COLUMN title TO name")
+        with pytest.raises(ProjectError, match="damaged"):
+            p.documents()

@@ -6,6 +6,7 @@ change). Positions among siblings are kept dense (0, 1, 2, ...) so moves stay si
 from __future__ import annotations
 
 import functools
+import sqlite3
 from collections import defaultdict
 
 from swiftwriter.store.records import (
@@ -29,7 +30,12 @@ def _locked(method):
         with self._mutex:
             if self.db is None:
                 raise ProjectError(f"The project {self.path.name} is closed")
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.DatabaseError as exc:
+                raise ProjectError(
+                    f"Could not read {self.path.name}: the file is damaged ({exc})"
+                ) from exc
 
     return wrapper
 

@@ -124,6 +124,13 @@ def _inspect(path: Path) -> int:
                 f"{path.name} was saved by a newer SwiftWriter (format {version}, this one "
                 f"reads up to {schema.SCHEMA_VERSION}): update SwiftWriter to open it"
             )
+        have = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = sorted(schema.expected_tables(version) - have)
+        if missing:
+            raise ProjectError(
+                f"{path.name} is damaged (its {', '.join(missing)} table is missing); it was "
+                "left untouched: open a backup copy instead"
+            )
         problems = [row[0] for row in conn.execute("PRAGMA quick_check(5)")]
         if problems != ["ok"]:
             raise ProjectError(

@@ -120,7 +120,7 @@ def unpack_ids(blob: bytes | None) -> list[int]:
     if not blob:
         return []
     arr = array("I")
-    arr.frombytes(blob)
+    arr.frombytes(blob[: len(blob) // 4 * 4])  # a damaged, cut record keeps its whole ids
     if sys.byteorder == "big":  # pragma: no cover
         arr.byteswap()
     return arr.tolist()

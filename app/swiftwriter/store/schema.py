@@ -7,6 +7,7 @@ file as it was."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import sqlite_utils
@@ -140,3 +141,15 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> list[int
             db.execute(f"PRAGMA user_version = {version}")
             applied.append(version)
     return applied
+
+
+@functools.lru_cache(maxsize=None)
+def expected_tables(version: int) -> frozenset[str]:
+    """The tables a file of format `version` has (built once in memory by the migrations)."""
+    import sqlite3
+
+    db = sqlite_utils.Database(sqlite3.connect(":memory:"), execute_plugins=False)
+    migrate(db, version)
+    names = frozenset(n for n in db.table_names() if not n.startswith("sqlite_"))
+    db.close()
+    return names
