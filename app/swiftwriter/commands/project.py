@@ -32,6 +32,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the text file's encoding when it is not UTF-8 (for example cp1252, latin-1)",
     )
     imp.add_argument("--parent", help="put the new documents under this document")
+    backup = psub.add_parser("backup", help="make a backup copy now (in the data folder)")
+    backup.add_argument("file")
+    listing = psub.add_parser("backups", help="list the project's backups, newest first")
+    listing.add_argument("file")
+    restore = psub.add_parser("restore", help="make a new project from a backup")
+    restore.add_argument("backup", help="a backup file (see `swiftwriter project backups`)")
+    restore.add_argument("new", help="the new project file (never an existing one)")
     hist = psub.add_parser("history", help="list generations (and interrupted ones)")
     hist.add_argument("file")
     hist.add_argument("--doc", help="only this document's generations")
@@ -75,11 +82,39 @@ def run(args: argparse.Namespace) -> int:
         with Project.create(path, title=title, author=args.author) as proj:
             print(f"Created {proj.path} ('{title}')")
         return 0
-    if cmd in ("docs", "show", "history"):
+    if cmd in ("backups", "restore"):
+        return _backups(args) if cmd == "backups" else _restore(args)
+    if cmd in ("docs", "show", "history", "backup"):
+        if cmd == "backup":
+            with Project.open(args.file, readonly=True) as proj:
+                made = proj.backup()
+            print(f"Backed up {proj.path.name} to {made.path}")
+            return 0
         with Project.open(args.file, readonly=True) as proj:
             return {"docs": _docs, "show": _show, "history": _history}[cmd](proj, args)
     with Project.open(args.file) as proj:
         return {"import": _import, "recover": _recover}[cmd](proj, args)
+
+
+def _backups(args) -> int:
+    from swiftwriter.store import backups
+
+    path = Path(args.file).expanduser()
+    found = backups.list_backups(path)
+    if not found:
+        print(f"No backups of {path.name} yet (they are made on close and while you write; "
+              "`swiftwriter project backup` makes one now)")  # fmt: skip
+    for b in found:
+        print(b.describe())
+    return 0
+
+
+def _restore(args) -> int:
+    from swiftwriter.store import backups
+
+    new = backups.restore(Path(args.backup), Path(args.new))
+    print(f"Restored {Path(args.backup).name} as {new}")
+    return 0
 
 
 def _docs(proj, args) -> int:

@@ -364,6 +364,13 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
         return self._write()
 
     @_locked
+    def backup(self):
+        """A consistent copy into the data folder's backups (store/backups.py); returns it."""
+        from swiftwriter.store import backups
+
+        return backups.make_backup(self.db.conn, self.path)
+
+    @_locked
     def integrity_check(self) -> str:
         rows = self.db.execute("PRAGMA integrity_check").fetchall()
         return "; ".join(r[0] for r in rows)

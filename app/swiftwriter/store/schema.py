@@ -143,7 +143,7 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> list[int
     return applied
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def expected_tables(version: int) -> frozenset[str]:
     """The tables a file of format `version` has (built once in memory by the migrations)."""
     import sqlite3
