@@ -64,6 +64,7 @@ def test_a_generation_streams_appends_and_records(project, tiny_llama):
     assert gen.status == "finished" and gen.applied and gen.model_id == "tiny"
     assert gen.token_ids == result.token_ids and len(gen.token_ids) == result.stats["tokens"]
     assert gen.tokenizer_id == "latin1-test" and gen.settings["max_new_tokens"] == 40
+    assert gen.settings["written_after"] == doc.text  # where a recovery puts it back
     assert gen.stats["tau"] >= 1.0 and "history" in gen.stats
     assert result.document.text == doc.text + result.text
     assert project.snapshots(doc.id)[0].text == doc.text

@@ -311,7 +311,14 @@ class DocumentSession:
             "pinned_notes": self.use_notes,
             "context": asdict(self.context),
             "prompt_tokens": prompt_tokens,
+            # where the take goes back if the app stops mid-take (store.recovery_point)
+            "written_after": self._text_before_take()[-WRITTEN_AFTER:],
         }
+
+    def _text_before_take(self) -> str:
+        if self.prompt_text is not None:
+            return self.prompt_text
+        return self.project.document(self.doc_id).text  # a take without a cursor goes last
 
     @staticmethod
     def _stats(generator: Generator, source: HistorySource | None, history: dict) -> dict:
@@ -319,6 +326,9 @@ class DocumentSession:
         if source is not None:
             stats["history"] = {**history, "proposed": source.proposed, "deferred": source.deferred}
         return stats
+
+
+WRITTEN_AFTER = 200  # characters of text before a take kept with it, to find its place again
 
 
 def generate_into_document(

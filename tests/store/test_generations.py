@@ -138,3 +138,27 @@ def test_ngram_cache_parts_are_stored_per_tokenizer(project, project_path):
     project.close()
     with Project.open(project_path, readonly=True) as view:
         assert view.load_ngram_cache("tok-1") == {"meta": b"new"}
+
+
+def test_recovery_puts_the_take_back_where_it_was_written(project):
+    from swiftwriter.store.generations import recovery_point
+
+    doc = project.add_document("Chapter", "Before the take. After the take.")
+    rec = project.start_generation(doc.id, "p", "m", "t", {"written_after": "Before the take."}, 0)
+    rec.append(" The take's own words.", [1, 2, 3])
+    project._live.clear()  # as if the app had stopped mid-take
+    project.update_text(doc.id, "New opening. Before the take. After the take.")  # edited later
+    project.recover_generation(rec.id, append=True)
+    assert project.document(doc.id).text == (
+        "New opening. Before the take. The take's own words. After the take."
+    )
+    # never twice: text already in place is skipped, all of it or a long enough beginning
+    assert recovery_point("A. take text here. B.", " take text here.", "A.") == (18, "")
+    partial = "A. take text here and more B."
+    assert recovery_point(partial, " take text here and more words.", "A.") == (
+        len("A. take text here and more "),
+        "words.",
+    )
+    assert recovery_point("A. B.", " short", "A.") == (2, " short")
+    assert recovery_point("No anchor here.", " tail", "missing text") == (15, " tail")
+    assert recovery_point("Start.", "Opening ", "") == (0, "Opening ")

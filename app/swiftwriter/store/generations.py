@@ -25,6 +25,29 @@ from swiftwriter.store.schema import GENERATION_STATUSES
 INTERRUPTED = "interrupted: SwiftWriter stopped while this generation was streaming"
 
 
+OVERLAP_MIN = 16  # characters of a take already in place before they count as the take's
+
+
+def recovery_point(document: str, take: str, written_after: str | None) -> tuple[int, str]:
+    """Where a recovered take goes back into `document` and what of it is still missing: after
+    the last occurrence of `written_after` (the text that preceded the take when it started),
+    else at the end. The part of the take already there (all of it, or a beginning of at least
+    OVERLAP_MIN characters, say from a save during the take) is not added again."""
+    at = len(document)
+    if isinstance(written_after, str):
+        found = document.rfind(written_after) if written_after else 0
+        if found >= 0:
+            at = found + len(written_after)
+    present = 0
+    for a, b in zip(document[at:], take, strict=False):
+        if a != b:
+            break
+        present += 1
+    if present == len(take) or present >= OVERLAP_MIN:
+        return at + present, take[present:]
+    return at, take
+
+
 class GenerationRecord:
     """The writing end of one generation. Not thread-safe by itself: one streamer per record."""
 
@@ -237,7 +260,9 @@ class GenerationsMixin:
 
     def recover_generation(self, gen_id: int, append: bool = True) -> Generation:
         """Close an interrupted generation as failed, keeping its saved text; with `append`,
-        that text is also added to the end of its document."""
+        that text also goes back into its document where it was written (after the text its
+        settings name as `written_after`, else at the end), and never twice: text already
+        there is skipped."""
         with self._write():
             gen = self.generation(gen_id)
             if gen.status != "streaming" or gen_id in self._live:
@@ -257,8 +282,24 @@ class GenerationsMixin:
             )
             self.db.execute("DELETE FROM generation_chunks WHERE generation_id = ?", [gen_id])
             if append and gen.text:
-                self._append_to_document(gen.doc_id, gen.text, gen_id)
+                self._restore_into_document(gen, gen.settings.get("written_after"))
         return self.generation(gen_id)
+
+    def _restore_into_document(self, gen: Generation, written_after) -> bool:
+        """Inside a transaction: put a recovered take back where it was written."""
+        if not self._exists(gen.doc_id):
+            return False
+        text = self.db.execute("SELECT text FROM documents WHERE id = ?", [gen.doc_id]).fetchone()[
+            0
+        ]
+        at, take = recovery_point(text, gen.text, written_after)
+        if take:
+            self.db.execute(
+                "UPDATE documents SET text = ?, modified = ? WHERE id = ?",
+                [text[:at] + take + text[at:], now(), gen.doc_id],
+            )
+        self.db.execute("UPDATE generations SET applied = 1 WHERE id = ?", [gen.id])
+        return True
 
     # -- pieces -----------------------------------------------------------------------------
     def _generation_rows(self, where: str, params: list, with_tokens: bool) -> list[Generation]:

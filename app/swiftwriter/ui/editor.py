@@ -171,6 +171,17 @@ class Editor(QPlainTextEdit):
         self._paint()
         return span
 
+    def text_without_stream(self) -> str:
+        """The text with the take being streamed left out (what the document holds while the
+        take's own record keeps the take)."""
+        text = self.toPlainText()
+        span = self.stream
+        if span is None or not span.hasSelection():
+            return text
+        raw = text.encode("utf-16-le")
+        start, end = span.selectionStart(), span.selectionEnd()
+        return (raw[: 2 * start] + raw[2 * end :]).decode("utf-16-le", errors="surrogatepass")
+
     def span_text(self, span: QTextCursor | None) -> str:
         return span.selectedText().replace("\u2029", "\n") if span is not None else ""
 

@@ -33,6 +33,7 @@ from swiftwriter.ui.generation_panel import GenerationPanel
 from swiftwriter.ui.model_worker import start_loader
 from swiftwriter.ui.notes import NotesPanel
 from swiftwriter.ui.project_tree import ProjectTree
+from swiftwriter.ui.safekeeping import SafekeepingMixin
 from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
 from swiftwriter.ui.stats_dock import StatsDock
 from swiftwriter.ui.tools import ToolsMixin
@@ -41,7 +42,7 @@ from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 
 
-class MainWindow(ToolsMixin, QMainWindow):
+class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
     model_ready = Signal(object)
     model_failed = Signal(str)
     project_opened = Signal(object)
@@ -63,6 +64,7 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.loaded_model = None
         self.model_training = False  # heads train on the loaded model: generation waits
         self.last_error = ""
+        self.location_warning = ""  # the open project sits in a synced or network folder
         self._loader = None
         self._thread = None
         self._saved_text = ""
@@ -111,6 +113,7 @@ class MainWindow(ToolsMixin, QMainWindow):
         a("open", "Open project…", self.open_project_dialog, QKeySequence.StandardKey.Open)
         a("sample", "Open sample project", self.open_sample)
         a("close_project", "Close project", self.close_project)
+        a("backups", "Backups…", self.open_backups)
         a("save", "Save", lambda: self.save_now(force=True), QKeySequence.StandardKey.Save)
         a("import", "Import…", self.import_dialog)
         a("export_md", "Export as Markdown…", lambda: self.export_dialog("md"))
@@ -155,6 +158,7 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.tree.document_selected.connect(self.show_document)
         self.tree.deleted.connect(self._on_deleted)
         self.notes = NotesPanel()
+        self.notes.save_failed.connect(lambda message: self.show_error("Could not save", message))
         self.notes.setMinimumWidth(190)
         self.panel = GenerationPanel(self.actions_by_name, self.settings.default_preset)
         self.panel.take_chosen.connect(self.generation.choose_take)
@@ -201,7 +205,7 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.recent_menu = file_menu.addMenu("Open recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         file_menu.addSeparator()
-        for name in ("save", "import", "export_md", "export_docx", "close_project"):
+        for name in ("save", "backups", "import", "export_md", "export_docx", "close_project"):
             file_menu.addAction(act[name])
         file_menu.addSeparator()
         file_menu.addAction(act["quit"])
@@ -252,7 +256,8 @@ class MainWindow(ToolsMixin, QMainWindow):
         act["regenerate"].setEnabled(can_write)
         act["undo"].setEnabled(writable and not busy)
         act["stop"].setEnabled(busy)
-        for name in ("import", "export_md", "export_docx", "close_project", "history", "save"):
+        for name in ("import", "export_md", "export_docx", "close_project", "history", "save",
+                     "backups"):  # fmt: skip
             act[name].setEnabled(self.project is not None)
         act["import"].setEnabled(self.project is not None and not self.project.readonly)
         act["undo_delete"].setEnabled(self._last_deleted is not None)
@@ -336,7 +341,10 @@ class MainWindow(ToolsMixin, QMainWindow):
             )
         self.banner.setVisible(project.readonly)
         self.editor.setReadOnly(project.readonly)
+        self._last_backup = 0.0
+        self.warn_about_location()
         self._offer_recovery()
+        self.offer_emergency_copies()
         self.doc_id = None
         self._show_page()
         self.notes.set_project(project)
@@ -356,7 +364,7 @@ class MainWindow(ToolsMixin, QMainWindow):
         if self.ask(
             "Recover generations",
             f"{len(lost)} generation(s) were interrupted when SwiftWriter last stopped "
-            f"({words:,} words saved). Add their text to the end of their documents?",
+            f"({words:,} words saved). Put their text back where it was written?",
         ):
             for gen in lost:
                 self.project.recover_generation(gen.id, append=True)
@@ -372,10 +380,19 @@ class MainWindow(ToolsMixin, QMainWindow):
             if not self.ask("Generation running", "A generation is running. Stop it and close?"):
                 return False
             self.generation.stop()
-            self.generation.wait()
+            if not self.generation.wait():
+                self.save_now(force=True)  # the text around the take, at least
+                self.show_error(
+                    "Still stopping",
+                    "The generation has not stopped yet; your text is saved. Close again in a "
+                    "moment.",
+                )
+                return False
             QApplication.processEvents()  # deliver its last text and result before closing
-        self.save_now()
-        self.notes.save()
+        if not self.save_before_leaving():
+            return False
+        if not self.project.readonly:
+            self.backup_now()
         self.generation.reset()
         project, self.project, self.doc_id = self.project, None, None
         self.tree.set_project(None)
@@ -426,7 +443,9 @@ class MainWindow(ToolsMixin, QMainWindow):
         if self.generation.busy:
             self.statusBar().showMessage("Wait for the generation, or stop it, first", 5000)
             return
-        self.save_now()
+        if not self.save_before_leaving():
+            self.tree.select(self.doc_id)
+            return
         self.generation.reset()
         try:
             doc = self.project.document(doc_id)
@@ -445,39 +464,6 @@ class MainWindow(ToolsMixin, QMainWindow):
         self.editor.setTextCursor(cursor)
         self.save_label.setText("Saved")
         self._update_actions()
-
-    def _on_text_changed(self) -> None:
-        if self._loading_doc or self.project is None or self.project.readonly:
-            return
-        if self.editor.toPlainText() != self._saved_text:
-            self.save_label.setText("Edited")
-            if not self.generation.busy:
-                self.autosave_timer.start()
-
-    def save_now(self, force: bool = False) -> bool:
-        """Write the editor's text to the store if it changed (not while a generation streams,
-        unless forced: the generation's own record is the safe copy meanwhile)."""
-        self.autosave_timer.stop()
-        if self.project is None or self.doc_id is None or self.project.readonly:
-            return False
-        if self.generation.busy and not force:
-            return False
-        text = self.editor.toPlainText()
-        if text == self._saved_text and not force:
-            return False
-        try:
-            if force and self.project.document(self.doc_id).text == text:
-                self._saved_text = text
-                self.save_label.setText("Saved")
-                return False
-            self.project.update_text(self.doc_id, text)
-        except ProjectError as exc:
-            self.save_label.setText("Not saved")
-            self.show_error("Could not save", str(exc))
-            return False
-        self._saved_text = text
-        self.save_label.setText("Saved")
-        return True
 
     def _on_deleted(self, doc_id: int, title: str) -> None:
         self._last_deleted = doc_id

@@ -3,7 +3,7 @@ prompt ahead of the document, which is how the model learns names, places and st
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QListWidget,
@@ -16,11 +16,15 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter.store import Project, ProjectError
+from swiftwriter.ui.safekeeping import drop_emergency_copy, keep_emergency_copy
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 
 
 class NotesPanel(QWidget):
+    save_failed = Signal(str)  # a note's text could not be saved (and was copied aside)
+    last_error = ""
+
     def __init__(self, parent=None):
         super().__init__(parent)
         self.project: Project | None = None
@@ -108,29 +112,45 @@ class NotesPanel(QWidget):
             self.project.update_note(note_id, pinned=pinned)
             self.reload(select=note_id)
 
-    def save(self) -> None:
-        """Write the shown note's text (debounced while typing, and before every generation)."""
+    def save(self) -> bool:
+        """Write the shown note's text (debounced while typing, and before every generation);
+        False when it could not be saved: `last_error` says why, and the text is kept as an
+        emergency copy in the data folder."""
         self._save_timer.stop()
+        self.last_error = ""
         note_id = self.current_id()
         if note_id is None or self.project is None or self.project.readonly:
-            return
+            return True
         text = self.text.toPlainText()
         try:
             if self.project.note(note_id).text != text:
                 self.project.update_note(note_id, text=text)
-        except ProjectError:
-            pass  # deleted meanwhile or the project closed
+        except ProjectError as exc:
+            item = self.list.currentItem()
+            return self._failed(note_id, item.text() if item else "a note", text, str(exc))
+        drop_emergency_copy(self.project.path, f"note-{note_id}")
+        return True
+
+    def _failed(self, note_id: int, title: str, text: str, error: str) -> bool:
+        try:
+            where = keep_emergency_copy(self.project.path, f"note-{note_id}", title, text)
+            self.last_error = f"The note could not be saved ({error}); a copy is in {where}."
+        except OSError as exc:
+            self.last_error = f"The note could not be saved ({error}), nor copied ({exc})."
+        self.save_failed.emit(self.last_error)
+        return False
 
     def _on_current(self, current, previous) -> None:
         if self._loading:
             return
         if previous is not None and self.project is not None:
             prev_id = previous.data(ID_ROLE)
+            text = self.text.toPlainText()
             try:
-                if self.project.note(prev_id).text != self.text.toPlainText():
-                    self.project.update_note(prev_id, text=self.text.toPlainText())
-            except ProjectError:
-                pass
+                if self.project.note(prev_id).text != text:
+                    self.project.update_note(prev_id, text=text)
+            except ProjectError as exc:
+                self._failed(prev_id, previous.text(), text, str(exc))
         self._save_timer.stop()
         self._loading = True
         try:

@@ -1,0 +1,319 @@
+"""Never lose typed text: the window's saving, emergency copies and backups (a mixin of the
+main window).
+
+- The editor's text is saved a few seconds after the first unsaved change (not after the last:
+  a writer typing without pause is still saved), before generations, on switching documents
+  and on close; during a take the take's own span is left out (the generation's record is its
+  safe copy) and merged when the take ends.
+- A save that fails keeps an emergency copy of the text in the data folder, offered back when
+  the project is next opened; closing or switching documents after a failed save asks: Retry,
+  Save the text as a file, Discard, or Cancel.
+- A backup goes to the data folder on close and every few minutes of writing (store/backups.py);
+  File > Backups lists them and restores one as a new project."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QLabel,
+    QListWidget,
+    QMessageBox,
+    QVBoxLayout,
+)
+
+from swiftwriter import paths
+from swiftwriter.errors import UserError
+from swiftwriter.store import ProjectError
+from swiftwriter.store import backups as backups_mod
+
+BACKUP_EVERY_S = 10 * 60
+LEAVING_CHOICES = ("Retry", "Save text as…", "Discard changes", "Cancel")
+
+
+@dataclass
+class EmergencyCopy:
+    path: Path
+    project: str
+    title: str
+    text: str
+    saved: str
+
+
+def emergency_dir() -> Path:
+    folder = paths.data_dir() / "unsaved"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def keep_emergency_copy(project: Path, key: str, title: str, text: str) -> Path:
+    """Write text that could not be saved into the data folder (one file per project and
+    document or note, replaced by newer text); returns where."""
+    name = f"{backups_mod.folder_for(project).name}-{key}.json"
+    target = emergency_dir() / name
+    data = {
+        "project": str(Path(project).resolve()),
+        "title": title,
+        "text": text,
+        "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
+    }
+    tmp = target.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(target)
+    return target
+
+
+def emergency_copies(project: Path) -> list[EmergencyCopy]:
+    """Emergency copies kept for this project, oldest first."""
+    prefix = backups_mod.folder_for(project).name + "-"
+    found = []
+    for path in sorted(emergency_dir().glob(f"{prefix}*.json"), key=lambda p: p.stat().st_mtime):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            found.append(EmergencyCopy(path, data["project"], data["title"], data["text"],
+                                       data["saved"]))  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return found
+
+
+def drop_emergency_copy(project: Path, key: str) -> None:
+    name = f"{backups_mod.folder_for(project).name}-{key}.json"
+    with contextlib.suppress(OSError):
+        (emergency_dir() / name).unlink()
+
+
+class SafekeepingMixin:
+    """Saving, leaving safely, emergency copies and backups for MainWindow."""
+
+    save_failed = False
+    last_save_error = ""
+    _last_backup = 0.0
+
+    # -- saving -----------------------------------------------------------------------------
+    def _editor_text_to_save(self) -> str:
+        """The document's text as it should be stored now: during a take, without the take."""
+        if self.generation.busy:
+            return self.editor.text_without_stream()
+        return self.editor.toPlainText()
+
+    def save_now(self, force: bool = False, quiet: bool = False) -> bool:
+        """Write the editor's text to the store if it changed; True when written. A failure
+        keeps an emergency copy and sets `save_failed` (and says so unless `quiet`)."""
+        self.autosave_timer.stop()
+        self.save_failed = False
+        if self.project is None or self.doc_id is None or self.project.readonly:
+            return False
+        text = self._editor_text_to_save()
+        if text == self._saved_text and not force:
+            return False
+        try:
+            if force and self.project.document(self.doc_id).text == text:
+                self._saved_text = text
+                self.save_label.setText("Saved")
+                return False
+            self.project.update_text(self.doc_id, text)
+        except ProjectError as exc:
+            self._save_failed(f"doc-{self.doc_id}", self._doc_title(), text, str(exc), quiet)
+            return False
+        self._saved_text = text
+        self.save_label.setText("Saved")
+        drop_emergency_copy(self.project.path, f"doc-{self.doc_id}")
+        self._maybe_backup()
+        return True
+
+    def _doc_title(self) -> str:
+        with contextlib.suppress(ProjectError):
+            return self.project.document(self.doc_id).title
+        return f"document {self.doc_id}"
+
+    def _save_failed(self, key: str, title: str, text: str, error: str, quiet: bool) -> None:
+        self.save_failed = True
+        self.save_label.setText("Not saved")
+        try:
+            where = keep_emergency_copy(self.project.path, key, title, text)
+            kept = f" A copy of the text was kept in {where}."
+        except OSError as exc:
+            kept = f" No copy could be kept either ({exc.strerror or exc})."
+        self.last_save_error = error + kept
+        if not quiet:
+            self.show_error("Could not save", self.last_save_error)
+
+    def _on_text_changed(self) -> None:
+        if self._loading_doc or self.project is None or self.project.readonly:
+            return
+        if self._editor_text_to_save() != self._saved_text:
+            self.save_label.setText("Edited")
+            if not self.autosave_timer.isActive():  # a deadline from the first change
+                self.autosave_timer.start()
+
+    # -- leaving a document or the project ------------------------------------------------
+    def choose(self, title: str, text: str, choices) -> str:
+        """One of `choices` (button labels; the last one is Cancel). Tests replace this."""
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, parent=self)
+        buttons = {box.addButton(c, QMessageBox.ButtonRole.ActionRole): c for c in choices}
+        box.exec()
+        return buttons.get(box.clickedButton(), choices[-1])
+
+    def ask_save_path(self) -> str:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save the text as", "", "Text (*.txt);;Markdown (*.md)"
+        )
+        return path
+
+    def save_before_leaving(self) -> bool:
+        """Save the editor and the notes; when that fails, the writer decides. False: stay."""
+        while True:
+            self.save_now(quiet=True)
+            failed = self.save_failed
+            notes_error = "" if self.notes.save() else self.notes.last_error
+            if not failed and not notes_error:
+                return True
+            error = self.last_save_error if failed else notes_error
+            choice = self.choose(
+                "Could not save",
+                f"{error}\n\nRetry, save the text to a file of its own, discard the unsaved "
+                "changes, or cancel and stay here?",
+                LEAVING_CHOICES,
+            )
+            if choice == "Retry":
+                continue
+            if choice == "Save text as…":
+                text = self._editor_text_to_save() if failed else self.notes.text.toPlainText()
+                if self._save_text_as(text):
+                    return True
+                continue
+            return choice == "Discard changes"
+
+    def _save_text_as(self, text: str) -> bool:
+        from swiftwriter.export.files import write_atomically
+
+        path = self.ask_save_path()
+        if not path:
+            return False
+        try:
+            write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+        except UserError as exc:
+            self.show_error("Could not save the text", str(exc))
+            return False
+        return True
+
+    # -- emergency copies and backups -------------------------------------------------------
+    def offer_emergency_copies(self) -> None:
+        """Text a failed save kept for this project, offered back as new documents."""
+        if self.project is None or self.project.readonly:
+            return
+        for copy in emergency_copies(self.project.path):
+            words = len(copy.text.split())
+            if self.ask(
+                "Unsaved text was kept",
+                f"{words:,} words typed in “{copy.title}” could not be saved on {copy.saved}. "
+                "Add them back as a new document?",
+            ):
+                try:
+                    self.project.add_document(f"{copy.title} (recovered)", copy.text)
+                except ProjectError as exc:
+                    self.show_error("Could not add the recovered text", str(exc))
+                    continue
+            with contextlib.suppress(OSError):
+                copy.path.unlink()
+
+    def _maybe_backup(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        if not self._last_backup:
+            self._last_backup = now
+        elif now - self._last_backup >= BACKUP_EVERY_S:
+            self.backup_now()
+
+    def backup_now(self) -> None:
+        if self.project is None:
+            return
+        self._last_backup = time.monotonic()
+        try:
+            made = self.project.backup()
+        except ProjectError as exc:
+            self.statusBar().showMessage(str(exc), 10000)
+            return
+        self.statusBar().showMessage(f"Backed up to {made.path}", 5000)
+
+    def warn_about_location(self) -> None:
+        warning = backups_mod.location_warning(self.project.path)
+        if warning:
+            self.statusBar().showMessage(warning, 20000)
+            self.location_warning = warning
+
+    def open_backups(self) -> None:
+        if self.project is None:
+            return
+        dialog = BackupsDialog(self, self.project.path)
+        self._dialogs.append(dialog)
+        dialog.restored.connect(self.open_project)
+        dialog.open()
+
+
+class BackupsDialog(QDialog):
+    """The open project's backups, newest first; one can be restored as a new project."""
+
+    restored = Signal(str)
+
+    def __init__(self, window, project: Path):
+        super().__init__(window)
+        self.setWindowTitle("Backups")
+        self.resize(620, 360)
+        self.project = project
+        self.found = backups_mod.list_backups(project)
+        layout = QVBoxLayout(self)
+        where = backups_mod.folder_for(project)
+        layout.addWidget(QLabel(
+            f"Backups of {project.name} (made on close and every {BACKUP_EVERY_S // 60} minutes "
+            f"of writing), in {where}:"
+        ))  # fmt: skip
+        self.list = QListWidget()
+        for b in self.found:
+            self.list.addItem(f"{b.made:%Y-%m-%d %H:%M:%S} · {b.size / 1024:,.0f} KB")
+        if not self.found:
+            self.list.addItem("No backups yet")
+        self.list.setCurrentRow(0)
+        layout.addWidget(self.list)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.restore_button = buttons.addButton(
+            "Restore as new project…", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.restore_button.setEnabled(bool(self.found))
+        self.restore_button.clicked.connect(self.restore_selected)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def ask_new_path(self, suggestion: str) -> str:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Restore as", suggestion, "SwiftWriter projects (*.swiftwriter)"
+        )
+        return path
+
+    def restore_selected(self) -> str:
+        row = self.list.currentRow()
+        if not 0 <= row < len(self.found):
+            return ""
+        backup = self.found[row]
+        suggestion = str(self.project.with_name(f"{self.project.stem} (restored).swiftwriter"))
+        path = self.ask_new_path(suggestion)
+        if not path:
+            return ""
+        if not path.endswith(".swiftwriter"):
+            path += ".swiftwriter"
+        try:
+            backups_mod.restore(backup.path, Path(path))
+        except ProjectError as exc:
+            QMessageBox.warning(self, "Could not restore", str(exc))
+            return ""
+        self.accept()
+        self.restored.emit(path)
+        return path

@@ -1,0 +1,171 @@
+"""Never lose typed text: a failed save blocks closing and switching until the writer decides,
+keeps an emergency copy that is offered back, autosave runs during takes (the take's span left
+out) and on a deadline from the first change, backups on close and from File > Backups."""
+
+from __future__ import annotations
+
+import pytest
+from swiftwriter.store import Project, ProjectError
+from swiftwriter.store import backups as backups_mod
+from swiftwriter.ui import safekeeping
+
+WAIT = 30000
+
+
+def open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey."),)):
+    path = make_project(docs=docs)
+    assert window.open_project(path)
+    return path
+
+
+def type_text(window, text):
+    cursor = window.editor.textCursor()
+    cursor.movePosition(cursor.MoveOperation.End)
+    cursor.insertText(text)
+    window.editor.setTextCursor(cursor)
+
+
+@pytest.fixture
+def failing_saves(monkeypatch):
+    """Every document save fails, as on a full disk, until `.heal()`."""
+
+    class Switch:
+        failing = True
+
+        def heal(self):
+            self.failing = False
+
+    switch = Switch()
+    real = Project.update_text
+
+    def update_text(self, doc_id, text):
+        if switch.failing:
+            raise ProjectError("Could not save to Novel.swiftwriter (database or disk is full)")
+        return real(self, doc_id, text)
+
+    monkeypatch.setattr(Project, "update_text", update_text)
+    return switch
+
+
+def test_closing_after_a_failed_save_asks_and_cancel_keeps_the_text(
+    qtbot, window, make_project, failing_saves
+):
+    open_doc(window, make_project)
+    type_text(window, " Unsaved words.")
+    asked = []
+    window.choose = lambda title, text, choices: asked.append(text) or "Cancel"
+    assert not window.close_project()
+    assert window.project is not None and "disk is full" in asked[0]
+    assert window.editor.toPlainText().endswith("Unsaved words.")
+    copies = safekeeping.emergency_copies(window.project.path)
+    assert [c.text for c in copies] == ["The sea was grey. Unsaved words."]
+    failing_saves.heal()
+    project_path = window.project.path
+    window.choose = lambda title, text, choices: pytest.fail("nothing should be asked now")
+    assert window.close_project()  # the save inside close succeeds now
+    assert safekeeping.emergency_copies(project_path) == []  # the saved text replaced it
+
+
+def test_retry_save_as_and_discard(qtbot, window, make_project, failing_saves, tmp_path):
+    path = open_doc(window, make_project)
+    type_text(window, " Second sentence.")
+    answers = iter(["Retry", "Save text as…"])
+    window.choose = lambda title, text, choices: next(answers)
+    out = tmp_path / "rescued.txt"
+    window.ask_save_path = lambda: str(out)
+    assert window.close_project()
+    assert out.read_text(encoding="utf-8") == "The sea was grey. Second sentence."
+    with Project.open(path, readonly=True) as p:
+        assert p.documents()[0].text == "The sea was grey."  # the disk never took it
+
+    assert window.open_project(path)
+    type_text(window, " Thrown away.")
+    window.choose = lambda title, text, choices: "Discard changes"
+    assert window.close_project()
+
+
+def test_switching_documents_after_a_failed_save_stays_on_cancel(
+    qtbot, window, make_project, failing_saves
+):
+    open_doc(window, make_project, docs=(("One", "First."), ("Two", "Second.")))
+    first = window.doc_id
+    type_text(window, " More.")
+    window.choose = lambda title, text, choices: "Cancel"
+    other = [d.id for d in window.project.documents() if d.id != first][0]
+    window.show_document(other)
+    assert window.doc_id == first and window.editor.toPlainText() == "First. More."
+
+
+def test_an_emergency_copy_is_offered_back_on_the_next_open(
+    qtbot, window, make_project, failing_saves
+):
+    path = open_doc(window, make_project)
+    type_text(window, " Words the disk refused.")
+    window.choose = lambda title, text, choices: "Discard changes"
+    assert window.close_project()
+    failing_saves.heal()
+    offered = []
+    window.ask = lambda title, text: offered.append(text) or True
+    assert window.open_project(path)
+    assert "could not be saved" in offered[0]
+    titles = [d.title for d in window.project.documents()]
+    assert titles == ["Chapter 1", "Chapter 1 (recovered)"]
+    recovered = window.project.documents()[1]
+    assert recovered.text == "The sea was grey. Words the disk refused."
+    assert safekeeping.emergency_copies(path) == []
+
+
+def test_autosave_has_a_deadline_from_the_first_change(qtbot, window, make_project):
+    path = open_doc(window, make_project)
+    window.autosave_timer.setInterval(300)
+    type_text(window, " a")
+    for word in "bcdefgh":  # typing without a pause as long as the interval
+        qtbot.wait(100)
+        type_text(window, f" {word}")
+    with Project.open(path, readonly=True) as p:  # saved before the typing stopped
+        assert p.documents()[0].text.startswith("The sea was grey. a b")
+
+
+def test_edits_during_a_take_are_saved_without_the_take(qtbot, window, make_project):
+    path = open_doc(window, make_project)
+    window.panel.set_target(3000, "tokens")
+    window.generation.measure_baseline = False
+    window.generation.flush_interval = 0.0
+    cursor = window.editor.textCursor()
+    cursor.setPosition(0)
+    window.editor.setTextCursor(cursor)
+    window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 10, timeout=WAIT)
+    end = window.editor.textCursor()
+    end.movePosition(end.MoveOperation.End)
+    end.insertText(" Typed during the take.")
+    window.save_now(force=True)  # Ctrl+S mid-take
+    with Project.open(path, readonly=True) as p:
+        stored = p.documents()[0].text
+    assert stored == "The sea was grey. Typed during the take."  # no half take in it
+    window.generation.stop()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    final = window.editor.toPlainText()
+    assert final.endswith("The sea was grey. Typed during the take.")
+    with Project.open(path, readonly=True) as p:
+        assert p.documents()[0].text == final
+
+
+def test_a_backup_is_made_on_close_and_restored_from_the_dialog(
+    qtbot, window, make_project, tmp_path
+):
+    path = open_doc(window, make_project)
+    assert window.close_project()
+    (made,) = backups_mod.list_backups(path)
+    assert window.open_project(path)
+    dialog = safekeeping.BackupsDialog(window, path)
+    qtbot.addWidget(dialog)
+    assert dialog.list.count() == 1 and dialog.restore_button.isEnabled()
+    target = tmp_path / "Restored"
+    dialog.ask_new_path = lambda suggestion: str(target)
+    opened = []
+    dialog.restored.connect(opened.append)
+    assert dialog.restore_selected() == str(target) + ".swiftwriter"
+    assert opened == [str(target) + ".swiftwriter"]
+    with Project.open(opened[0], readonly=True) as p:
+        assert p.documents()[0].text == "The sea was grey."
