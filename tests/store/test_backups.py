@@ -8,8 +8,7 @@ from datetime import datetime, timedelta
 
 import pytest
 from swiftwriter.cli import main
-from swiftwriter.store import Project, ProjectError
-from swiftwriter.store import backups
+from swiftwriter.store import Project, ProjectError, backups
 
 
 @pytest.fixture(autouse=True)
