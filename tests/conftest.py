@@ -5,6 +5,7 @@ need it. Tests never reach the network."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
 
@@ -12,6 +13,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("SWIFTWRITER_LOG_DIR", tempfile.mkdtemp(prefix="swiftwriter-test-logs-"))
 
 
 def build_tiny(

@@ -46,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except Exception as exc:  # noqa: BLE001 - one line here, the traceback in the log
+        from swiftwriter import logs
+
+        print(
+            f"swiftwriter: {logs.unexpected(args.command or 'SwiftWriter', exc)}", file=sys.stderr
+        )
+        return 1
 
 
 if __name__ == "__main__":

@@ -138,10 +138,18 @@ def test_export_and_import(qtbot, window, make_project, tmp_path):
     assert docx.stat().st_size > 1000
     source = tmp_path / "more.md"
     source.write_text("# Chapter 2\n\nThe wall held.\n\n# Chapter 3\n\nThe tide turned.\n")
-    assert window.import_from(source) == 2
+    with qtbot.waitSignal(window.import_done, timeout=10000) as done:
+        assert window.import_from(source)
+    assert done.args == [2]
     assert [d.title for d in window.project.documents()][-2:] == ["Chapter 2", "Chapter 3"]
-    assert window.import_from(tmp_path / "missing.md") == 0
-    assert "No such file" in window.last_error
+    with qtbot.waitSignal(window.import_done, timeout=10000) as done:
+        assert window.import_from(tmp_path / "missing.md")
+    assert done.args == [0] and "No such file" in window.last_error
+    bad = tmp_path / "broken.docx"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    with qtbot.waitSignal(window.import_done, timeout=10000) as done:
+        assert window.import_from(bad)
+    assert done.args == [0] and "broken.docx" in window.last_error  # the writer is told
 
 
 def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_path):

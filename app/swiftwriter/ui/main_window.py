@@ -46,6 +46,7 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
     model_ready = Signal(object)
     model_failed = Signal(str)
     project_opened = Signal(object)
+    import_done = Signal(int)  # documents added by an import (0: failed or cancelled)
 
     def __init__(
         self,
@@ -224,6 +225,8 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         tools = bar.addMenu("&Tools")
         for name in ("history", "models", "settings"):
             tools.addAction(act[name])
+        help_menu = bar.addMenu("&Help")
+        help_menu.addAction("Show log folder", self.show_log_folder)
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
@@ -389,6 +392,7 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
                 )
                 return False
             QApplication.processEvents()  # deliver its last text and result before closing
+        self.wait_for_import()
         if not self.save_before_leaving():
             return False
         if not self.project.readonly:
@@ -485,6 +489,19 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         self.tree.undelete(doc_id)
         self.undo_delete_button.hide()
         self._update_actions()
+
+    def show_log_folder(self) -> str:
+        """Open the folder of the app's log (tracebacks of anything unexpected) for a report."""
+        from PySide6.QtCore import QUrl
+        from PySide6.QtGui import QDesktopServices
+
+        from swiftwriter import logs
+
+        folder = logs.log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+        self.statusBar().showMessage(f"The log is in {folder}", 10000)
+        return str(folder)
 
     def _open_find(self) -> None:
         if self.project is not None:

@@ -32,7 +32,9 @@ class ModelLoader(QObject):
         except UserError as exc:
             self.failed.emit(str(exc))
         except Exception as exc:  # shown to the user, never a crash
-            self.failed.emit(f"Could not load the model: {exc}")
+            from swiftwriter import logs
+
+            self.failed.emit(logs.unexpected("Loading the model", exc))
 
 
 def _start(parent: QObject, worker: QObject, finished_signal, slots: dict) -> QThread:
@@ -83,7 +85,9 @@ class ModelConverter(QObject):
         except UserError as exc:
             self.failed.emit(str(exc))
         except Exception as exc:  # shown to the user, never a crash
-            self.failed.emit(f"Could not convert the model: {exc}")
+            from swiftwriter import logs
+
+            self.failed.emit(logs.unexpected("Converting the model", exc))
 
 
 def start_converter(parent: QObject, model_id: str, **slots) -> tuple[QThread, ModelConverter]:

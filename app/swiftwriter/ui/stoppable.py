@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from PySide6.QtCore import QCoreApplication, QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal
 
 from swiftwriter.errors import UserError
 
@@ -35,7 +35,9 @@ class StoppableWorker(QObject):
         except UserError as exc:
             self.failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - shown to the writer, never a crash
-            self.failed.emit(f"The {self.what} failed: {type(exc).__name__}: {exc}")
+            from swiftwriter import logs
+
+            self.failed.emit(logs.unexpected(f"The {self.what}", exc))
         finally:
             # Hand this object back to the GUI thread before the worker thread ends, so it is
             # destroyed there: destroyed during the thread's teardown it raced the GUI thread for
@@ -47,3 +49,15 @@ class StoppableWorker(QObject):
 
     def _run(self) -> None:  # pragma: no cover - interface
         raise NotImplementedError
+
+
+def start_worker(parent: QObject, worker: StoppableWorker) -> QThread:
+    """Put a worker in its own QThread (not started: the caller connects the signals it needs
+    first, queued to the GUI thread because the worker lives in the other thread)."""
+    thread = QThread(parent)
+    worker.moveToThread(thread)
+    thread.started.connect(worker.run)
+    # Direct: quit from the worker thread itself, so a GUI thread blocked in wait() is freed.
+    worker.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
+    thread.finished.connect(worker.deleteLater)
+    return thread

@@ -3,14 +3,39 @@ import. A mixin of MainWindow, kept apart so the window itself stays about the w
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QFileDialog
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFileDialog, QProgressDialog
 
 from swiftwriter.errors import UserError
 from swiftwriter.ui.settings import SettingsDialog, apply_theme, is_dark
+from swiftwriter.ui.stoppable import StoppableWorker, start_worker
+
+
+class ImportWorker(StoppableWorker):
+    """Reads a file to import off the GUI thread (store writes stay on the GUI thread)."""
+
+    imported = Signal(object)  # [(level, title, markdown), ...]
+    what = "import"
+
+    def __init__(self, path: Path):
+        super().__init__()
+        self.path = path
+
+    def _run(self) -> None:
+        from swiftwriter.export.importers import import_file
+
+        sections = import_file(self.path)
+        if not self.should_stop():
+            self.imported.emit(sections)
 
 
 class ToolsMixin:
-    """Needs the window's project, editor, tree, settings, save_now and show_error."""
+    """Needs the window's project, editor, tree, settings, save_now, show_error and the
+    `import_done` signal."""
+
+    _import = None  # (thread, worker, progress) while a file is being read
 
     # -- dialogs ----------------------------------------------------------------------------
     def open_history(self):
@@ -126,17 +151,54 @@ class ToolsMixin:
         if path:
             self.import_from(path)
 
-    def import_from(self, path) -> int:
-        from swiftwriter.export.importers import import_file
+    def import_from(self, path) -> bool:
+        """Read the file in a worker (a large Word file takes a while) behind a progress dialog
+        with Cancel, then add its sections; `import_done` says how many (0: failed or
+        cancelled). False when no import could start."""
+        if self.project is None or self.project.readonly or self._import is not None:
+            return False
+        worker = ImportWorker(Path(path))
+        thread = start_worker(self, worker)
+        progress = QProgressDialog(f"Importing {Path(path).name}…", "Cancel", 0, 0, self)
+        progress.setWindowModality(Qt.WindowModality.WindowModal)
+        progress.setMinimumDuration(400)
+        progress.canceled.connect(worker.stop)
+        worker.imported.connect(self._on_imported)
+        worker.failed.connect(self._on_import_failed)
+        thread.finished.connect(self._import_ended)
+        self._import = (thread, worker, progress)
+        thread.start()
+        return True
+
+    def _on_imported(self, sections) -> None:
         from swiftwriter.store.importing import import_sections
 
-        if self.project is None or self.project.readonly:
-            return 0
+        worker = self._import[1] if self._import else None
+        if worker is None or worker.should_stop() or self.project is None:
+            self.statusBar().showMessage("Import cancelled: nothing was added", 8000)
+            self.import_done.emit(0)
+            return
         try:
-            added = import_sections(self.project, import_file(path))
-        except (UserError, OSError) as exc:
-            self.show_error("Import failed", str(exc))
-            return 0
+            added = import_sections(self.project, sections)
+        except UserError as exc:
+            self._on_import_failed(str(exc))
+            return
         self.tree.reload(select=added[0].id if added else None)
         self.statusBar().showMessage(f"Imported {len(added)} document(s)", 8000)
-        return len(added)
+        self.import_done.emit(len(added))
+
+    def _on_import_failed(self, message: str) -> None:
+        self.show_error("Import failed", message)
+        self.import_done.emit(0)
+
+    def _import_ended(self) -> None:
+        thread, _, progress = self._import
+        self._import = None
+        progress.close()
+        thread.deleteLater()
+
+    def wait_for_import(self, ms: int = 30000) -> None:
+        """Before the project closes: a running import is cancelled and waited for."""
+        if self._import is not None:
+            self._import[1].stop()
+            self._import[0].wait(ms)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal
+from PySide6.QtCore import QObject, QThread, Signal
 
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.ui.baseline import measure_plain, speedup_over_plain, stats_speedup
 from swiftwriter.ui.editor import count_words
-from swiftwriter.ui.stoppable import StoppableWorker
+from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
 STATS_INTERVAL_S = 0.1  # at most ten live updates a second: the window stays calm
 DEFAULT_TOKENS_PER_WORD = 1.4
@@ -163,11 +163,5 @@ class GenerationWorker(StoppableWorker):
 def start_generation(parent: QObject, job: GenerationJob) -> tuple[QThread, GenerationWorker]:
     """Start a worker in its own QThread; the caller connects the signals it needs first-hand
     (the signals are queued to the GUI thread because the worker lives in the other thread)."""
-    thread = QThread(parent)
     worker = GenerationWorker(job)
-    worker.moveToThread(thread)
-    thread.started.connect(worker.run)
-    # Direct: quit from the worker thread itself, so a GUI thread blocked in wait() is freed.
-    worker.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-    thread.finished.connect(worker.deleteLater)
-    return thread, worker
+    return start_worker(parent, worker), worker

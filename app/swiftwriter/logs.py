@@ -1,0 +1,60 @@
+"""The app's log: a rotating file in the platform's log folder. A failure a writer can cause
+gets one clear line on screen; anything unexpected gets that line plus its traceback here, so
+it can be reported (Help > Show log folder)."""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+from pathlib import Path
+
+import platformdirs
+
+from swiftwriter.paths import APP_NAME
+
+LOG_NAME = "swiftwriter.log"
+log = logging.getLogger("swiftwriter")
+
+
+def log_dir() -> Path:
+    """SWIFTWRITER_LOG_DIR overrides the platform's folder (tests, portable installs)."""
+    override = os.environ.get("SWIFTWRITER_LOG_DIR")
+    return (
+        Path(override) if override else Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
+    )
+
+
+def log_file() -> Path:
+    return log_dir() / LOG_NAME
+
+
+def setup() -> Path | None:
+    """Send the app's log to the rotating file (1 MB, five old files); once per folder. A
+    folder that cannot be written only means no log (returns None)."""
+    path = log_file()
+    for handler in list(log.handlers):
+        if getattr(handler, "baseFilename", None) == str(path):
+            return path
+        if isinstance(handler, logging.handlers.RotatingFileHandler):  # an earlier folder
+            log.removeHandler(handler)
+            handler.close()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=1 << 20, backupCount=5, encoding="utf-8"
+        )
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    return path
+
+
+def unexpected(what: str, exc: BaseException) -> str:
+    """Log an unexpected failure with its traceback; returns the one line to show."""
+    path = setup()
+    log.error("%s failed", what, exc_info=(type(exc), exc, exc.__traceback__))
+    where = f" (details in {path})" if path else ""
+    return f"{what} failed unexpectedly: {type(exc).__name__}: {exc}{where}"

@@ -1,0 +1,42 @@
+"""Anything unexpected is one line for the writer and a traceback in the rotating log."""
+
+from __future__ import annotations
+
+from swiftwriter import cli, logs
+
+
+def test_an_unexpected_cli_error_is_one_line_and_a_logged_traceback(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SWIFTWRITER_LOG_DIR", str(tmp_path / "logs"))
+
+    def broken(args):
+        raise RuntimeError("the flux capacitor is empty")
+
+    parser = cli.build_parser()
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    args = parser.parse_args(["models", "list"])
+    monkeypatch.setattr(args, "func", broken, raising=False)
+    monkeypatch.setattr(parser, "parse_args", lambda argv=None: args)
+    assert cli.main(["models", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "RuntimeError: the flux capacitor is empty" in err and "swiftwriter.log" in err
+    text = (tmp_path / "logs" / "swiftwriter.log").read_text(encoding="utf-8")
+    assert "Traceback" in text and "in broken" in text
+
+
+def test_a_failing_worker_logs_its_traceback(tmp_path, monkeypatch, qtbot):
+    monkeypatch.setenv("SWIFTWRITER_LOG_DIR", str(tmp_path / "logs"))
+    from swiftwriter.ui.stoppable import StoppableWorker
+
+    class Broken(StoppableWorker):
+        what = "test job"
+
+        def _run(self):
+            raise ValueError("bad value deep inside")
+
+    worker = Broken()
+    messages = []
+    worker.failed.connect(messages.append)
+    worker.run()
+    assert messages[0].startswith("The test job failed unexpectedly: ValueError: bad value")
+    assert "Traceback" in (tmp_path / "logs" / logs.LOG_NAME).read_text(encoding="utf-8")
