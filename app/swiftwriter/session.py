@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
+from swiftwriter.context import STORY_MODES, StoryContext, assemble
+from swiftwriter.endings import TakeEnding, parse_stops
 from swiftwriter.engine.generator import Generator, StepEvent, context_length
 from swiftwriter.engine.history_source import HistoryIndex, HistorySource
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
@@ -138,6 +140,9 @@ class DocumentSession:
         prompt_text: str | None = None,
         drafter=None,
         context: ContextSettings | None = None,
+        ending: TakeEnding | None = None,
+        direction: str = "",
+        story_mode: str = "none",
     ):
         if project.readonly:
             raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
@@ -153,6 +158,13 @@ class DocumentSession:
             raise UserError(f"max_new_tokens must be a whole number, not {max_new_tokens!r}")
         if max_new_tokens < 1:
             raise UserError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
+        if ending is not None and ending.target < 1:
+            raise UserError(f"A take must ask for at least 1 token, not {ending.target}")
+        # Without an ending: exactly max_new_tokens, or fewer at end-of-text (scripts, bench).
+        ending = ending or TakeEnding(max_new_tokens, finish_sentence=False)
+        stops = tuple(s for s in parse_stops(project.stop_sequences) if s not in ending.stops)
+        self.ending = replace(ending, stops=ending.stops + stops)  # the project's own apply
+        max_new_tokens = self.ending.max_new_tokens
         self.project, self.doc_id = project, doc_id
         self.model, self.tokenizer = model, tokenizer
         self.model_id = (
@@ -167,6 +179,12 @@ class DocumentSession:
         self.prompt_text = prompt_text
         self.drafter = drafter
         self.context = context or ContextSettings()
+        if story_mode not in STORY_MODES:
+            raise UserError(
+                f"The story context is one of {', '.join(STORY_MODES)}, not {story_mode!r}"
+            )
+        self.story_mode = story_mode
+        self.direction = direction
         self.extra_stats: dict = {}
         self.encode = self.encoder_for(tokenizer)
         if isinstance(history, ProjectHistory):
@@ -189,33 +207,54 @@ class DocumentSession:
         return "\n\n".join(b for b in blocks if b) + ("\n\n" if blocks else "")
 
     def build_prompt(self) -> list[int]:
-        """Pinned notes, then the document's text; when too long for the model, the notes
-        keep at most half the room and the document keeps its end."""
-        return self._joined(*self.prompt_parts())
+        """The ids the engine receives: the story context (context.py) within the budget."""
+        pinned, rest = self.prompt_parts()
+        return pinned + rest
 
-    def _joined(self, note_ids: list[int], doc_ids: list[int]) -> list[int]:
-        ids = note_ids + doc_ids
-        if not ids:
+    def story_context(self) -> StoryContext:
+        """Memory and pinned notes, the earlier documents (by `story_mode`), the text before
+        the cursor and the direction, within the model's context less the take's room."""
+        limit = context_length(self.model.config)
+        budget = 1 << 30
+        if limit is not None:
+            budget = limit - min(self.max_new_tokens, limit // 2) - 1
+            if budget < 1:
+                raise UserError(f"The model's context ({limit} tokens) leaves no room for a prompt")
+        text = self.prompt_text
+        text = self.project.document(self.doc_id).text if text is None else text
+        memory = "\n\n".join(x for x in (self.project.memory.strip(), self.notes_text()) if x)
+        memory = memory + "\n\n" if memory and not memory.endswith("\n\n") else memory
+        story = []
+        if self.story_mode != "none":
+            for doc in self.project.documents():
+                if doc.id == self.doc_id:
+                    break
+                story.append((doc.title, doc.text, doc.synopsis))
+        built = assemble(
+            self.encode,
+            budget,
+            memory,
+            story,
+            text,
+            self.direction,
+            self.story_mode,
+            chat=chat_template_of(self.tokenizer),
+            decode=self._decode,
+        )
+        if not built.ids:
             bos = getattr(self.tokenizer, "bos_token_id", None)
-            ids = [bos if isinstance(bos, int) else 0]
-        return ids
+            built.ids = [bos if isinstance(bos, int) else 0]
+        return built
 
     def prompt_parts(self) -> tuple[list[int], list[int]]:
-        """(pinned notes' ids, document ids) as they enter the prompt (see build_prompt); a
-        sliding window keeps the notes' ids when the text outgrows the context."""
-        text = self.prompt_text
-        doc_ids = self.encode(self.project.document(self.doc_id).text if text is None else text)
-        note_ids = self.encode(self.notes_text())
+        """(ids a sliding window keeps: memory and pinned notes, at most half the window;
+        the rest of the prompt)."""
+        built = self.story_context()
+        pinned = built.pinned
         limit = context_length(self.model.config)
-        if limit is not None:
-            room = limit - min(self.max_new_tokens, limit // 2) - 1
-            if room < 1:
-                raise UserError(f"The model's context ({limit} tokens) leaves no room for a prompt")
-            note_ids = note_ids[: room // 2] if len(note_ids) + len(doc_ids) > room else note_ids
-            if self.context.policy == "slide":  # the window keeps them: at most half of it
-                note_ids = note_ids[: limit // 2]
-            doc_ids = doc_ids[max(0, len(doc_ids) - (room - len(note_ids))) :]
-        return note_ids, doc_ids
+        if self.context.policy == "slide" and limit is not None:
+            pinned = min(pinned, limit // 2)
+        return built.ids[:pinned], built.ids[pinned:]
 
     # -- the run ----------------------------------------------------------------------------
     def run(
@@ -230,7 +269,7 @@ class DocumentSession:
         Cancelled (by `should_stop` or Ctrl-C): the text so far is still appended. Failed: the
         text so far stays in the generation's record, the document is unchanged."""
         note_ids, doc_ids = self.prompt_parts()
-        prompt = self._joined(note_ids, doc_ids)
+        prompt = note_ids + doc_ids
         sources: list = []
         history_stats: dict = {}
         history_source = None
@@ -261,7 +300,12 @@ class DocumentSession:
         shown: list[str] = []
         try:
             events = generator.generate(
-                prompt, self.max_new_tokens, should_stop=should_stop, pinned_ids=note_ids
+                prompt,
+                self.max_new_tokens,
+                should_stop=should_stop,
+                stop_on_text=self.ending.checker(self._decode),
+                pinned_ids=note_ids,
+                min_new_tokens=self.ending.min_new_tokens,
             )
             for event in events:
                 produced.extend(event.tokens)
@@ -295,6 +339,9 @@ class DocumentSession:
         document = self.project.document(self.doc_id) if generation.applied else None
         return SessionResult(generation, document, generation.text, produced, stats)
 
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
     def _tail(self, produced: Sequence[int], shown: str) -> str:
         """Text the incremental decoder still held back at the end (a last partial glyph)."""
         full = self.tokenizer.decode(list(produced), skip_special_tokens=True)
@@ -311,6 +358,9 @@ class DocumentSession:
             "pinned_notes": self.use_notes,
             "context": asdict(self.context),
             "prompt_tokens": prompt_tokens,
+            "ending": asdict(self.ending),
+            "story_context": self.story_mode,
+            "direction": self.direction,
             # where the take goes back if the app stops mid-take (store.recovery_point)
             "written_after": self._text_before_take()[-WRITTEN_AFTER:],
         }
@@ -329,6 +379,68 @@ class DocumentSession:
 
 
 WRITTEN_AFTER = 200  # characters of text before a take kept with it, to find its place again
+
+
+def chat_template_of(tokenizer) -> Callable[[list[dict]], list[int]] | None:
+    """messages -> ids through the tokenizer's chat template (the last message continued),
+    or None for a tokenizer without one."""
+    if not getattr(tokenizer, "chat_template", None) or not hasattr(
+        tokenizer, "apply_chat_template"
+    ):
+        return None
+
+    def wrap(messages: list[dict]) -> list[int]:
+        out = tokenizer.apply_chat_template(
+            messages, tokenize=True, continue_final_message=True, return_dict=False
+        )
+        return list(out["input_ids"] if isinstance(out, dict) else out)
+
+    return wrap
+
+
+SUMMARY_SYSTEM = (
+    "Summarise the writer's text for their own notes: who, where, what happens, in two or "
+    "three plain sentences. Write only the summary."
+)
+
+
+def summarise(loaded, text: str, max_new_tokens: int = 120, should_stop=None) -> str:
+    """A short synopsis of `text` written by the model (greedy; through its chat template when
+    it has one). Nothing is stored: the caller puts it in the synopsis field, never the text."""
+    tokenizer, model = loaded.tokenizer, loaded.model
+    body = text.strip()[-6000:]
+    if not body:
+        raise UserError("The document is empty: there is nothing to summarise")
+    encode = encoder_of(tokenizer)
+    if getattr(tokenizer, "chat_template", None) and hasattr(tokenizer, "apply_chat_template"):
+        messages = [
+            {"role": "system", "content": SUMMARY_SYSTEM},
+            {"role": "user", "content": body},
+        ]
+        out = tokenizer.apply_chat_template(
+            messages, tokenize=True, add_generation_prompt=True, return_dict=False
+        )
+        prompt = list(out["input_ids"] if isinstance(out, dict) else out)
+    else:
+        prompt = encode(body + "\n\nIn short:")
+    ending = TakeEnding(max_new_tokens, stops=("\n\n",))
+    generator = Generator(
+        model,
+        SamplingSettings(greedy=True, penalty=1.2, window=256),
+        DraftSettings(),
+        eos_ids=eos_ids_of(tokenizer, model),
+    )
+    decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
+    ids: list[int] = []
+    events = generator.generate(
+        prompt,
+        ending.max_new_tokens,
+        should_stop=should_stop,
+        stop_on_text=ending.checker(decode),
+    )
+    for event in events:
+        ids.extend(event.tokens)
+    return decode(ids).strip()
 
 
 def generate_into_document(

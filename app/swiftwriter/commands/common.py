@@ -28,6 +28,13 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text}")
+    return value
+
+
 def read_text_file(path: str) -> str:
     file = Path(path).expanduser()
     if not file.is_file():

@@ -7,7 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from swiftwriter.commands.common import non_negative_float, positive_int, read_text_file
+from swiftwriter.commands.common import (
+    non_negative_float,
+    positive_float,
+    positive_int,
+    read_text_file,
+)
 from swiftwriter.errors import UserError
 
 
@@ -22,7 +27,57 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with --project: do not draft from the project's earlier text",
     )
+    parser.add_argument(
+        "--direction",
+        default="",
+        help="with --project: what happens next (wrapped by the model's chat template, or an "
+        "author's note above the end of the text)",
+    )
+    parser.add_argument(
+        "--story-context",
+        choices=("none", "previous", "fit"),
+        default="fit",
+        help="with --project: the earlier documents the model sees (default: as many as fit)",
+    )
+    parser.add_argument(
+        "--show-context",
+        action="store_true",
+        help="with --project: print what the model would be given, part by part, and exit",
+    )
     parser.add_argument("--max-new-tokens", type=positive_int, default=256)
+    parser.add_argument(
+        "--min-new-tokens",
+        type=int,
+        default=0,
+        metavar="N",
+        help="end-of-text is not allowed before N tokens (N = --max-new-tokens: keep writing to "
+        "the full length)",
+    )
+    parser.add_argument(
+        "--sampling",
+        choices=("greedy", "sample"),
+        default="greedy",
+        help="greedy (the model's most likely text) or sample (Creative)",
+    )
+    parser.add_argument("--temperature", type=positive_float, default=0.8, help="sample only")
+    parser.add_argument("--top-p", type=positive_float, default=0.95, help="sample only")
+    parser.add_argument("--min-p", type=non_negative_float, default=0.05, help="sample only")
+    parser.add_argument("--seed", type=int, default=None, help="sample only (default: random)")
+    parser.add_argument(
+        "--exact-length",
+        action="store_true",
+        help="stop at exactly --max-new-tokens (default: run on to the next sentence end, at "
+        "most 10%% or 64 tokens more)",
+    )
+    parser.add_argument(
+        "--stop",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="end the take once this text is written (repeatable; 're:PATTERN' for a regular "
+        "expression, e.g. 're:^Chapter [0-9]+'); with --project the project's own stop "
+        "sequences apply too",
+    )
     parser.add_argument("--model", help="registry id or model folder (default: the default model)")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--dtype", default="auto")
@@ -50,21 +105,26 @@ def run(args: argparse.Namespace) -> int:
         return run_project(args)
     if args.doc is not None:
         raise UserError("--doc goes with --project")
+    if args.direction or args.show_context:
+        raise UserError("--direction and --show-context go with --project (and --doc)")
     prompt = read_text_file(args.prompt_file)
     from swiftwriter.modelstore import loader, registry
 
+    ending, _ = _ending(args), _sampling(args)  # bad options fail before the model loads
     entry = registry.resolve(args.model)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype)
     from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.engine.textgen import stream_text
 
+    decode = lambda ids: loaded.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
     for piece in stream_text(
         loaded,
         prompt,
-        args.max_new_tokens,
-        penalty=args.penalty,
-        window=args.window,
+        ending.max_new_tokens,
+        sampling=_sampling(args),
         context=ContextSettings(policy=args.context_policy),
+        stop_on_text=ending.checker(decode),
+        min_new_tokens=ending.min_new_tokens,
     ):
         sys.stdout.write(piece)
         sys.stdout.flush()
@@ -72,37 +132,78 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ending(args: argparse.Namespace):
+    from swiftwriter.endings import TakeEnding, parse_stops
+
+    if not 0 <= args.min_new_tokens <= args.max_new_tokens:
+        raise UserError(
+            f"--min-new-tokens must be between 0 and --max-new-tokens ({args.max_new_tokens}), "
+            f"not {args.min_new_tokens}"
+        )
+    return TakeEnding(
+        args.max_new_tokens,
+        min_new_tokens=args.min_new_tokens,
+        finish_sentence=not args.exact_length,
+        stops=parse_stops(args.stop),
+    )
+
+
+def _sampling(args: argparse.Namespace):
+    from swiftwriter.engine.settings import SamplingSettings
+
+    if args.sampling == "greedy":
+        if args.seed is not None:
+            raise UserError("--seed applies to --sampling sample only")
+        return SamplingSettings(greedy=True, penalty=args.penalty, window=args.window)
+    return SamplingSettings(
+        greedy=False,
+        penalty=args.penalty,
+        window=args.window,
+        temperature=args.temperature,
+        top_p=min(1.0, args.top_p),
+        min_p=args.min_p,
+        seed=args.seed,
+    )
+
+
 def run_project(args: argparse.Namespace) -> int:
     """Continue a project's document: everything is checked before the model loads."""
     if args.doc is None:
         raise UserError("--project needs --doc (a document id or title)")
     from swiftwriter.commands.project import find_document
-    from swiftwriter.engine.settings import ContextSettings, SamplingSettings
+    from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.store import Project
 
+    ending, _ = _ending(args), _sampling(args)
     with Project.open(args.project) as proj:
         doc_id = find_document(proj, args.doc)
-        sampling = SamplingSettings(greedy=True, penalty=args.penalty, window=args.window)
+        sampling = _sampling(args)
         from swiftwriter.modelstore import loader, registry
 
         entry = registry.resolve(args.model)
         loaded = loader.load(entry, device=args.device, dtype=args.dtype)
-        from swiftwriter.session import generate_into_document
+        from swiftwriter.session import DocumentSession
 
         def show(piece: str) -> None:
             sys.stdout.write(piece)
             sys.stdout.flush()
 
-        result = generate_into_document(
+        session = DocumentSession(
             proj,
             doc_id,
             loaded,
             sampling=sampling,
             max_new_tokens=args.max_new_tokens,
+            ending=ending,
             history=not args.no_history,
             context=ContextSettings(policy=args.context_policy),
-            on_text=show,
+            direction=args.direction,
+            story_mode=args.story_context,
         )
+        if args.show_context:
+            print(session.story_context().render())
+            return 0
+        result = session.run(on_text=show)
         sys.stdout.write("\n")
         stats = result.stats
         where = (

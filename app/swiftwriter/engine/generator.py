@@ -113,10 +113,15 @@ class Generator:
         stop_on_text: Callable[[list[int]], bool] | None = None,
         seed: int | None = None,
         pinned_ids: Sequence[int] = (),
+        min_new_tokens: int = 0,
     ) -> Iterator[StepEvent]:
         """Yield one StepEvent per verification step until max tokens, EOS, a stop string
         (`stop_on_text(all_new_ids)` returns True), or `should_stop()` (cancellation).
-        `seed` overrides the settings' seed for this call (sampling only)."""
+        `seed` overrides the settings' seed for this call (sampling only). End-of-text is
+        forbidden before `min_new_tokens` (its logits set to -inf at those positions, for every
+        trie node by its depth: plain decoding does the same, so the text stays exact). A stop
+        string is checked after every token, and the step is cut at the first token where it
+        holds, as plain decoding would have stopped there."""
         prompt = [int(t) for t in prompt_ids]
         self._check_request(prompt, max_new_tokens)
         sampling = self.sampling
@@ -207,7 +212,10 @@ class Generator:
                 t_verify = time.perf_counter()
                 runner.forward_trie(trie)
                 stats.kv_tokens_max = max(stats.kv_tokens_max, runner.length + len(trie))
-                path, new = self._walk(trie, runner, window, rng, remaining)
+                banned = max(0, min_new_tokens - len(produced))  # EOS forbidden this deep
+                path, new = self._walk(trie, runner, window, rng, remaining, banned)
+                if stop_on_text is not None:
+                    new, path = self._cut_at_stop(produced, new, path, stop_on_text)
                 t_after = time.perf_counter()
                 for src in readers if draft_pass is None else ():
                     # fused drafting: the last accepted node's state, no extra pass
@@ -293,11 +301,26 @@ class Generator:
             alone = sum(trie.sources[node] == (src.name,) for node in path)
             gates[id(src)].observe(gated_s[id(src)], alone * one - extra * mine / drafted)
 
-    def _walk(self, trie, runner: ModelRunner, window: PenaltyWindow, rng, remaining: int):
-        """Follow the target's choices down the trie. Returns (accepted node path, new tokens)."""
+    @staticmethod
+    def _cut_at_stop(produced, new, path, stop_on_text):
+        """The step's tokens up to the first one after which `stop_on_text` holds."""
+        for i in range(len(new) - 1):
+            if stop_on_text(produced + new[: i + 1]):
+                return new[: i + 1], path[:i]  # the cache keeps all but the last token
+        return new, path
+
+    def _walk(
+        self, trie, runner: ModelRunner, window: PenaltyWindow, rng, remaining: int, banned: int = 0
+    ):
+        """Follow the target's choices down the trie. Returns (accepted node path, new tokens).
+        The first `banned` tokens may not be end-of-text."""
         node, path, new = 0, [], []
+        eos = sorted(self.eos_ids)
         while True:
             logits = runner.logits_at(node, trie)
+            if len(new) < banned and eos:
+                logits = logits.clone()
+                logits[..., eos] = float("-inf")
             above = trie.path_to(node)  # plain decoding's context here: history + these
             presence = window.presence(above) if self.sampling.penalty != 1.0 else None
             context = window.context(above) if self.sampling.dry_multiplier > 0 else None

@@ -52,9 +52,12 @@ def stream_text(
     drafting: DraftSettings | None = None,
     should_stop=None,
     context: ContextSettings | None = None,
+    stop_on_text=None,
+    min_new_tokens: int = 0,
 ) -> Iterator[str]:
-    """Continue `prompt` with `loaded` (a modelstore LoadedModel) and yield text pieces;
-    `context` says what happens at the model's context limit (default: stop)."""
+    """Continue `prompt` with `loaded` (a modelstore LoadedModel) and yield text pieces, the
+    decoder's held-back last characters included; `context` says what happens at the model's
+    context limit (default: stop); `stop_on_text` and `min_new_tokens` as in Generator."""
     tok, model = loaded.tokenizer, loaded.model
     sampling = sampling or SamplingSettings(greedy=True, penalty=penalty, window=window)
     ids = tok(prompt, add_special_tokens=False).input_ids or [tok.bos_token_id or 0]
@@ -67,7 +70,21 @@ def stream_text(
         context=context,
     )
     decoder = IncrementalDecoder(tok)
-    for event in gen.generate(ids, max_new_tokens, should_stop=should_stop):
+    produced: list[int] = []
+    shown: list[str] = []
+    events = gen.generate(
+        ids,
+        max_new_tokens,
+        should_stop=should_stop,
+        stop_on_text=stop_on_text,
+        min_new_tokens=min_new_tokens,
+    )
+    for event in events:
+        produced.extend(event.tokens)
         text = decoder.push(event.tokens)
         if text:
+            shown.append(text)
             yield text
+    full, so_far = tok.decode(produced, skip_special_tokens=True), "".join(shown)
+    if full.startswith(so_far) and len(full) > len(so_far):
+        yield full[len(so_far) :]  # a last character the decoder held back

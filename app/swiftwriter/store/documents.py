@@ -44,7 +44,7 @@ class DocumentsMixin:
     """Documents, snapshots and notes (mixed into Project)."""
 
     # -- documents --------------------------------------------------------------------------
-    _DOC_COLUMNS = "id, parent_id, kind, title, text, position, created, modified"
+    _DOC_COLUMNS = "id, parent_id, kind, title, text, position, created, modified, synopsis"
 
     @_locked
     def documents(self) -> list[Document]:
@@ -127,6 +127,13 @@ class DocumentsMixin:
             db.execute(
                 "UPDATE documents SET text = ?, modified = ? WHERE id = ?", [text, now(), doc_id]
             )
+
+    def set_synopsis(self, doc_id: int, synopsis: str) -> None:
+        """A document's synopsis (the story context uses it where the text does not fit)."""
+        synopsis = check_text(synopsis, "synopsis")
+        with self._write() as db:
+            self._doc_row(doc_id)
+            db.execute("UPDATE documents SET synopsis = ? WHERE id = ?", [synopsis, doc_id])
 
     def rename(self, doc_id: int, title: str) -> None:
         title = check_title(title)
@@ -321,6 +328,7 @@ class DocumentsMixin:
             depth=depth,
             created=row["created"] or "",
             modified=row["modified"] or "",
+            synopsis=row.get("synopsis") or "",
         )
 
     @staticmethod

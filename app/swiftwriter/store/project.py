@@ -389,6 +389,26 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
     def meta(self) -> dict:
         return {r["key"]: r["value"] for r in self.db.query("SELECT key, value FROM meta")}
 
+    @property
+    def memory(self) -> str:
+        """What this book is (premise, style, characters): the first part of every prompt."""
+        return self.meta.get("memory", "")
+
+    def set_memory(self, text: str) -> None:
+        self.update_meta(memory=text)
+
+    @property
+    def stop_sequences(self) -> list[str]:
+        """The project's stop sequences (one per line in the metadata): a take ends once it
+        writes one (a `re:` line is a regular expression)."""
+        return [line for line in self.meta.get("stop_sequences", "").split("\n") if line]
+
+    def set_stop_sequences(self, stops) -> None:
+        lines = [check_text(s, "stop sequence") for s in stops]
+        if any("\n" in s for s in lines):
+            raise ProjectError("A stop sequence is one line of text")
+        self.update_meta(stop_sequences="\n".join(s for s in lines if s))
+
     def update_meta(self, **values: str) -> None:
         rows = [{"key": k, "value": check_text(v, k)} for k, v in values.items()]
         with self._write() as db:

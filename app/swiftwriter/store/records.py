@@ -58,6 +58,7 @@ class Document:
     depth: int = 0
     created: str = ""
     modified: str = ""
+    synopsis: str = ""  # the writer's (or the model's) short account of the text
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import sqlite_utils
 
 APPLICATION_ID = 0x53575254  # "SWRT"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 GENERATION_STATUSES = ("streaming", "finished", "cancelled", "failed")
 
@@ -115,9 +115,15 @@ def _v2_generations_and_caches(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v3_synopses(db: sqlite_utils.Database) -> None:
+    """A synopsis per document: what the story context uses when the text does not fit."""
+    db["documents"].add_column("synopsis", str, not_null_default="")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _v1_documents_snapshots_notes,
     2: _v2_generations_and_caches,
+    3: _v3_synopses,
 }
 
 

@@ -12,11 +12,15 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from swiftwriter.endings import parse_stops
+from swiftwriter.errors import UserError
 from swiftwriter.ui.editor import qt_len, text_before
+from swiftwriter.ui.panel_state import save_project_state, state_of
 from swiftwriter.ui.worker import GenerationJob, GenerationWorker, start_generation
 
 STOP_REASONS = {
     "eos": " (the model ended the text)",
+    "stop_string": " (a stop sequence was written)",
     "context_full": (
         " (the model's context is full: shorten the text before the cursor, or choose"
         " Slide window in the advanced settings)"
@@ -92,6 +96,15 @@ class GenerationController(QObject):
             self.takes = []
         w.save_now()  # autosave before every generation (the store snapshots it, too)
         w.notes.save()
+        stops = w.panel.stop_sequences()
+        try:
+            parse_stops(stops)
+            if stops != w.project.stop_sequences:
+                w.project.set_stop_sequences(stops)
+            save_project_state(w.project, state_of(w.panel))  # settings stick with the book
+        except UserError as exc:
+            w.show_error("Cannot generate", str(exc))
+            return False
         position = editor.textCursor().position()
         text = editor.toPlainText()
         length, unit = w.panel.target()
@@ -108,6 +121,9 @@ class GenerationController(QObject):
             history=w.history_for(w.loaded_model) if w.panel.use_history() else False,
             measure_baseline=self.measure_baseline,
             flush_interval=self.flush_interval,
+            keep_writing=w.panel.keep_writing.isChecked(),
+            direction=w.panel.story()[0],
+            story_mode=w.panel.story()[1],
         )
         self.span = editor.begin_stream(position)
         w.stats_dock.reset()

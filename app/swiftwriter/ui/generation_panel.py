@@ -16,6 +16,8 @@ from PySide6.QtWidgets import (
     QGridLayout,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
+    QPlainTextEdit,
     QRadioButton,
     QSizePolicy,
     QSpinBox,
@@ -34,6 +36,10 @@ PRESET_DRAFTING = {
 }
 UNITS = ("words", "tokens")
 CONTEXT_POLICIES = {"Stop": "stop", "Slide window": "slide"}
+
+
+STORY_LABELS = {"None": "none", "The previous document": "previous", "As many as fit": "fit"}
+LONG_TAKE_WORDS = 500  # from this length on, a take keeps writing to the full length by default
 
 
 def drafting_for(preset: str) -> DraftSettings:
@@ -61,6 +67,32 @@ class GenerationPanel(QWidget):
         length_row.addWidget(self.length, 1)
         length_row.addWidget(self.unit)
         form.addRow("Length", length_row)
+        self.keep_writing = QCheckBox("Keep writing to the full length")
+        self.keep_writing.setToolTip(
+            "The model may not end the text before the length is reached; the take then stops "
+            "at the next sentence end. On by default for long takes"
+        )
+        self._keep_set_by_hand = False
+        self.keep_writing.clicked.connect(lambda: setattr(self, "_keep_set_by_hand", True))
+        self.length.valueChanged.connect(self._default_keep_writing)
+        self.unit.currentTextChanged.connect(self._default_keep_writing)
+        form.addRow("", self.keep_writing)
+        self.direction = QPlainTextEdit()
+        self.direction.setPlaceholderText("What happens next (optional)")
+        self.direction.setFixedHeight(54)
+        self.direction.setToolTip(
+            "A direction for this take: given to the model through its chat template, or as an "
+            "author's note just above the end of the text"
+        )
+        form.addRow("Direction", self.direction)
+        self.story_mode = QComboBox()
+        self.story_mode.addItems(list(STORY_LABELS))
+        self.story_mode.setCurrentText("As many as fit")
+        self.story_mode.setToolTip(
+            "How much of the earlier documents (in the project's order) the model sees; a "
+            "document's synopsis stands in for its text where it has one"
+        )
+        form.addRow("Earlier text", self.story_mode)
         self.preset = QComboBox()
         self.preset.addItems(PRESETS)
         self.preset.setCurrentText(default_preset)
@@ -100,6 +132,12 @@ class GenerationPanel(QWidget):
         self.seed.setRange(-1, 2_000_000_000)
         self.seed.setValue(-1)
         self.seed.setSpecialValueText("random")
+        self.stops = QLineEdit()
+        self.stops.setPlaceholderText("e.g. THE END | re:^Chapter [0-9]+")
+        self.stops.setToolTip(
+            "This project's stop sequences, separated by |: a take ends once it writes one "
+            "('re:' starts a regular expression)"
+        )
         self.history = QCheckBox("Draft from the project's earlier text")
         self.history.setChecked(True)
         self.context_policy = QComboBox()
@@ -117,6 +155,7 @@ class GenerationPanel(QWidget):
             ("Min-p", self.min_p),
             ("Seed", self.seed),
             ("At the context limit", self.context_policy),
+            ("Stop at", self.stops),
         ):
             adv.addRow(label, widget)
         adv.addRow(self.history)
@@ -162,6 +201,23 @@ class GenerationPanel(QWidget):
         box.setValue(value)
         box.setToolTip(tip)
         return box
+
+    def _default_keep_writing(self) -> None:
+        """Long takes keep writing by default (a short one may end where the model ends it);
+        a choice made by hand sticks."""
+        if not self._keep_set_by_hand:
+            words = self.length.value() * (1 if self.unit.currentText() == "words" else 0.75)
+            self.keep_writing.setChecked(words >= LONG_TAKE_WORDS)
+
+    def story(self) -> tuple[str, str]:
+        """(direction, story mode) for the next take."""
+        return self.direction.toPlainText().strip(), STORY_LABELS[self.story_mode.currentText()]
+
+    def stop_sequences(self) -> list[str]:
+        return [part.strip() for part in self.stops.text().split("|") if part.strip()]
+
+    def set_stop_sequences(self, stops: list[str]) -> None:
+        self.stops.setText(" | ".join(stops))
 
     def _show_advanced(self, on: bool) -> None:
         self._advanced_body.setVisible(on)

@@ -32,6 +32,7 @@ from swiftwriter.ui.generation import GenerationController
 from swiftwriter.ui.generation_panel import GenerationPanel
 from swiftwriter.ui.model_worker import start_loader
 from swiftwriter.ui.notes import NotesPanel
+from swiftwriter.ui.panel_state import Presets, PresetsMixin, apply_state, load_project_state
 from swiftwriter.ui.project_tree import ProjectTree
 from swiftwriter.ui.safekeeping import SafekeepingMixin
 from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
@@ -42,7 +43,7 @@ from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 
 
-class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
+class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     model_ready = Signal(object)
     model_failed = Signal(str)
     project_opened = Signal(object)
@@ -75,6 +76,7 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         self._docks_sized = False
         self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
         self.generation = GenerationController(self)
+        self.presets = Presets(self.settings.qs)
         self._build_actions()
         self._build_ui()
         self._build_menus()
@@ -123,6 +125,9 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         a("find", "Find and replace…", self._open_find, QKeySequence.StandardKey.Find)
         a("undo_delete", "Undo delete", self.undo_delete)
         a("history", "History…", self.open_history, QKeySequence("Ctrl+H"))
+        a("show_context", "Show context…", self.show_context,
+          tip="What the model is given for the next take, part by part")  # fmt: skip
+        a("memory", "Project memory…", self.edit_memory)
         a("models", "Models…", self.open_models)
         a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
 
@@ -159,6 +164,7 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         self.tree.document_selected.connect(self.show_document)
         self.tree.deleted.connect(self._on_deleted)
         self.notes = NotesPanel()
+        self.tree.synopsis_requested.connect(self.edit_synopsis)
         self.notes.save_failed.connect(lambda message: self.show_error("Could not save", message))
         self.notes.setMinimumWidth(190)
         self.panel = GenerationPanel(self.actions_by_name, self.settings.default_preset)
@@ -217,13 +223,15 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         edit.addAction(act["find"])
         edit.addAction(act["undo_delete"])
         gen = bar.addMenu("&Generate")
-        for name in ("generate", "stop", "continue", "regenerate", "undo"):
+        for name in ("generate", "stop", "continue", "regenerate", "undo", "show_context"):
             gen.addAction(act[name])
+        self.presets_menu = gen.addMenu("Presets")
+        self.presets_menu.aboutToShow.connect(self._fill_presets)
         view = bar.addMenu("&View")
         for dock in self.docks.values():
             view.addAction(dock.toggleViewAction())
         tools = bar.addMenu("&Tools")
-        for name in ("history", "models", "settings"):
+        for name in ("history", "memory", "models", "settings"):
             tools.addAction(act[name])
         help_menu = bar.addMenu("&Help")
         help_menu.addAction("Show log folder", self.show_log_folder)
@@ -260,7 +268,7 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         act["undo"].setEnabled(writable and not busy)
         act["stop"].setEnabled(busy)
         for name in ("import", "export_md", "export_docx", "close_project", "history", "save",
-                     "backups"):  # fmt: skip
+                     "backups", "memory", "show_context"):  # fmt: skip
             act[name].setEnabled(self.project is not None)
         act["import"].setEnabled(self.project is not None and not self.project.readonly)
         act["undo_delete"].setEnabled(self._last_deleted is not None)
@@ -351,6 +359,8 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         self.doc_id = None
         self._show_page()
         self.notes.set_project(project)
+        apply_state(self.panel, load_project_state(project))
+        self.panel.set_stop_sequences(project.stop_sequences)
         self.tree.set_project(project)
         if self.doc_id is None:
             self.editor.set_text("")
@@ -489,6 +499,43 @@ class MainWindow(SafekeepingMixin, ToolsMixin, QMainWindow):
         self.tree.undelete(doc_id)
         self.undo_delete_button.hide()
         self._update_actions()
+
+    def show_context(self):
+        """The context viewer for the next take (needs the model: its tokenizer and context)."""
+        from swiftwriter.ui.context_dialog import ContextDialog, next_take_session
+
+        if self.project is None or self.doc_id is None or self.loaded_model is None:
+            self.statusBar().showMessage("Open a document and wait for the model first", 5000)
+            return None
+        try:
+            text = next_take_session(self).story_context().render()
+        except UserError as exc:
+            self.show_error("Cannot show the context", str(exc))
+            return None
+        dialog = ContextDialog(self, text)
+        self._dialogs.append(dialog)
+        dialog.show()
+        return dialog
+
+    def edit_synopsis(self, doc_id: int):
+        from swiftwriter.ui.context_dialog import SynopsisDialog
+
+        if self.project is None or doc_id is None:
+            return None
+        dialog = SynopsisDialog(self, self.project, doc_id)
+        self._dialogs.append(dialog)
+        dialog.open()
+        return dialog
+
+    def edit_memory(self):
+        from swiftwriter.ui.context_dialog import MemoryDialog
+
+        if self.project is None:
+            return None
+        dialog = MemoryDialog(self, self.project)
+        self._dialogs.append(dialog)
+        dialog.open()
+        return dialog
 
     def show_log_folder(self) -> str:
         """Open the folder of the app's log (tracebacks of anything unexpected) for a report."""

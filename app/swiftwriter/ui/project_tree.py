@@ -60,6 +60,7 @@ class ProjectTree(QWidget):
     document_selected = Signal(int)
     deleted = Signal(int, str)  # doc id, title: the window offers Undo
     changed = Signal()
+    synopsis_requested = Signal(int)  # doc id: the window opens its synopsis
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -235,6 +236,7 @@ class ProjectTree(QWidget):
         item = self.tree.itemAt(pos)
         if item is not None:
             menu.addAction("Rename", lambda: self.tree.editItem(item))
+            menu.addAction("Synopsis…", lambda: self.synopsis_requested.emit(self.current_id()))
             menu.addSeparator()
             menu.addAction("Delete…", self.delete_current)
         menu.exec(self.tree.viewport().mapToGlobal(pos))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.ui.baseline import measure_plain, speedup_over_plain, stats_speedup
 from swiftwriter.ui.editor import count_words
@@ -35,6 +36,9 @@ class GenerationJob:
     history: object = True  # a session.ProjectHistory to reuse, True for a fresh one, or False
     measure_baseline: bool = True
     flush_interval: float = 1.0
+    keep_writing: bool = False  # end-of-text forbidden before the length (then a sentence end)
+    direction: str = ""  # what happens next
+    story_mode: str = "none"  # the earlier documents the model sees: none, previous, fit
 
 
 def tokens_per_word(encode, text: str) -> float:
@@ -79,6 +83,9 @@ class GenerationWorker(StoppableWorker):
             sampling=job.sampling,
             drafting=job.drafting,
             max_new_tokens=n_tokens,
+            ending=TakeEnding(n_tokens, min_new_tokens=n_tokens if job.keep_writing else 0),
+            direction=job.direction,
+            story_mode=job.story_mode,
             history=job.history,
             flush_interval=job.flush_interval,
             prompt_text=job.prompt_text,

@@ -1,0 +1,178 @@
+"""What the model is given for a take: the story context, assembled from parts within the
+model's budget, in this order:
+
+1. memory: the project's "what this book is" (premise, style, characters) and the pinned notes;
+2. story: the end of the preceding documents in tree order (none, the previous one, or as many
+   as fit), each document's synopsis standing in for its text where the writer wrote one;
+3. text: the current document before the cursor;
+4. direction: what should happen next. Without a chat template it goes in as an author's note
+   a few lines above the end of the text (KoboldAI's convention); with one, the context and
+   the direction become the user's message and the text the assistant's, which the model
+   continues (`apply_chat_template(continue_final_message=True)`).
+
+The budget is the model's context less the take's room. The text before the cursor keeps at
+least half; memory takes at most half, the story what is left. Nothing is cut silently:
+each shortened part says what was kept (`ContextPart.shortened`). The context viewer shows
+`StoryContext.render()`, and the engine receives exactly `StoryContext.ids`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+STORY_MODES = ("none", "previous", "fit")
+SYSTEM = (
+    "You are a writing assistant. Continue the writer's text in the same voice, tense and "
+    "style, following their direction for what happens next. Write only the continuation."
+)
+NOTE_LINES_ABOVE = 3  # the author's note goes this many lines above the end of the text
+
+
+@dataclass
+class ContextPart:
+    name: str  # memory, story, text, direction
+    label: str
+    ids: list[int]
+    text: str = ""
+    shortened: str = ""  # what was cut, in words a writer reads ("" when nothing was)
+
+
+@dataclass
+class StoryContext:
+    parts: list[ContextPart]
+    ids: list[int]  # what the engine receives (wrapped by the chat template where one is used)
+    pinned: int = 0  # how many leading ids a sliding window keeps (the memory part)
+    wrapped: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        """One read-only text with the parts marked and their token counts."""
+        out = []
+        for part in self.parts:
+            head = f"=== {part.label} ({len(part.ids):,} tokens)"
+            if part.shortened:
+                head += f"; {part.shortened}"
+            out.append(head + " ===")
+            out.append(part.text)
+        if self.wrapped:
+            out.append(f"=== as the model sees it: wrapped by its chat template "
+                       f"({len(self.ids):,} tokens) ===")  # fmt: skip
+        out.append(f"=== total: {len(self.ids):,} tokens ===")
+        return "\n".join(out)
+
+
+def _keep_end(ids: list[int], room: int) -> list[int]:
+    return ids[len(ids) - room :] if room > 0 else []
+
+
+def _shortened(kept: int, total: int, where: str) -> str:
+    return "" if kept >= total else f"kept the {where} {kept:,} of {total:,} tokens"
+
+
+def with_authors_note(text: str, direction: str) -> str:
+    """The direction as an author's note a few lines above the end of the text."""
+    lines = text.split("\n")
+    at = max(0, len(lines) - NOTE_LINES_ABOVE)
+    note = f"[Author's note: {direction.strip()}]"
+    return "\n".join(lines[:at] + [note] + lines[at:])
+
+
+def assemble(
+    encode: Callable[[str], list[int]],
+    budget: int,
+    memory: str,
+    story: Sequence[tuple[str, str, str]],
+    text: str,
+    direction: str = "",
+    mode: str = "fit",
+    chat: Callable[[list[dict]], list[int]] | None = None,
+    decode: Callable[[list[int]], str] | None = None,
+) -> StoryContext:
+    """The parts within `budget` tokens. `story`: the preceding documents in tree order as
+    (title, text, synopsis); `chat`: the tokenizer's chat template (messages -> ids) when the
+    model has one, used when a direction is given (with `decode`, ids -> text)."""
+    if mode not in STORY_MODES:
+        raise ValueError(f"story context must be one of {STORY_MODES}, not {mode!r}")
+    direction = direction.strip()
+    use_chat = bool(direction) and chat is not None and decode is not None
+    shown_text = text if use_chat or not direction else with_authors_note(text, direction)
+    text_ids = encode(shown_text)
+    memory_ids = encode(memory) if memory.strip() else []
+    memory_room = max(budget // 2, budget - len(text_ids))  # at most half when the text is long
+    memory_kept = memory_ids[:memory_room]
+    story_pieces = _story_pieces(story, mode)
+    story_ids_all = [encode(piece) for _, piece in story_pieces]
+    story_total = sum(len(ids) for ids in story_ids_all)
+    # The text keeps at least half; the story gets what memory and the text leave.
+    text_room = max(budget // 2, budget - len(memory_kept) - story_total)
+    text_kept = _keep_end(text_ids, min(len(text_ids), text_room))
+    story_room = max(0, budget - len(memory_kept) - len(text_kept))
+    story_kept, story_text, dropped = _fit_story(story_pieces, story_ids_all, story_room)
+    parts = []
+    if memory_ids:
+        parts.append(ContextPart("memory", "memory and pinned notes", memory_kept, memory,
+                                 _shortened(len(memory_kept), len(memory_ids), "first")))  # fmt: skip
+    if story_pieces:
+        note = _shortened(len(story_kept), story_total, "last")
+        if dropped:
+            note = (note + "; " if note else "") + f"left out: {', '.join(dropped)}"
+        parts.append(ContextPart("story", "earlier documents", story_kept, story_text, note))
+    parts.append(ContextPart("text", "this document before the cursor", text_kept, shown_text,
+                             _shortened(len(text_kept), len(text_ids), "last")))  # fmt: skip
+    if direction:
+        how = "the chat template's user message" if use_chat else "an author's note in the text"
+        parts.append(ContextPart("direction", f"direction ({how})", encode(direction), direction))
+    ids = memory_kept + story_kept + text_kept
+    wrapped = False
+    if use_chat:
+        ids = _wrapped(chat, decode, memory_kept, story_kept, text_kept, direction, budget)
+        wrapped = True
+    notes = [f"{p.label}: {p.shortened}" for p in parts if p.shortened]
+    pinned = 0 if wrapped else len(memory_kept)  # a wrapped prompt has no memory prefix
+    return StoryContext(parts, ids, pinned=pinned, wrapped=wrapped, notes=notes)
+
+
+def _story_pieces(story, mode: str) -> list[tuple[str, str]]:
+    """(title, what enters the prompt) per earlier document, nearest last."""
+    chosen = [] if mode == "none" else list(story)[-1:] if mode == "previous" else list(story)
+    return [(title, (synopsis or body).strip()) for title, body, synopsis in chosen
+            if (synopsis or body).strip()]  # fmt: skip
+
+
+def _fit_story(pieces, ids_per_piece, room: int) -> tuple[list[int], str, list[str]]:
+    """The nearest documents first, each kept whole or (the farthest one kept) by its end."""
+    kept_ids: list[list[int]] = []
+    kept_text: list[str] = []
+    dropped: list[str] = []
+    for (title, text), ids in zip(reversed(pieces), reversed(ids_per_piece), strict=True):
+        if room <= 0:
+            dropped.append(title)
+            continue
+        take = _keep_end(ids, min(room, len(ids)))
+        room -= len(take)
+        kept_ids.insert(0, take)
+        kept_text.insert(0, text if len(take) == len(ids) else f"[…] {text[-len(take) * 4 :]}")
+    return [t for ids in kept_ids for t in ids], "\n\n".join(kept_text), list(reversed(dropped))
+
+
+def _wrapped(chat, decode, memory_ids, story_ids, text_ids, direction, budget) -> list[int]:
+    """System instruction, the context and direction as the user's message, the text as the
+    assistant's to continue; kept within the budget by shortening the story first."""
+
+    def text_of(ids: list[int]) -> str:
+        return decode(ids) if ids else ""
+
+    def messages(story: list[int]) -> list[dict]:
+        context = "\n\n".join(x for x in (text_of(memory_ids), text_of(story)) if x)
+        user = (context + "\n\n" if context else "") + f"What happens next: {direction}"
+        return [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": user},
+            {"role": "assistant", "content": text_of(text_ids)},
+        ]
+
+    ids = chat(messages(story_ids))
+    while len(ids) > budget and story_ids:
+        story_ids = story_ids[len(story_ids) // 2 :] if len(story_ids) > 1 else []
+        ids = chat(messages(story_ids))
+    return ids

@@ -1,0 +1,83 @@
+"""Where a take ends: at the length the writer asked for (end-of-text forbidden until then
+when they want the whole length), at the next sentence or paragraph end after it (within a
+small allowance, so a take never stops mid-word), or early at one of the project's stop
+sequences. Works on text; the engine applies it through `stop_on_text` and `min_new_tokens`,
+the same for plain and speculative decoding."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from swiftwriter.errors import UserError
+
+TAIL_TOKENS = 48  # the text checked after each token: enough for any stop sequence
+# A sentence end (closing quotes and brackets allowed) or a blank line, at the very end.
+_SENTENCE_END = re.compile(r"(?:[.!?\u2026][\"'\u201d\u2019\u00bb)\]]*|\n[ \t]*\n)[ \t]*$")
+REGEX_PREFIX = "re:"  # a stop sequence written `re:^Chapter \d+` is a regular expression
+
+
+def allowance_for(target: int) -> int:
+    """Extra tokens a take may run past its length to reach a sentence end."""
+    return max(8, min(64, target // 10))
+
+
+def parse_stops(lines: Sequence[str]) -> tuple[str, ...]:
+    """Stop sequences as the writer typed them (one per line), checked: blank ones dropped,
+    a bad regular expression refused with its error."""
+    out = []
+    for raw in lines:
+        line = raw.strip("\r\n")
+        if not line.strip():
+            continue
+        if line.startswith(REGEX_PREFIX):
+            try:
+                re.compile(line[len(REGEX_PREFIX) :], re.MULTILINE)
+            except re.error as exc:
+                raise UserError(
+                    f"The stop pattern {line!r} is not a valid expression: {exc}"
+                ) from None
+        out.append(line)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class TakeEnding:
+    target: int  # tokens asked for
+    min_new_tokens: int = 0  # end-of-text forbidden before this many (the target: keep writing)
+    finish_sentence: bool = True  # run on (a little) to a sentence or paragraph end
+    stops: tuple[str, ...] = ()
+
+    @classmethod
+    def keep_writing(cls, target: int, **kwargs) -> TakeEnding:
+        """The whole length: end-of-text is not allowed before the target."""
+        return cls(target, min_new_tokens=target, **kwargs)
+
+    @property
+    def max_new_tokens(self) -> int:
+        return self.target + (allowance_for(self.target) if self.finish_sentence else 0)
+
+    def checker(self, decode: Callable[[list[int]], str]) -> Callable[[list[int]], bool] | None:
+        """`stop_on_text` for the engine: True once a stop sequence has been written, or past
+        the target at a sentence end; None when nothing but the length ends the take."""
+        plain = [s for s in self.stops if not s.startswith(REGEX_PREFIX)]
+        patterns = [
+            re.compile(s[len(REGEX_PREFIX) :], re.MULTILINE)
+            for s in self.stops
+            if s.startswith(REGEX_PREFIX)
+        ]
+        if not plain and not patterns and not self.finish_sentence:
+            return None
+
+        def stop(ids: list[int]) -> bool:
+            tail = decode(list(ids[-TAIL_TOKENS:]))
+            if any(s in tail for s in plain) or any(p.search(tail) for p in patterns):
+                return True
+            return self.finish_sentence and len(ids) >= self.target and ends_sentence(tail)
+
+        return stop
+
+
+def ends_sentence(text: str) -> bool:
+    return bool(_SENTENCE_END.search(text[-200:]))

@@ -1,0 +1,178 @@
+"""The context viewer (exactly what the model is given for the next take, part by part, with
+token counts), the project's memory (what this book is) and a document's synopsis (by hand, or
+summarised by the model in the background), for the main window."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QVBoxLayout,
+)
+
+from swiftwriter.endings import TakeEnding
+from swiftwriter.ui.stoppable import StoppableWorker, start_worker
+
+
+def next_take_session(window):
+    """The session the next take would run (not started): same text, settings and parts."""
+    from swiftwriter.session import DocumentSession
+    from swiftwriter.ui.editor import text_before
+    from swiftwriter.ui.worker import DEFAULT_TOKENS_PER_WORD
+
+    panel = window.panel
+    length, unit = panel.target()
+    tokens = round(length * DEFAULT_TOKENS_PER_WORD) if unit == "words" else length
+    direction, story_mode = panel.story()
+    editor = window.editor
+    return DocumentSession(
+        window.project,
+        window.doc_id,
+        window.loaded_model,
+        sampling=panel.sampling(),
+        drafting=panel.drafting(),
+        max_new_tokens=max(1, tokens),
+        ending=TakeEnding(max(1, tokens)),
+        history=False,
+        prompt_text=text_before(editor.toPlainText(), editor.textCursor().position()),
+        context=panel.context(),
+        direction=direction,
+        story_mode=story_mode,
+    )
+
+
+class ContextDialog(QDialog):
+    """Read-only: the parts of the next take's prompt, marked, with token counts."""
+
+    def __init__(self, window, text: str):
+        super().__init__(window)
+        self.setWindowTitle("What the model is given")
+        self.resize(760, 560)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel(
+            "The next take's context, part by part (memory and pinned notes, earlier documents, "
+            "this document before the cursor, the direction), as the model receives it:"
+        ))  # fmt: skip
+        self.view = QPlainTextEdit(text)
+        self.view.setReadOnly(True)
+        self.view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        layout.addWidget(self.view)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+
+class MemoryDialog(QDialog):
+    """The project's memory: premise, style, characters; the first part of every prompt."""
+
+    def __init__(self, window, project):
+        super().__init__(window)
+        self.project = project
+        self.setWindowTitle("Project memory")
+        self.resize(560, 380)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel(
+            "What this book is: premise, style, characters. The model reads it before the text "
+            "on every take (pinned notes follow it)."
+        ))  # fmt: skip
+        self.text = QPlainTextEdit(project.memory)
+        self.text.setReadOnly(project.readonly)
+        layout.addWidget(self.text)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+
+    def save(self) -> None:
+        if not self.project.readonly:
+            self.project.set_memory(self.text.toPlainText())
+        self.accept()
+
+
+class SummaryWorker(StoppableWorker):
+    """The model writes a synopsis off the GUI thread (never into the document)."""
+
+    written = Signal(str)
+    what = "summary"
+
+    def __init__(self, loaded, text: str):
+        super().__init__()
+        self.loaded, self.text = loaded, text
+
+    def _run(self) -> None:
+        from swiftwriter.session import summarise
+
+        summary = summarise(self.loaded, self.text, should_stop=self.should_stop)
+        if not self.should_stop():
+            self.written.emit(summary)
+
+
+class SynopsisDialog(QDialog):
+    """A document's synopsis: written by hand, or summarised by the model in the background.
+    The story context uses it where the document's text does not fit."""
+
+    def __init__(self, window, project, doc_id: int):
+        super().__init__(window)
+        self.window_, self.project, self.doc_id = window, project, doc_id
+        doc = project.document(doc_id)
+        self.setWindowTitle(f"Synopsis of “{doc.title}”")
+        self.resize(560, 320)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel(
+            "A few sentences on what happens here. Later documents' prompts use it instead of "
+            "the text when the whole text does not fit."
+        ))  # fmt: skip
+        self.text = QPlainTextEdit(doc.synopsis)
+        self.text.setReadOnly(project.readonly)
+        layout.addWidget(self.text)
+        self.status = QLabel("")
+        layout.addWidget(self.status)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.summarise_button = buttons.addButton(
+            "Summarise with the model", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.summarise_button.setEnabled(window.loaded_model is not None and not project.readonly)
+        self.summarise_button.clicked.connect(self.summarise)
+        buttons.accepted.connect(self.save)
+        buttons.rejected.connect(self.reject)
+        layout.addWidget(buttons)
+        self.thread = None
+
+    def summarise(self) -> None:
+        if self.thread is not None:
+            return
+        worker = SummaryWorker(self.window_.loaded_model, self.project.document(self.doc_id).text)
+        self.thread = start_worker(self, worker)
+        worker.written.connect(self.text.setPlainText)
+        worker.failed.connect(self.status.setText)
+        self.thread.finished.connect(self._ended)
+        self.summarise_button.setEnabled(False)
+        self.status.setText("The model is summarising…")
+        self.worker = worker
+        self.thread.start()
+
+    def _ended(self) -> None:
+        if self.status.text() == "The model is summarising…":
+            self.status.setText("Summary written: edit it, then Save")
+        self.thread.deleteLater()
+        self.thread = None
+        self.summarise_button.setEnabled(True)
+
+    def save(self) -> None:
+        if not self.project.readonly:
+            self.project.set_synopsis(self.doc_id, self.text.toPlainText().strip())
+        self.accept()
+
+    def done(self, result: int) -> None:  # noqa: D102 - wait for a summary in progress
+        if self.thread is not None:
+            self.worker.stop()
+            self.thread.wait(30000)
+        super().done(result)

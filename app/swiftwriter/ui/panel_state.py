@@ -1,0 +1,200 @@
+"""Generation settings that stick: the panel's state as plain data, kept per project (in the
+project file, so it travels with the book) and as named presets (in the app's settings; the
+shipped presets are always there and cannot be deleted)."""
+
+from __future__ import annotations
+
+import json
+
+from swiftwriter.ui.generation_panel import CONTEXT_POLICIES, PRESETS, STORY_LABELS, UNITS
+
+SHIPPED = {
+    "Precise prose": {"mode": "precise", "penalty": 1.2, "window": 1024},
+    "Creative draft": {"mode": "creative", "temperature": 0.8, "top_p": 0.95, "min_p": 0.05},
+    "Long chapter": {"length": 3000, "unit": "words", "keep_writing": True, "story": "fit"},
+}
+PROJECT_KEY = "generation_settings"
+
+
+def state_of(panel) -> dict:
+    """Everything the writer set in the panel (not the direction: it belongs to one take)."""
+    return {
+        "length": panel.length.value(),
+        "unit": panel.unit.currentText(),
+        "strategy": panel.preset.currentText(),
+        "mode": "precise" if panel.precise.isChecked() else "creative",
+        "temperature": panel.temperature.value(),
+        "top_k": panel.top_k.value(),
+        "top_p": panel.top_p.value(),
+        "min_p": panel.min_p.value(),
+        "penalty": panel.penalty.value(),
+        "window": panel.window.value(),
+        "seed": panel.seed.value(),
+        "keep_writing": panel.keep_writing.isChecked(),
+        "stops": panel.stop_sequences(),
+        "story": panel.story()[1],
+        "context_policy": panel.context_policy.currentText(),
+        "history": panel.history.isChecked(),
+    }
+
+
+def apply_state(panel, state: dict) -> list[str]:
+    """Set the panel from `state` (from a project or a preset); keys missing or of the wrong
+    kind are skipped, never an error. Returns the keys applied."""
+    applied = []
+
+    def number(key, widget, kind):
+        value = state.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            widget.setValue(kind(value))
+            applied.append(key)
+
+    def choice(key, widget, allowed):
+        value = state.get(key)
+        if value in allowed:
+            widget.setCurrentText(value)
+            applied.append(key)
+
+    number("length", panel.length, int)
+    choice("unit", panel.unit, UNITS)
+    choice("strategy", panel.preset, PRESETS)
+    if state.get("mode") in ("precise", "creative"):
+        (panel.precise if state["mode"] == "precise" else panel.creative).setChecked(True)
+        applied.append("mode")
+    for key, kind in (("temperature", float), ("top_p", float), ("min_p", float),
+                      ("penalty", float), ("top_k", int), ("window", int), ("seed", int)):  # fmt: skip
+        number(key, getattr(panel, key), kind)
+    if isinstance(state.get("keep_writing"), bool):
+        panel.keep_writing.setChecked(state["keep_writing"])
+        panel._keep_set_by_hand = True
+        applied.append("keep_writing")
+    if isinstance(state.get("stops"), list) and all(isinstance(s, str) for s in state["stops"]):
+        panel.set_stop_sequences(state["stops"])
+        applied.append("stops")
+    labels = {mode: label for label, mode in STORY_LABELS.items()}
+    if state.get("story") in labels:
+        panel.story_mode.setCurrentText(labels[state["story"]])
+        applied.append("story")
+    choice("context_policy", panel.context_policy, CONTEXT_POLICIES)
+    if isinstance(state.get("history"), bool):
+        panel.history.setChecked(state["history"])
+        applied.append("history")
+    return applied
+
+
+def load_project_state(project) -> dict:
+    try:
+        state = json.loads(project.meta.get(PROJECT_KEY, "") or "{}")
+    except ValueError:
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
+def save_project_state(project, state: dict) -> None:
+    text = json.dumps(state, sort_keys=True)
+    if not project.readonly and project.meta.get(PROJECT_KEY) != text:
+        project.update_meta(**{PROJECT_KEY: text})
+
+
+class Presets:
+    """Named presets: the shipped ones, then the writer's own (kept in the app's settings)."""
+
+    KEY = "generation/presets"
+
+    def __init__(self, qsettings):
+        self.qs = qsettings
+
+    def _own(self) -> dict:
+        try:
+            own = json.loads(self.qs.value(self.KEY, "{}") or "{}")
+        except (TypeError, ValueError):
+            return {}
+        return (
+            {k: v for k, v in own.items() if isinstance(v, dict)} if isinstance(own, dict) else {}
+        )
+
+    def names(self) -> list[str]:
+        return list(SHIPPED) + [n for n in self._own() if n not in SHIPPED]
+
+    def get(self, name: str) -> dict:
+        return dict(SHIPPED.get(name) or self._own().get(name) or {})
+
+    def save(self, name: str, state: dict) -> None:
+        name = name.strip()
+        if not name or name in SHIPPED:
+            raise ValueError(f"'{name}' is a shipped preset or empty: choose another name")
+        own = self._own()
+        own[name] = state
+        self._write(own)
+
+    def rename(self, old: str, new: str) -> None:
+        own = self._own()
+        new = new.strip()
+        if old not in own or not new or new in SHIPPED or new in own:
+            raise ValueError(f"Cannot rename '{old}' to '{new}'")
+        own = {new if k == old else k: v for k, v in own.items()}
+        self._write(own)
+
+    def delete(self, name: str) -> None:
+        if name in SHIPPED:
+            raise ValueError(f"'{name}' is shipped with SwiftWriter and stays")
+        own = self._own()
+        own.pop(name, None)
+        self._write(own)
+
+    def _write(self, own: dict) -> None:
+        self.qs.setValue(self.KEY, json.dumps(own, sort_keys=True))
+        self.qs.sync()
+
+
+class PresetsMixin:
+    """Generate > Presets for MainWindow: apply, save the current settings as, rename, delete."""
+
+    def _fill_presets(self) -> None:
+        menu = self.presets_menu
+        menu.clear()
+        for name in self.presets.names():
+            menu.addAction(name, lambda n=name: self.apply_preset(n))
+        menu.addSeparator()
+        menu.addAction("Save current settings as…", self._save_preset_dialog)
+        own = [n for n in self.presets.names() if n not in SHIPPED]
+        for label, slot in (
+            ("Rename", self._rename_preset_dialog),
+            ("Delete", self._delete_preset),
+        ):
+            sub = menu.addMenu(label)
+            sub.setEnabled(bool(own))
+            for name in own:
+                sub.addAction(name, lambda n=name, f=slot: f(n))
+
+    def apply_preset(self, name: str) -> list[str]:
+        applied = apply_state(self.panel, self.presets.get(name))
+        self.statusBar().showMessage(f"Preset “{name}” applied", 5000)
+        return applied
+
+    def ask_text(self, title: str, label: str, text: str = "") -> str:
+        """A line of text from the writer ('' when cancelled). Tests replace this."""
+        from PySide6.QtWidgets import QInputDialog
+
+        value, ok = QInputDialog.getText(self, title, label, text=text)
+        return value.strip() if ok else ""
+
+    def _save_preset_dialog(self) -> None:
+        name = self.ask_text("Save preset", "Name of the new preset:")
+        if name:
+            try:
+                self.presets.save(name, state_of(self.panel))
+            except ValueError as exc:
+                self.show_error("Cannot save the preset", str(exc))
+
+    def _rename_preset_dialog(self, old: str) -> None:
+        new = self.ask_text("Rename preset", f"New name for “{old}”:", old)
+        if new and new != old:
+            try:
+                self.presets.rename(old, new)
+            except ValueError as exc:
+                self.show_error("Cannot rename the preset", str(exc))
+
+    def _delete_preset(self, name: str) -> None:
+        if self.ask("Delete preset", f"Delete the preset “{name}”?"):
+            self.presets.delete(name)

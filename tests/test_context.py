@@ -1,0 +1,128 @@
+"""The story context: memory, earlier documents in tree order (synopses where they fit better),
+the text before the cursor and the direction, within the budget and reported when cut; the
+viewer shows the ids the engine receives; chat templates and author's notes."""
+
+from __future__ import annotations
+
+import pytest
+from swiftwriter.context import assemble, with_authors_note
+from swiftwriter.engine import SamplingSettings
+from swiftwriter.session import DocumentSession
+from swiftwriter.store import Project
+
+from tests.conftest import build_tiny
+from tests.test_session import Latin1Tokenizer
+
+GREEDY = SamplingSettings(greedy=True, penalty=1.0)
+
+
+def encode(text):
+    return list(text.encode("latin-1"))
+
+
+def decode(ids):
+    return bytes(ids).decode("latin-1")
+
+
+@pytest.fixture
+def novel(tmp_path):
+    path = tmp_path / "Novel.swiftwriter"
+    with Project.create(path, title="Novel") as p:
+        p.set_memory("A quiet harbour town; Elena is the keeper.")
+        one = p.add_document("Chapter 1", "Elena climbed the tower. " * 4)
+        p.add_document("Chapter 2", "The storm came at dusk. " * 4)
+        three = p.add_document("Chapter 3", "Morning. The sea was calm.")
+    return path, one.id, three.id
+
+
+def session_for(project, doc_id, positions=4096, **kwargs):
+    model = build_tiny("llama", seed=5, max_positions=positions)
+    return DocumentSession(project, doc_id, model=model, tokenizer=Latin1Tokenizer(),
+                           sampling=GREEDY, max_new_tokens=16, history=False, **kwargs)  # fmt: skip
+
+
+def test_chapter_three_sees_chapters_one_and_two_in_order_within_the_budget(novel):
+    path, one, three = novel
+    with Project.open(path) as p:
+        prompt = decode(session_for(p, three, story_mode="fit").build_prompt())
+        assert prompt.startswith("A quiet harbour town")
+        a, b, c = (prompt.index(s) for s in ("Elena climbed", "The storm came", "Morning."))
+        assert a < b < c and prompt.endswith("The sea was calm.")
+        previous = decode(session_for(p, three, story_mode="previous").build_prompt())
+        assert "The storm came" in previous and "Elena climbed" not in previous
+        none = decode(session_for(p, three, story_mode="none").build_prompt())
+        assert "The storm" not in none and "Elena" in none  # the memory names her
+        # a small context: chapter 1 is cut to its end or left out, and the report says so
+        small = session_for(p, three, positions=200, story_mode="fit").story_context()
+        assert len(small.ids) <= 200 - 16 - 1
+        story = next(part for part in small.parts if part.name == "story")
+        assert story.shortened and "The storm came at dusk." in decode(small.ids)
+        # a synopsis stands in for the text
+        p.set_synopsis(one, "Elena finds a letter.")
+        with_synopsis = decode(session_for(p, three, story_mode="fit").build_prompt())
+        assert "Elena finds a letter." in with_synopsis and "Elena climbed" not in with_synopsis
+
+
+def test_the_viewer_shows_the_ids_the_engine_receives(novel, monkeypatch):
+    from swiftwriter.engine.generator import Generator
+
+    path, _, three = novel
+    seen = []
+    real = Generator.generate
+
+    def spy(self, prompt_ids, *args, **kwargs):
+        seen.append(list(prompt_ids))
+        return real(self, prompt_ids, *args, **kwargs)
+
+    monkeypatch.setattr(Generator, "generate", spy)
+    with Project.open(path) as p:
+        session = session_for(p, three, story_mode="fit", direction="The bell rings.")
+        shown = session.story_context()
+        session.run()
+        assert seen == [shown.ids]
+        text = shown.render()
+        for label in ("memory and pinned notes", "earlier documents", "before the cursor",
+                      "direction (an author's note"):  # fmt: skip
+            assert label in text
+        assert f"total: {len(shown.ids):,} tokens" in text
+        assert "[Author's note: The bell rings.]" in decode(shown.ids)
+
+
+def test_a_chat_template_wraps_the_context_and_the_direction():
+    calls = []
+
+    def chat(messages):
+        calls.append(messages)
+        text = "".join(f"<{m['role']}>{m['content']}" for m in messages)
+        return encode(text)
+
+    built = assemble(encode, 1000, "Memory.\n\n", [("One", "Earlier text.", "")], "The text",
+                     direction="She opens the door.", chat=chat, decode=decode)  # fmt: skip
+    wrapped = decode(built.ids)
+    assert built.wrapped and wrapped.startswith("<system>You are a writing assistant")
+    assert "<user>Memory.\n\nEarlier text.\n\nWhat happens next: She opens the door." in wrapped
+    assert wrapped.endswith("<assistant>The text")
+    plain = assemble(encode, 1000, "", [], "Line 1\nLine 2\nLine 3\nLine 4", direction="Rain.")
+    assert not plain.wrapped
+    assert decode(plain.ids) == "Line 1\n[Author's note: Rain.]\nLine 2\nLine 3\nLine 4"
+    assert with_authors_note("One line", "x") == "[Author's note: x]\nOne line"
+
+
+def test_the_cli_shows_the_context_and_exits(novel, monkeypatch, capsys):
+    from swiftwriter.cli import main
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    path, _, three = novel
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=path.parent)
+    loaded = LoadedModel(entry=entry, model=build_tiny("llama", seed=5), tokenizer=Latin1Tokenizer(),
+                         device="cpu", dtype="float32")  # fmt: skip
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    args = ["generate", "--project", str(path), "--doc", "Chapter 3", "--show-context"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "=== earlier documents" in out and "The storm came at dusk." in out
+    with Project.open(path, readonly=True) as p:
+        assert p.generations() == []  # nothing was generated

@@ -1,0 +1,126 @@
+"""The writer's long-form loop in the app: keep writing to the length, stop sequences per
+project, a direction and the earlier chapters in the prompt, the context viewer and the
+project's memory."""
+
+from __future__ import annotations
+
+from swiftwriter.store import Project
+
+WAIT = 30000
+
+
+def open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey."),)):
+    path = make_project(docs=docs)
+    assert window.open_project(path)
+    return path
+
+
+def generate(qtbot, window):
+    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+        window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    return blocker.args[0]
+
+
+def test_long_takes_keep_writing_by_default_and_a_choice_by_hand_sticks(qtbot, window):
+    panel = window.panel
+    panel.set_target(300, "words")
+    assert not panel.keep_writing.isChecked()
+    panel.set_target(2000, "words")
+    assert panel.keep_writing.isChecked()
+    panel.keep_writing.click()  # the writer turns it off
+    panel.set_target(5000, "words")
+    assert not panel.keep_writing.isChecked()
+
+
+def test_keep_writing_reaches_the_length_when_the_model_would_end_early(
+    qtbot, window, make_project
+):
+    open_doc(window, make_project)
+    model = window.loaded_model.model
+    window.panel.set_target(40, "tokens")
+    window.generation.measure_baseline = False
+    result = generate(qtbot, window)
+    eos = window.loaded_model.tokenizer.encode(result["text"])[2]  # the take's third word
+    model.generation_config.eos_token_id = eos
+    model.config.eos_token_id = eos
+    try:
+        window.actions_by_name["undo"].trigger()
+        window.panel.keep_writing.setChecked(False)
+        early = generate(qtbot, window)
+        assert early["stats"]["stop_reason"] == "eos" and early["stats"]["tokens"] <= 3
+        window.actions_by_name["undo"].trigger()
+        window.panel.keep_writing.setChecked(True)
+        full = generate(qtbot, window)
+        assert full["stats"]["tokens"] >= 40
+        assert full["stats"]["stop_reason"] in ("length", "stop_string")
+    finally:
+        model.generation_config.eos_token_id = None
+        model.config.eos_token_id = None
+
+
+def test_a_project_stop_sequence_ends_the_take_in_the_app(qtbot, window, make_project):
+    path = open_doc(window, make_project)
+    window.generation.measure_baseline = False
+    window.panel.set_target(60, "tokens")
+    free = generate(qtbot, window)
+    word = free["text"].split()[10]
+    window.actions_by_name["undo"].trigger()
+    window.panel.set_stop_sequences([word])
+    cut = generate(qtbot, window)
+    assert cut["stats"]["stop_reason"] == "stop_string"
+    assert cut["text"].rstrip().endswith(word) and len(cut["text"]) < len(free["text"])
+    with Project.open(path, readonly=True) as p:
+        assert p.stop_sequences == [word]  # kept with the project
+
+
+def test_the_direction_and_earlier_chapters_reach_the_prompt_and_the_viewer(
+    qtbot, window, make_project
+):
+    docs = (("Chapter 1", "Elena climbed the old tower."), ("Chapter 2", "The storm came."))
+    open_doc(window, make_project, docs=docs)
+    second = window.project.documents()[1].id
+    window.show_document(second)
+    window.panel.direction.setPlainText("The lamp goes out.")
+    window.panel.story_mode.setCurrentText("As many as fit")
+    dialog = window.show_context()
+    qtbot.addWidget(dialog)
+    text = dialog.view.toPlainText()
+    assert "=== earlier documents" in text and "climbed" in text
+    assert "direction (an author's note" in text
+    window.panel.story_mode.setCurrentText("None")
+    text = window.show_context().view.toPlainText()
+    assert "earlier documents" not in text
+
+
+def test_project_memory_is_kept_and_heads_the_prompt(qtbot, window, make_project):
+    path = open_doc(window, make_project)
+    dialog = window.edit_memory()
+    dialog.text.setPlainText("A harbour town; Elena keeps the light.")
+    dialog.save()
+    with Project.open(path, readonly=True) as p:
+        assert p.memory == "A harbour town; Elena keeps the light."
+    text = window.show_context().view.toPlainText()
+    assert text.index("memory and pinned notes") < text.index("harbour")
+
+
+def test_a_synopsis_by_hand_or_by_the_model_never_touches_the_text(qtbot, window, make_project):
+    path = open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey and old."),))
+    doc_id = window.doc_id
+    dialog = window.edit_synopsis(doc_id)
+    qtbot.addWidget(dialog)
+    dialog.text.setPlainText("The keeper waits.")
+    dialog.save()
+    with Project.open(path, readonly=True) as p:
+        assert p.document(doc_id).synopsis == "The keeper waits."
+    dialog = window.edit_synopsis(doc_id)
+    qtbot.addWidget(dialog)
+    assert dialog.text.toPlainText() == "The keeper waits."
+    dialog.summarise()
+    qtbot.waitUntil(lambda: dialog.thread is None, timeout=WAIT)
+    written = dialog.text.toPlainText()
+    assert written and written != "The keeper waits." and "Summary written" in dialog.status.text()
+    dialog.save()
+    with Project.open(path, readonly=True) as p:
+        assert p.document(doc_id).synopsis == written
+        assert p.document(doc_id).text == "The sea was grey and old."

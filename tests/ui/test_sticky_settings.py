@@ -1,0 +1,77 @@
+"""Generation settings stick with the project (across a restart of the app) and as named
+presets (saved, renamed, deleted; the shipped ones stay)."""
+
+from __future__ import annotations
+
+import pytest
+from swiftwriter.ui.panel_state import SHIPPED, Presets, apply_state, state_of
+
+WAIT = 30000
+
+
+def test_panel_settings_survive_a_restart_with_the_project(qtbot, window, make_project, tiny_words):
+    from swiftwriter.ui.main_window import MainWindow
+
+    path = make_project()
+    assert window.open_project(path)
+    panel = window.panel
+    panel.set_target(1234, "words")
+    panel.creative.setChecked(True)
+    panel.temperature.setValue(0.65)
+    panel.min_p.setValue(0.12)
+    panel.keep_writing.setChecked(False)
+    panel.keep_writing.clicked.emit()
+    panel.story_mode.setCurrentText("The previous document")
+    panel.set_stop_sequences(["THE END"])
+    window.generation.measure_baseline = False
+    with qtbot.waitSignal(window.generation.finished, timeout=WAIT):
+        window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    saved = state_of(panel)
+    assert window.close_project()
+    window.close()
+
+    again = MainWindow(load_model=False)  # a new start of the app
+    qtbot.addWidget(again)
+    again.ask = lambda title, text: True
+    assert again.panel.length.value() != 1234
+    assert again.open_project(path)
+    assert state_of(again.panel) == saved
+    assert again.panel.stop_sequences() == ["THE END"]
+    again.close_project()
+
+
+def test_presets_save_rename_delete_and_keep_the_shipped_ones(qtbot, window):
+    window.panel.set_target(777, "tokens")
+    window.panel.penalty.setValue(1.35)
+    window.ask_text = lambda title, label, text="": "My thriller"
+    window._save_preset_dialog()
+    assert "My thriller" in window.presets.names()
+    window.panel.set_target(10, "tokens")
+    applied = window.apply_preset("My thriller")
+    assert window.panel.length.value() == 777 and window.panel.penalty.value() == pytest.approx(
+        1.35
+    )
+    assert "length" in applied
+    window.ask_text = lambda title, label, text="": "Night thriller"
+    window._rename_preset_dialog("My thriller")
+    assert (
+        "Night thriller" in window.presets.names() and "My thriller" not in window.presets.names()
+    )
+    window._delete_preset("Night thriller")
+    assert "Night thriller" not in window.presets.names()
+    for name in SHIPPED:
+        assert name in window.presets.names()
+        with pytest.raises(ValueError):
+            window.presets.delete(name)
+    window._fill_presets()  # the menu builds
+    assert window.presets_menu.actions()
+
+
+def test_bad_stored_settings_are_skipped(qtbot, window):
+    applied = apply_state(window.panel, {"length": "many", "unit": "pages", "penalty": 1.1,
+                                         "keep_writing": "yes", "stops": [1, 2]})  # fmt: skip
+    assert applied == ["penalty"]
+    presets = Presets(window.settings.qs)
+    window.settings.qs.setValue(Presets.KEY, "{not json")
+    assert presets.names() == list(SHIPPED)
