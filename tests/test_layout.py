@@ -1,4 +1,4 @@
-"""The dependency rules of DEVELOPERS.md, checked on the source: engine, store and export never
+"""The project's dependency rules, checked on the source: engine, store and export never
 import Qt; store never imports torch; nothing outside ui (and the cli entry point) imports ui."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Speed against generated length: TokenSwift's gain grows with length (REFERENCE.md §2), so
+"""Speed against generated length: TokenSwift's gain grows with length, so
 the benchmark records when each token arrived and reports speedup and tokens/s at checkpoints
 (1K, 2K, 4K, 8K... below the run's length; powers of two from 16 for short runs), plus a thin
 timeline from which `plot` draws one line per method (matplotlib, imported only to plot)."""

@@ -8,8 +8,8 @@ text-generation-webui's DRY sampler (without sequence breakers: we work on token
 capped at MAX_MATCH so the exponent stays finite and the worst case stays cheap.
 
 Cost: one vectorised comparison of the MAX_MATCH tokens before each earlier copy of the newest
-token with the MAX_MATCH tokens before the end; measured per trie node for a 1,024-token
-context: about 40 us for prose, about 0.3 ms when every token is the same (the worst case)."""
+token with the MAX_MATCH tokens before the end, per trie node: small for prose, largest when
+every token is the same (the worst case, still bounded by MAX_MATCH)."""
 
 from __future__ import annotations
 

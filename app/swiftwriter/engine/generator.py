@@ -179,7 +179,7 @@ class Generator:
             if feature is not None:
                 src.set_feature(feature)
         if self.calibrate and sources and self.drafting.max_nodes > 0 and not self.costs.ready():
-            for n in (1, 2, 4, 8, 16, 32):  # about 0.5 s once per model; refined online
+            for n in (1, 2, 4, 8, 16, 32):  # once per model; refined online
                 if n <= runner.room():
                     self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
 

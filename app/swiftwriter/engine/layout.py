@@ -1,9 +1,9 @@
 """Weight layout for CPU inference with a few tokens per pass.
 
-`nn.Linear` keeps its weight as [out, in] and multiplies by its transpose. On this CPU (MKL,
-2 threads, fp32) that kernel is 2-4x slower for 1-32 rows than the same product against a
-contiguous [in, out] matrix (the lm_head: 21 ms against 6 ms for one row), and 1-32 rows is
-exactly the shape of decoding and tree verification. Storing each weight as the transposed view
+`nn.Linear` keeps its weight as [out, in] and multiplies by its transpose. On CPUs (MKL, fp32)
+that kernel can be several times slower for 1-32 rows than the same product against a
+contiguous [in, out] matrix (the lm_head most of all), and 1-32 rows is exactly the shape of
+decoding and tree verification. Storing each weight as the transposed view
 of a contiguous [in, out] tensor keeps every value and the module code unchanged (still the
 stock model; embeddings tied to the lm_head stay tied), and `F.linear` then takes the fast
 kernel. Applied once at load time, so every method (ours and transformers' own) runs on it.
@@ -46,11 +46,10 @@ def transpose_linear_weights(model: nn.Module) -> int:
 class FewRowLinear(nn.Linear):
     """A Linear that also keeps its weight in the stock row-major [out, in] layout and uses that
     copy for passes of at most `few_rows` rows: with the weights streaming from memory (a
-    whole model per pass, not one matrix hot in cache) MKL's kernel on that layout costs about
-    the same for 2-3 rows as for one, while the [in, out] layout costs 30% more from 2 rows on
-    and wins from 4 (decoder Linears of the default model, 2 threads: 1 / 2 / 3 / 4 / 16 rows
-    17.8 / 20.1 / 20.6 / 41.7 / 86.1 ms against 18.9 / 24.4 / 25.8 / 27.5 / 35.8). A one-token
-    draft then costs little more than plain decoding. The copy is a plain attribute: not a
+    whole model per pass, not one matrix hot in cache) MKL's kernel on that layout can cost
+    about the same for 2-3 rows as for one, while the [in, out] layout costs more from 2 rows
+    on and wins from 4 (`measure_few_rows` finds the crossing on the machine it runs on). A
+    one-token draft then costs little more than plain decoding. The copy is a plain attribute: not a
     parameter, not in the state dict."""
 
     few_rows: int = 0
@@ -65,7 +64,7 @@ class FewRowLinear(nn.Linear):
 
 def _decoder_linears(model: nn.Module) -> list[nn.Linear]:
     """The [in, out]-laid Linears other than the output head (whose one-row product is far
-    faster on [in, out]: 6 against 21 ms)."""
+    faster on [in, out])."""
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     return [
         m

@@ -180,7 +180,7 @@ _CLASSES: dict = {}  # (id(model), dtype) -> (model ref, RowClasses)
 
 def row_classes(model) -> invariant_mod.RowClasses:
     """The row counts one kernel serves for all of this model's products (measured once per
-    model object and dtype: 1.2-1.8 s for the default model on a 2-core CPU)."""
+    model object and dtype: a second or two for the default model)."""
     import weakref
 
     param = next(model.parameters())

@@ -144,7 +144,7 @@ class LogitsPipeline:
             return int(processed.argmax())
         # Draw among the tokens the filters kept: the same distribution (a filtered entry has
         # probability 0), and after min-p often a few dozen of 49K ids, which makes the draw
-        # ten times cheaper (1.4 ms -> 0.15 ms here) on every visited node.
+        # an order of magnitude cheaper on every visited node.
         kept = torch.nonzero(processed != float("-inf")).squeeze(-1)
         if kept.numel() * 2 > processed.numel():
             return int(torch.multinomial(processed.softmax(dim=-1), 1, generator=generator))

@@ -1,4 +1,4 @@
-"""TokenSwift's dynamic partial KV cache for drafting (REFERENCE.md §1.4).
+"""TokenSwift's dynamic partial KV cache for drafting.
 
 A draft pass attends to a small per-KV-head selection of the full cache; verification keeps
 using the full cache, so the output never changes (only the drafts get cheaper). Per layer and

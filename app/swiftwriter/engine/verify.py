@@ -25,7 +25,7 @@ from swiftwriter.engine.trie import Trie
 @contextlib.contextmanager
 def _native_gqa(enabled: bool):
     """With any mask, SDPA expands grouped K/V heads; on CPU the native GQA path gives the same
-    result without the copies (REFERENCE.md §4). Only switched on around our own passes."""
+    result without the copies. Only switched on around our own passes."""
     if not enabled:
         yield
         return

@@ -61,8 +61,8 @@ class DrafterSource(CandidateSource):
             self.emb = model.get_input_embeddings().weight.detach()
         self.vocab = vocab
         self.vocab_list = vocab.tolist()
-        # Defaults measured on the default model (2-core CPU, 384 tokens, bench --head-tree):
-        # each level reads the draft head's weights once, so two shallow levels beat deep trees.
+        # Defaults chosen with `bench --head-tree` on the default model: each level reads the
+        # draft head's weights once, so two shallow levels beat deep trees.
         self.tree = tuple(tree) or ((3, 3, 3) if self.kind == "linear" else (3, 2))
         self.beam = beam
         self.feature: torch.Tensor | None = None
