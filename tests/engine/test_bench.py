@@ -63,7 +63,13 @@ def test_first_divergence_reports_gap(tiny_llama):
     sampling = SamplingSettings(penalty=1.0)
     ref = [1, 2, 3, 4]
     div = first_divergence(tiny_llama, prompt, ref, [1, 2, 9, 4], sampling)
-    assert div["index"] == 2 and div["gap"] >= 0 and isinstance(div["near_tie"], bool)
+    with torch.inference_mode():
+        logits = tiny_llama(torch.tensor([prompt + ref[:2]])).logits[0, -1].float()
+    top2 = logits.topk(2)
+    assert div["index"] == 2
+    assert div["gap"] == pytest.approx(float(top2.values[0] - top2.values[1]), abs=1e-5)
+    assert div["top2"] == sorted(int(i) for i in top2.indices)
+    assert div["near_tie"] is False  # 3 and 9 are not the tied pair of a random model
     assert first_divergence(tiny_llama, prompt, ref, list(ref), sampling) is None
 
 

@@ -79,10 +79,8 @@ def test_missing_project_is_one_clear_line(tmp_path, capsys):
 
 
 def store_project(tmp_path):
-    try:
-        from swiftwriter.store import Project
-    except ImportError:
-        pytest.skip("the project store (swiftwriter.store) is not in this checkout yet")
+    from swiftwriter.store import Project
+
     path = tmp_path / "novel.swproj"
     proj = Project.create(path, title="Store Book", author="Store Author")
     part = proj.add_document("Part A", "", kind="part")
@@ -117,10 +115,8 @@ def test_cli_exports_a_store_project_to_both_formats(tmp_path, capsys):
 
 
 def test_cli_exports_an_empty_store_project(tmp_path):
-    try:
-        from swiftwriter.store import Project
-    except ImportError:
-        pytest.skip("the project store (swiftwriter.store) is not in this checkout yet")
+    from swiftwriter.store import Project
+
     path = tmp_path / "empty.swiftwriter"
     Project.create(path).close()
     md, out = tmp_path / "empty.md", tmp_path / "empty.docx"

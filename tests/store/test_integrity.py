@@ -4,11 +4,13 @@ backup), and a generation killed mid-stream leaves a sound file holding every fl
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import pytest
@@ -206,12 +208,17 @@ def test_generation_killed_mid_stream_keeps_every_flushed_piece(project, project
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in child.stdout], daemon=True).start()
     try:
         flushed = []
         deadline = time.monotonic() + 30
         while len(flushed) < 8 and time.monotonic() < deadline:
-            line = child.stdout.readline()
-            assert line.startswith("FLUSHED"), line + child.stderr.read()
+            try:  # a child that stops flushing fails here in seconds, not at the suite timeout
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                pytest.fail(f"no flush within 30 s (got {flushed})")
+            assert line.startswith("FLUSHED"), line
             flushed.append(int(line.split()[1]))
             if len(flushed) == 2:  # while it streams: writers refused, readers welcome
                 with pytest.raises(ProjectLockedError, match=f"process {child.pid}"):

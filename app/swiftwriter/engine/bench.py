@@ -213,7 +213,8 @@ def first_divergence(
     model, prompt, reference: Sequence[int], other: Sequence[int], sampling: SamplingSettings
 ) -> dict | None:
     """Where `other` leaves `reference`, with the target's top-2 logit gap there: a gap within
-    numerical noise is a near-tie, not a logic error."""
+    numerical noise between exactly the two tokens the texts chose is a near-tie, not a logic
+    error (a divergence to any other token never is)."""
     idx = next((i for i, (a, b) in enumerate(zip(reference, other, strict=False)) if a != b), None)
     if idx is None:
         return (
@@ -230,14 +231,16 @@ def first_divergence(
     presence[ids[0, -sampling.window :]] = True
     context = ids[0, -sampling.window :].tolist()  # for DRY
     processed = LogitsPipeline(sampling).process(logits, presence, context)
-    top2 = processed.topk(2).values
-    gap = float(top2[0] - top2[1])
+    top2 = processed.topk(2)
+    gap = float(top2.values[0] - top2.values[1])
+    pair = {int(i) for i in top2.indices}
     dtype = next(model.parameters()).dtype
     if dtype == torch.float32:
         near = gap < 1e-4
     else:  # within the dtype's rounding step at this logit's magnitude (a few ulps)
-        near = gap <= 4 * float(torch.finfo(dtype).eps) * max(1.0, abs(float(top2[0])))
-    return {"index": idx, "gap": gap, "near_tie": near}
+        near = gap <= 4 * float(torch.finfo(dtype).eps) * max(1.0, abs(float(top2.values[0])))
+    near = near and {int(reference[idx]), int(other[idx])} == pair
+    return {"index": idx, "gap": gap, "near_tie": near, "top2": sorted(pair)}
 
 
 def run_bench(

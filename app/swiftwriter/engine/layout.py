@@ -114,7 +114,7 @@ def measure_few_rows(
     if not linears or _copy_bytes(linears) > max_bytes:
         return 0
     rows_major = [m.weight.detach().contiguous() for m in linears]
-    best = 0
+    measured: dict[int, dict[str, float]] = {}
     with torch.no_grad():
         for n in candidates:
             xs = [torch.randn(n, m.weight.shape[1], dtype=m.weight.dtype) for m in linears]
@@ -127,7 +127,18 @@ def measure_few_rows(
                         nn.functional.linear(x, w)
                     runs.append(time.perf_counter() - t)
                 times[name] = min(runs)
+            measured[n] = times
             if times["rows"] >= 0.95 * times["cols"]:
                 break
-            best = n
+    return few_rows_from(measured)
+
+
+def few_rows_from(measured: dict[int, dict[str, float]]) -> int:
+    """The largest row count of an unbroken run, from the smallest, where the row-major layout
+    took under 95% of the [in, out] one ({rows: {"rows": s, "cols": s}})."""
+    best = 0
+    for n in sorted(measured):
+        if measured[n]["rows"] >= 0.95 * measured[n]["cols"]:
+            break
+        best = n
     return best
