@@ -224,3 +224,27 @@ def test_a_read_that_meets_damage_is_one_line(saved):
         p.db.execute("ALTER TABLE documents RENAME COLUMN title TO name")
         with pytest.raises(ProjectError, match="damaged"):
             p.documents()
+
+
+def test_a_failed_migration_leaves_the_file_byte_identical(tmp_path, monkeypatch):
+    from swiftwriter.store import schema
+
+    old = tmp_path / "Old.swiftwriter"
+    conn = sqlite3.connect(old)
+    db = __import__("sqlite_utils").Database(conn)
+    schema.migrate(db, target=schema.SCHEMA_VERSION - 1)  # an older format, rollback journal
+    conn.execute(
+        "INSERT INTO documents (kind, title, text, position) VALUES ('chapter', 'A', 'x', 0)"
+    )
+    conn.commit()
+    conn.close()
+    before = file_digest(old)
+
+    def broken(db):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setitem(schema.MIGRATIONS, schema.SCHEMA_VERSION, broken)
+    with pytest.raises(ProjectError, match="disk I/O error"):
+        Project.open(old)
+    assert file_digest(old) == before
+    assert old.with_name(f"{old.name}.format{schema.SCHEMA_VERSION - 1}.bak").exists()

@@ -169,3 +169,27 @@ def test_a_backup_is_made_on_close_and_restored_from_the_dialog(
     assert opened == [str(target) + ".swiftwriter"]
     with Project.open(opened[0], readonly=True) as p:
         assert p.documents()[0].text == "The sea was grey."
+
+
+def test_closing_while_a_take_will_not_stop_keeps_the_project_open_and_saved(
+    qtbot, window, make_project, monkeypatch
+):
+    path = open_doc(window, make_project)
+    window.panel.set_target(3000, "tokens")
+    window.generation.measure_baseline = False
+    cursor = window.editor.textCursor()
+    cursor.setPosition(0)
+    window.editor.setTextCursor(cursor)
+    window.actions_by_name["generate"].trigger()
+    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 10, timeout=WAIT)
+    end = window.editor.textCursor()
+    end.movePosition(end.MoveOperation.End)
+    end.insertText(" Typed.")
+    monkeypatch.setattr(window.generation, "wait", lambda ms=30000: False)  # it will not stop
+    assert not window.close_project()
+    assert window.project is not None and "not stopped yet" in window.last_error
+    with Project.open(path, readonly=True) as p:
+        assert p.documents()[0].text == "The sea was grey. Typed."
+    monkeypatch.undo()
+    window.generation.stop()
+    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)

@@ -7,7 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from swiftwriter.commands.common import non_negative_float, positive_int, read_text_file
+from swiftwriter.commands.common import (
+    non_negative_float,
+    positive_float,
+    positive_int,
+    read_text_file,
+)
 from swiftwriter.errors import UserError
 
 
@@ -51,6 +56,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "and min-p 0.1 (outputs are compared by Distinct-n instead)",
     )
     p.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
+    p.add_argument("--temperature", type=positive_float, default=1.0, help="with --sampling sample")
+    p.add_argument("--top-p", type=positive_float, default=1.0, help="with --sampling sample")
+    p.add_argument(
+        "--min-p",
+        type=non_negative_float,
+        default=None,
+        help="with --sampling sample (default 0.1, TokenSwift's sampler)",
+    )
     p.add_argument(
         "--seeds",
         help="comma-separated sampling seeds: one run per seed, then Distinct-n per method "
@@ -206,7 +219,10 @@ def run(args: argparse.Namespace) -> int:
         greedy=args.sampling == "greedy",
         penalty=args.penalty,
         window=args.window,
-        min_p=0.1 if args.sampling == "sample" else 0.0,  # TokenSwift's sampler, temperature 1
+        # TokenSwift's sampler by default: temperature 1, min-p 0.1
+        min_p=(0.1 if args.min_p is None else args.min_p) if args.sampling == "sample" else 0.0,
+        temperature=args.temperature if args.sampling == "sample" else 1.0,
+        top_p=min(1.0, args.top_p) if args.sampling == "sample" else 1.0,
         seed=seeds[0] if seeds else None,
         dry_multiplier=args.dry,
         dry_base=args.dry_base,
@@ -235,6 +251,8 @@ def run(args: argparse.Namespace) -> int:
         "head_tree": list(drafting.head_tree),
         "sampling": args.sampling,
         "min_p": sampling.min_p,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
         "seeds": seeds,
         "dry": {
             "multiplier": args.dry,

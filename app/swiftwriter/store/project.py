@@ -261,10 +261,10 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
             )
             try:
                 db.execute("PRAGMA busy_timeout = 5000")
-                db.enable_wal()
                 db.execute("PRAGMA synchronous = FULL")
                 db.execute("PRAGMA foreign_keys = ON")
-                schema.migrate(db)
+                schema.migrate(db)  # first: a migration that fails leaves every byte as it was
+                db.enable_wal()
             except sqlite3.Error as exc:
                 db.close()
                 raise ProjectError(f"Could not open {path.name} for writing: {exc}") from exc
