@@ -246,10 +246,10 @@ class DocumentSession:
             built.ids = [bos if isinstance(bos, int) else 0]
         return built
 
-    def prompt_parts(self) -> tuple[list[int], list[int]]:
+    def prompt_parts(self, built: StoryContext | None = None) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps: memory and pinned notes, at most half the window;
         the rest of the prompt)."""
-        built = self.story_context()
+        built = built or self.story_context()
         pinned = built.pinned
         limit = context_length(self.model.config)
         if self.context.policy == "slide" and limit is not None:
@@ -268,7 +268,8 @@ class DocumentSession:
 
         Cancelled (by `should_stop` or Ctrl-C): the text so far is still appended. Failed: the
         text so far stays in the generation's record, the document is unchanged."""
-        note_ids, doc_ids = self.prompt_parts()
+        built = self.story_context()
+        note_ids, doc_ids = self.prompt_parts(built)
         prompt = note_ids + doc_ids
         sources: list = []
         history_stats: dict = {}
@@ -292,7 +293,7 @@ class DocumentSession:
             hashlib.sha256(str(prompt).encode()).hexdigest()[:32],
             self.model_id,
             self.tokenizer_id,
-            self._settings(len(prompt)),
+            {**self._settings(len(prompt)), "context": built.render()[:CONTEXT_KEPT]},
             flush_interval=self.flush_interval,
         )
         decoder = IncrementalDecoder(self.tokenizer)
@@ -378,6 +379,7 @@ class DocumentSession:
         return stats
 
 
+CONTEXT_KEPT = 200_000  # characters of the rendered context kept with a take (History shows it)
 WRITTEN_AFTER = 200  # characters of text before a take kept with it, to find its place again
 
 

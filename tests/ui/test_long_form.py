@@ -124,3 +124,18 @@ def test_a_synopsis_by_hand_or_by_the_model_never_touches_the_text(qtbot, window
     with Project.open(path, readonly=True) as p:
         assert p.document(doc_id).synopsis == written
         assert p.document(doc_id).text == "The sea was grey and old."
+
+
+def test_history_shows_the_context_a_take_was_given(qtbot, window, make_project):
+    open_doc(window, make_project)
+    window.generation.measure_baseline = False
+    window.panel.set_target(20, "tokens")
+    window.panel.direction.setPlainText("A gull lands.")
+    generate(qtbot, window)
+    dialog = window.open_history()
+    qtbot.addWidget(dialog)
+    dialog.select_rows([0])
+    assert dialog.context_button.isEnabled()
+    text = dialog.show_context()
+    assert "this document before the cursor" in text and "A gull lands." in text
+    assert dialog.left.toPlainText() == text

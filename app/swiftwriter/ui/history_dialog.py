@@ -82,7 +82,10 @@ class HistoryDialog(QDialog):
         self.compare_button = QPushButton("Compare selected two")
         self.insert_button = QPushButton("Insert at cursor")
         self.restore_button = QPushButton("Restore snapshot before it")
-        for b in (self.open_button, self.compare_button, self.insert_button, self.restore_button):
+        self.context_button = QPushButton("Context given")
+        self.context_button.setToolTip("What the model was given for this take, part by part")
+        for b in (self.open_button, self.compare_button, self.insert_button, self.restore_button,
+                  self.context_button):  # fmt: skip
             buttons.addWidget(b)
         buttons.addStretch(1)
         close = QPushButton("Close")
@@ -92,6 +95,7 @@ class HistoryDialog(QDialog):
         self.compare_button.clicked.connect(self.compare_selected)
         self.insert_button.clicked.connect(self.insert_selected)
         self.restore_button.clicked.connect(self.restore_selected)
+        self.context_button.clicked.connect(self.show_context)
         lower = QWidget()
         lower_layout = QVBoxLayout(lower)
         lower_layout.setContentsMargins(0, 0, 0, 0)
@@ -150,6 +154,7 @@ class HistoryDialog(QDialog):
         self.insert_button.setEnabled(one and writable)
         self.restore_button.setEnabled(one and writable and chosen[0].snapshot_id is not None)
         self.compare_button.setEnabled(len(chosen) == 2)
+        self.context_button.setEnabled(one and bool((chosen[0].settings or {}).get("context")))
 
     def _on_selection(self) -> None:
         chosen = self.selected()
@@ -178,6 +183,16 @@ class HistoryDialog(QDialog):
         self.right.setPlainText(b.text)
         self.right.show()
         return a.text, b.text
+
+    def show_context(self) -> str:
+        """The context the selected take was given (kept with it since the story context)."""
+        chosen = self.selected()
+        text = (chosen[0].settings or {}).get("context", "") if chosen else ""
+        if text:
+            self.details.setText(f"What the model was given for generation {chosen[0].id}:")
+            self.left.setPlainText(text)
+            self.right.hide()
+        return text
 
     def insert_selected(self) -> None:
         chosen = self.selected()
