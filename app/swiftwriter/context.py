@@ -163,7 +163,7 @@ def _wrapped(chat, decode, memory_ids, story_ids, text_ids, direction, budget) -
         return decode(ids) if ids else ""
 
     def messages(story: list[int]) -> list[dict]:
-        context = "\n\n".join(x for x in (text_of(memory_ids), text_of(story)) if x)
+        context = "\n\n".join(x.strip() for x in (text_of(memory_ids), text_of(story)) if x.strip())
         user = (context + "\n\n" if context else "") + f"What happens next: {direction}"
         return [
             {"role": "system", "content": SYSTEM},

@@ -293,7 +293,7 @@ class DocumentSession:
             hashlib.sha256(str(prompt).encode()).hexdigest()[:32],
             self.model_id,
             self.tokenizer_id,
-            {**self._settings(len(prompt)), "context": built.render()[:CONTEXT_KEPT]},
+            {**self._settings(len(prompt)), "context_given": built.render()[:CONTEXT_KEPT]},
             flush_interval=self.flush_interval,
         )
         decoder = IncrementalDecoder(self.tokenizer)

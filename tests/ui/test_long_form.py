@@ -81,7 +81,7 @@ def test_the_direction_and_earlier_chapters_reach_the_prompt_and_the_viewer(
     open_doc(window, make_project, docs=docs)
     second = window.project.documents()[1].id
     window.show_document(second)
-    window.panel.direction.setPlainText("The lamp goes out.")
+    window.panel.direction.setText("The lamp goes out.")
     window.panel.story_mode.setCurrentText("As many as fit")
     dialog = window.show_context()
     qtbot.addWidget(dialog)
@@ -130,7 +130,7 @@ def test_history_shows_the_context_a_take_was_given(qtbot, window, make_project)
     open_doc(window, make_project)
     window.generation.measure_baseline = False
     window.panel.set_target(20, "tokens")
-    window.panel.direction.setPlainText("A gull lands.")
+    window.panel.direction.setText("A gull lands.")
     generate(qtbot, window)
     dialog = window.open_history()
     qtbot.addWidget(dialog)

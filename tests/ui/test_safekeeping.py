@@ -188,8 +188,8 @@ def test_closing_while_a_take_will_not_stop_keeps_the_project_open_and_saved(
     monkeypatch.setattr(window.generation, "wait", lambda ms=30000: False)  # it will not stop
     assert not window.close_project()
     assert window.project is not None and "not stopped yet" in window.last_error
-    with Project.open(path, readonly=True) as p:
-        assert p.documents()[0].text == "The sea was grey. Typed."
+    with Project.open(path, readonly=True) as p:  # the typed text is saved (the take may
+        assert "The sea was grey. Typed." in p.documents()[0].text  # have joined meanwhile)
     monkeypatch.undo()
     window.generation.stop()
     qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)

@@ -131,7 +131,8 @@ class GenerationRecord:
         append_to_document: bool = False,
     ) -> Generation:
         """Close the generation; with `append_to_document`, its text joins the document in
-        the same transaction, so the two never disagree."""
+        the same transaction, so the two never disagree: where it was written (after its
+        `written_after` text), else at the end."""
         if status not in GENERATION_STATUSES or status == "streaming":
             raise ProjectError(
                 f"A generation ends as finished, cancelled or failed, not {status!r}"
@@ -157,7 +158,8 @@ class GenerationRecord:
             )
             db.execute("DELETE FROM generation_chunks WHERE generation_id = ?", [self.id])
             if append_to_document:
-                self.project._append_to_document(self.doc_id, text, self.id)
+                gen = self.project.generation(self.id, with_tokens=False)
+                self.project._restore_into_document(gen, gen.settings.get("written_after"))
         self.status = status
         self.project._live.pop(self.id, None)
         return self.project.generation(self.id)
@@ -334,15 +336,3 @@ class GenerationsMixin:
                 )
             )
         return out
-
-    def _append_to_document(self, doc_id: int, text: str, gen_id: int) -> bool:
-        """Inside a transaction: add generated text to the end of its document. A document
-        deleted meanwhile is left alone (False): the text stays in the generation's record."""
-        if not self._exists(doc_id):
-            return False
-        self.db.execute(
-            "UPDATE documents SET text = text || ?, modified = ? WHERE id = ?",
-            [text, now(), doc_id],
-        )
-        self.db.execute("UPDATE generations SET applied = 1 WHERE id = ?", [gen_id])
-        return True

@@ -171,6 +171,10 @@ class Editor(QPlainTextEdit):
         self._paint()
         return span
 
+    def streaming_now(self) -> bool:
+        """True while a streamed piece (or a take swap) is being inserted."""
+        return self._streaming
+
     def text_without_stream(self) -> str:
         """The text with the take being streamed left out (what the document holds while the
         take's own record keeps the take)."""

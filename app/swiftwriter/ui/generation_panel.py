@@ -17,7 +17,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QRadioButton,
     QSizePolicy,
     QSpinBox,
@@ -77,22 +76,22 @@ class GenerationPanel(QWidget):
         self.length.valueChanged.connect(self._default_keep_writing)
         self.unit.currentTextChanged.connect(self._default_keep_writing)
         form.addRow("", self.keep_writing)
-        self.direction = QPlainTextEdit()
+        self.direction = QLineEdit()
         self.direction.setPlaceholderText("What happens next (optional)")
-        self.direction.setFixedHeight(54)
+        self.direction.setClearButtonEnabled(True)
         self.direction.setToolTip(
             "A direction for this take: given to the model through its chat template, or as an "
             "author's note just above the end of the text"
         )
         form.addRow("Direction", self.direction)
-        self.story_mode = QComboBox()
+        self.story_mode = QComboBox()  # in the advanced box: set once per project
         self.story_mode.addItems(list(STORY_LABELS))
         self.story_mode.setCurrentText("As many as fit")
         self.story_mode.setToolTip(
             "How much of the earlier documents (in the project's order) the model sees; a "
             "document's synopsis stands in for its text where it has one"
         )
-        form.addRow("Earlier text", self.story_mode)
+
         self.preset = QComboBox()
         self.preset.addItems(PRESETS)
         self.preset.setCurrentText(default_preset)
@@ -156,6 +155,7 @@ class GenerationPanel(QWidget):
             ("Seed", self.seed),
             ("At the context limit", self.context_policy),
             ("Stop at", self.stops),
+            ("Earlier text", self.story_mode),
         ):
             adv.addRow(label, widget)
         adv.addRow(self.history)
@@ -211,7 +211,7 @@ class GenerationPanel(QWidget):
 
     def story(self) -> tuple[str, str]:
         """(direction, story mode) for the next take."""
-        return self.direction.toPlainText().strip(), STORY_LABELS[self.story_mode.currentText()]
+        return self.direction.text().strip(), STORY_LABELS[self.story_mode.currentText()]
 
     def stop_sequences(self) -> list[str]:
         return [part.strip() for part in self.stops.text().split("|") if part.strip()]

@@ -154,7 +154,9 @@ class HistoryDialog(QDialog):
         self.insert_button.setEnabled(one and writable)
         self.restore_button.setEnabled(one and writable and chosen[0].snapshot_id is not None)
         self.compare_button.setEnabled(len(chosen) == 2)
-        self.context_button.setEnabled(one and bool((chosen[0].settings or {}).get("context")))
+        self.context_button.setEnabled(
+            one and bool((chosen[0].settings or {}).get("context_given"))
+        )
 
     def _on_selection(self) -> None:
         chosen = self.selected()
@@ -187,7 +189,7 @@ class HistoryDialog(QDialog):
     def show_context(self) -> str:
         """The context the selected take was given (kept with it since the story context)."""
         chosen = self.selected()
-        text = (chosen[0].settings or {}).get("context", "") if chosen else ""
+        text = (chosen[0].settings or {}).get("context_given", "") if chosen else ""
         if text:
             self.details.setText(f"What the model was given for generation {chosen[0].id}:")
             self.left.setPlainText(text)

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
+    QScrollArea,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -41,6 +42,17 @@ from swiftwriter.ui.tools import ToolsMixin
 from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
+
+
+def scrolled(widget: QWidget) -> QScrollArea:
+    """A panel in a scroll area, so a small screen can still fit the window (it scrolls)."""
+    area = QScrollArea()
+    area.setWidget(widget)
+    area.setWidgetResizable(True)
+    area.setFrameShape(QScrollArea.Shape.NoFrame)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+    area.setMinimumWidth(widget.minimumSizeHint().width() + 12)
+    return area
 
 
 class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
@@ -174,7 +186,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for name, title, widget, area in (
             ("project", "Project", self.tree, Qt.DockWidgetArea.LeftDockWidgetArea),
             ("notes", "Notes", self.notes, Qt.DockWidgetArea.LeftDockWidgetArea),
-            ("generate", "Generate", self.panel, Qt.DockWidgetArea.RightDockWidgetArea),
+            ("generate", "Generate", scrolled(self.panel), Qt.DockWidgetArea.RightDockWidgetArea),
         ):
             dock = QDockWidget(title, self)
             dock.setObjectName(f"{name}_dock")

@@ -150,6 +150,8 @@ class SafekeepingMixin:
     def _on_text_changed(self) -> None:
         if self._loading_doc or self.project is None or self.project.readonly:
             return
+        if self.editor.streaming_now():  # the take's own text: its record keeps it
+            return
         if self._editor_text_to_save() != self._saved_text:
             self.save_label.setText("Edited")
             if not self.autosave_timer.isActive():  # a deadline from the first change

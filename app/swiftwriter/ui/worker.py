@@ -19,6 +19,32 @@ from swiftwriter.ui.editor import count_words
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
 STATS_INTERVAL_S = 0.1  # at most ten live updates a second: the window stays calm
+TEXT_INTERVAL_S = 0.04  # streamed text reaches the editor at most 25 times a second
+
+
+class TextBatcher:
+    """Joins streamed pieces and passes them on at most every TEXT_INTERVAL_S: a fast engine
+    writes hundreds of pieces a second, and one editor insert per piece would queue up faster
+    than the GUI thread can take them (the window would stall behind its own backlog)."""
+
+    def __init__(self, emit):
+        self.emit = emit
+        self.pieces: list[str] = []
+        self.last = 0.0
+
+    def add(self, piece: str) -> None:
+        self.pieces.append(piece)
+        now = time.perf_counter()
+        if now - self.last >= TEXT_INTERVAL_S:
+            self.last = now
+            self.flush()
+
+    def flush(self) -> None:
+        if self.pieces:
+            text, self.pieces = "".join(self.pieces), []
+            self.emit(text)
+
+
 DEFAULT_TOKENS_PER_WORD = 1.4
 
 
@@ -105,8 +131,12 @@ class GenerationWorker(StoppableWorker):
             self.done.emit({"status": "cancelled", "generation_id": None, "text": "", "stats": {}})
             return
         self._t0 = time.perf_counter()
-        result = session.run(should_stop=self.should_stop, on_text=self.text.emit,
-                             on_step=self._on_step)  # fmt: skip
+        text = TextBatcher(self.text.emit)
+        try:
+            result = session.run(should_stop=self.should_stop, on_text=text.add,
+                                 on_step=self._on_step)  # fmt: skip
+        finally:
+            text.flush()  # the last pieces reach the editor before `done`
         stats = dict(result.stats)
         speedup = stats_speedup(stats)
         if speedup is not None:
