@@ -85,7 +85,7 @@ class LongestMatchOfIndependentSamples(Generator):
     """TokenSwift's public rule, for contrast: the target is sampled independently along every
     leaf path and the longest agreeing path wins. Biased toward the drafts."""
 
-    def _walk(self, trie, runner, window, rng, remaining):
+    def _walk(self, trie, runner, window, rng, remaining, banned=0):
         leaves = [i for i in range(len(trie)) if not trie.children[i]]
         best_path, best_new = None, None
         for leaf in leaves:
