@@ -102,6 +102,7 @@ def test_a_chat_template_wraps_the_context_and_the_direction():
     assert built.wrapped and wrapped.startswith("<system>You are a writing assistant")
     assert "<user>Memory.\n\nEarlier text.\n\nWhat happens next: She opens the door." in wrapped
     assert wrapped.endswith("<assistant>The text")
+    assert built.render().endswith(f"{wrapped}\n=== total: {len(built.ids):,} tokens ===")
     plain = assemble(encode, 1000, "", [], "Line 1\nLine 2\nLine 3\nLine 4", direction="Rain.")
     assert not plain.wrapped
     assert decode(plain.ids) == "Line 1\n[Author's note: Rain.]\nLine 2\nLine 3\nLine 4"

@@ -64,3 +64,9 @@ def test_benchmarks_stand_outside_the_engine():
         mods = imported_modules(path)
         bad = {m for m in mods if m.startswith(("swiftwriter.bench", "swiftwriter.commands"))}
         assert not bad, f"{path} imports {bad}"
+
+
+def test_the_app_never_imports_the_command_line():
+    for path in modules_under("ui"):
+        bad = {m for m in imported_modules(path) if m.startswith("swiftwriter.commands")}
+        assert not bad, f"{path} imports {bad}"

@@ -44,6 +44,7 @@ class StoryContext:
     pinned: int = 0  # how many leading ids a sliding window keeps (the memory part)
     wrapped: bool = False
     notes: list[str] = field(default_factory=list)
+    wrapped_text: str = ""  # the whole prompt as the chat template laid it out
 
     def render(self) -> str:
         """One read-only text with the parts marked and their token counts."""
@@ -57,6 +58,7 @@ class StoryContext:
         if self.wrapped:
             out.append(f"=== as the model sees it: wrapped by its chat template "
                        f"({len(self.ids):,} tokens) ===")  # fmt: skip
+            out.append(self.wrapped_text)
         out.append(f"=== total: {len(self.ids):,} tokens ===")
         return "\n".join(out)
 
@@ -101,7 +103,7 @@ def assemble(
     memory_room = max(budget // 2, budget - len(text_ids))  # at most half when the text is long
     memory_kept = memory_ids[:memory_room]
     story_pieces = _story_pieces(story, mode)
-    story_ids_all = [encode(piece) for _, piece in story_pieces]
+    story_ids_all = [encode(piece + "\n\n") for _, piece in story_pieces]  # apart, as read
     story_total = sum(len(ids) for ids in story_ids_all)
     # The text keeps at least half; the story gets what memory and the text leave.
     text_room = max(budget // 2, budget - len(memory_kept) - story_total)
@@ -129,7 +131,8 @@ def assemble(
         wrapped = True
     notes = [f"{p.label}: {p.shortened}" for p in parts if p.shortened]
     pinned = 0 if wrapped else len(memory_kept)  # a wrapped prompt has no memory prefix
-    return StoryContext(parts, ids, pinned=pinned, wrapped=wrapped, notes=notes)
+    shown = decode(ids) if wrapped else ""
+    return StoryContext(parts, ids, pinned=pinned, wrapped=wrapped, notes=notes, wrapped_text=shown)
 
 
 def _story_pieces(story, mode: str) -> list[tuple[str, str]]:

@@ -14,20 +14,26 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 CHAPTERS = (
-    ("Chapter 1: The tower",
-     "Elena Marsh had kept the light at Aldermouth for eleven years, and in all that time the "
-     "lamp had never failed. She climbed the tower each evening at dusk, trimmed the wick, "
-     "polished the great lens with a cloth her mother had hemmed, and wrote the weather in a "
-     "ledger that went back to 1871. The town below forgot her most days, which suited her."),
-    ("Chapter 2: The letter",
-     "The letter came on the Tuesday boat, addressed in a hand she had not seen since she was "
-     "nineteen. Her brother Tom wrote that he was coming home, that he had no money and no "
-     "plans, and that he was sorry. Elena read it twice at the kitchen table, then put it in "
-     "the ledger between two pages of fog, where she would not have to look at it."),
-    ("Chapter 3: The storm",
-     "By Thursday the barometer had fallen further than Elena had ever seen it. The fishing "
-     "boats stayed in the harbour, the gulls came inland, and at four in the afternoon the sky "
-     "to the west turned the colour of a bruise."),
+    (
+        "Chapter 1: The tower",
+        "Elena Marsh had kept the light at Aldermouth for eleven years, and in all that time the "
+        "lamp had never failed. She climbed the tower each evening at dusk, trimmed the wick, "
+        "polished the great lens with a cloth her mother had hemmed, and wrote the weather in a "
+        "ledger that went back to 1871. The town below forgot her most days, which suited her.",
+    ),
+    (
+        "Chapter 2: The letter",
+        "The letter came on the Tuesday boat, addressed in a hand she had not seen since she was "
+        "nineteen. Her brother Tom wrote that he was coming home, that he had no money and no "
+        "plans, and that he was sorry. Elena read it twice at the kitchen table, then put it in "
+        "the ledger between two pages of fog, where she would not have to look at it.",
+    ),
+    (
+        "Chapter 3: The storm",
+        "By Thursday the barometer had fallen further than Elena had ever seen it. The fishing "
+        "boats stayed in the harbour, the gulls came inland, and at four in the afternoon the sky "
+        "to the west turned the colour of a bruise.",
+    ),
 )
 
 
@@ -57,7 +63,7 @@ def main() -> int:
 
     def on_ready(_loaded) -> None:
         third = window.project.documents()[2].id
-        window.show_document(third)
+        window.tree.select(third)
         window.panel.direction.setText("The lamp goes out in the middle of the storm.")
         window.panel.story_mode.setCurrentText("As many as fit")
         dialog = window.show_context()

@@ -113,6 +113,9 @@ def window(qtbot, tiny_words):
     win.ask = lambda title, text: True
     win.tree.confirm = win.ask
     win.set_model(tiny_words)
+    win.panel.precise.setChecked(
+        True
+    )  # the tests compare texts: greedy (the app's default samples)
     win.panel.set_target(40, "tokens")
     qtbot.addWidget(win)
     win.show()

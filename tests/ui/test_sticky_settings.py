@@ -75,3 +75,20 @@ def test_bad_stored_settings_are_skipped(qtbot, window):
     presets = Presets(window.settings.qs)
     window.settings.qs.setValue(Presets.KEY, "{not json")
     assert presets.names() == list(SHIPPED)
+
+
+def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
+    """Greedy text loops over long takes with this model (Distinct-4 0.51 over 7,819 tokens);
+    the default samples (temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.2 over 1,024:
+    Distinct-4 0.96), see the README's long-form figures."""
+    from swiftwriter.ui.generation_panel import GenerationPanel
+    from swiftwriter.ui.main_window import MainWindow
+
+    window = MainWindow(load_model=False)
+    qtbot.addWidget(window)
+    sampling = window.panel.sampling()
+    assert isinstance(window.panel, GenerationPanel) and not sampling.greedy
+    assert (sampling.temperature, sampling.top_p, sampling.min_p) == pytest.approx(
+        (0.8, 0.95, 0.05)
+    )
+    assert (sampling.penalty, sampling.window) == (pytest.approx(1.2), 1024)

@@ -36,10 +36,11 @@ def positive_float(text: str) -> float:
 
 
 def read_text_file(path: str) -> str:
+    """A prompt or training text file, read as imports read text (UTF-8 or with a byte-order
+    mark, binary refused, the first bad byte named)."""
+    from swiftwriter.export.importers import read_text
+
     file = Path(path).expanduser()
     if not file.is_file():
         raise UserError(f"No such file: {file}")
-    try:
-        return file.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{file} is not UTF-8 text") from exc
+    return read_text(file)

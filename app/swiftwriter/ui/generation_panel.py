@@ -102,7 +102,7 @@ class GenerationPanel(QWidget):
         self.precise.setToolTip("Greedy: always the model's most likely next word")
         self.creative = QRadioButton("Creative")
         self.creative.setToolTip("Sampling: varied text, different on each take")
-        self.precise.setChecked(True)
+        self.creative.setChecked(True)  # measured: greedy loops over long takes (README)
         group = QButtonGroup(self)
         group.addButton(self.precise)
         group.addButton(self.creative)

@@ -54,11 +54,14 @@ def text_rows(encode, files: list[str], length: int):
     """The training files as rows of `length` token ids (any tokenizer's encode)."""
     import torch
 
-    from swiftwriter.commands.common import read_text_file
+    from swiftwriter.export.importers import read_text
 
     ids: list[int] = []
     for path in files:
-        ids.extend(encode(read_text_file(path)))
+        file = Path(path).expanduser()
+        if not file.is_file():
+            raise UserError(f"No such file: {file}")
+        ids.extend(encode(read_text(file)))
     n = len(ids) // length
     if n < 2:
         raise UserError(
