@@ -6,20 +6,7 @@ from __future__ import annotations
 
 from swiftwriter.store import Project
 
-WAIT = 30000
-
-
-def open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey."),)):
-    path = make_project(docs=docs)
-    assert window.open_project(path)
-    return path
-
-
-def generate(qtbot, window):
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
-        window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
-    return blocker.args[0]
+from tests.ui.desk import WAIT, generate, open_doc
 
 
 def test_long_takes_keep_writing_by_default_and_a_choice_by_hand_sticks(qtbot, window):

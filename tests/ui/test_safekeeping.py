@@ -9,20 +9,7 @@ from swiftwriter.store import Project, ProjectError
 from swiftwriter.store import backups as backups_mod
 from swiftwriter.ui import safekeeping
 
-WAIT = 30000
-
-
-def open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey."),)):
-    path = make_project(docs=docs)
-    assert window.open_project(path)
-    return path
-
-
-def type_text(window, text):
-    cursor = window.editor.textCursor()
-    cursor.movePosition(cursor.MoveOperation.End)
-    cursor.insertText(text)
-    window.editor.setTextCursor(cursor)
+from tests.ui.desk import WAIT, open_doc, start_long_take_at_the_top, type_text
 
 
 @pytest.fixture
@@ -128,17 +115,8 @@ def test_autosave_has_a_deadline_from_the_first_change(qtbot, window, make_proje
 
 def test_edits_during_a_take_are_saved_without_the_take(qtbot, window, make_project):
     path = open_doc(window, make_project)
-    window.panel.set_target(3000, "tokens")
-    window.generation.measure_baseline = False
-    window.generation.flush_interval = 0.0
-    cursor = window.editor.textCursor()
-    cursor.setPosition(0)
-    window.editor.setTextCursor(cursor)
-    window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 10, timeout=WAIT)
-    end = window.editor.textCursor()
-    end.movePosition(end.MoveOperation.End)
-    end.insertText(" Typed during the take.")
+    start_long_take_at_the_top(qtbot, window)
+    type_text(window, " Typed during the take.")
     window.save_now(force=True)  # Ctrl+S mid-take
     with Project.open(path, readonly=True) as p:
         stored = p.documents()[0].text
@@ -175,16 +153,8 @@ def test_closing_while_a_take_will_not_stop_keeps_the_project_open_and_saved(
     qtbot, window, make_project, monkeypatch
 ):
     path = open_doc(window, make_project)
-    window.panel.set_target(3000, "tokens")
-    window.generation.measure_baseline = False
-    cursor = window.editor.textCursor()
-    cursor.setPosition(0)
-    window.editor.setTextCursor(cursor)
-    window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 10, timeout=WAIT)
-    end = window.editor.textCursor()
-    end.movePosition(end.MoveOperation.End)
-    end.insertText(" Typed.")
+    start_long_take_at_the_top(qtbot, window)
+    type_text(window, " Typed.")
     monkeypatch.setattr(window.generation, "wait", lambda ms=30000: False)  # it will not stop
     assert not window.close_project()
     assert window.project is not None and "not stopped yet" in window.last_error

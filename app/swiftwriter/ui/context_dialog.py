@@ -66,33 +66,53 @@ class ContextDialog(QDialog):
         layout.addWidget(buttons)
 
 
-class MemoryDialog(QDialog):
-    """The project's memory: premise, style, characters; the first part of every prompt."""
+class TextFieldDialog(QDialog):
+    """A titled explanation, one editable text of the project, Save and Cancel (and room for a
+    status line and more buttons)."""
 
-    def __init__(self, window, project):
+    def __init__(self, window, project, title: str, explanation: str, text: str):
         super().__init__(window)
         self.project = project
-        self.setWindowTitle("Project memory")
-        self.resize(560, 380)
+        self.setWindowTitle(title)
+        self.resize(560, 360)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(
-            "What this book is: premise, style, characters. The model reads it before the text "
-            "on every take (pinned notes follow it)."
-        ))  # fmt: skip
-        self.text = QPlainTextEdit(project.memory)
+        layout.addWidget(QLabel(explanation, wordWrap=True))
+        self.text = QPlainTextEdit(text)
         self.text.setReadOnly(project.readonly)
         layout.addWidget(self.text)
-        buttons = QDialogButtonBox(
+        self.status = QLabel("")
+        layout.addWidget(self.status)
+        self.buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
         )
-        buttons.accepted.connect(self.save)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
+        self.buttons.accepted.connect(self.save)
+        self.buttons.rejected.connect(self.reject)
+        layout.addWidget(self.buttons)
+
+    def store(self, text: str) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
 
     def save(self) -> None:
         if not self.project.readonly:
-            self.project.set_memory(self.text.toPlainText())
+            self.store(self.text.toPlainText().strip())
         self.accept()
+
+
+class MemoryDialog(TextFieldDialog):
+    """The project's memory: premise, style, characters; the first part of every prompt."""
+
+    def __init__(self, window, project):
+        super().__init__(
+            window,
+            project,
+            "Project memory",
+            "What this book is: premise, style, characters. The model reads it before the text "
+            "on every take (pinned notes follow it).",
+            project.memory,
+        )
+
+    def store(self, text: str) -> None:
+        self.project.set_memory(text)
 
 
 class SummaryWorker(StoppableWorker):
@@ -113,38 +133,30 @@ class SummaryWorker(StoppableWorker):
             self.written.emit(summary)
 
 
-class SynopsisDialog(QDialog):
+class SynopsisDialog(TextFieldDialog):
     """A document's synopsis: written by hand, or summarised by the model in the background.
     The story context uses it where the document's text does not fit."""
 
     def __init__(self, window, project, doc_id: int):
-        super().__init__(window)
-        self.window_, self.project, self.doc_id = window, project, doc_id
         doc = project.document(doc_id)
-        self.setWindowTitle(f"Synopsis of “{doc.title}”")
-        self.resize(560, 320)
-        layout = QVBoxLayout(self)
-        layout.addWidget(QLabel(
+        super().__init__(
+            window,
+            project,
+            f"Synopsis of “{doc.title}”",
             "A few sentences on what happens here. Later documents' prompts use it instead of "
-            "the text when the whole text does not fit."
-        ))  # fmt: skip
-        self.text = QPlainTextEdit(doc.synopsis)
-        self.text.setReadOnly(project.readonly)
-        layout.addWidget(self.text)
-        self.status = QLabel("")
-        layout.addWidget(self.status)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+            "the text when the whole text does not fit.",
+            doc.synopsis,
         )
-        self.summarise_button = buttons.addButton(
+        self.window_, self.doc_id = window, doc_id
+        self.summarise_button = self.buttons.addButton(
             "Summarise with the model", QDialogButtonBox.ButtonRole.ActionRole
         )
         self.summarise_button.setEnabled(window.loaded_model is not None and not project.readonly)
         self.summarise_button.clicked.connect(self.summarise)
-        buttons.accepted.connect(self.save)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
         self.thread = None
+
+    def store(self, text: str) -> None:
+        self.project.set_synopsis(self.doc_id, text)
 
     def summarise(self) -> None:
         if self.thread is not None:
@@ -165,11 +177,6 @@ class SynopsisDialog(QDialog):
         self.thread.deleteLater()
         self.thread = None
         self.summarise_button.setEnabled(True)
-
-    def save(self) -> None:
-        if not self.project.readonly:
-            self.project.set_synopsis(self.doc_id, self.text.toPlainText().strip())
-        self.accept()
 
     def done(self, result: int) -> None:  # noqa: D102 - wait for a summary in progress
         if self.thread is not None:
