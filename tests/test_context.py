@@ -127,3 +127,29 @@ def test_the_cli_shows_the_context_and_exits(novel, monkeypatch, capsys):
     assert "=== earlier documents" in out and "The storm came at dusk." in out
     with Project.open(path, readonly=True) as p:
         assert p.generations() == []  # nothing was generated
+
+
+def test_the_cli_stops_at_a_stop_sequence_and_keeps_writing(novel, monkeypatch, capsys):
+    from swiftwriter.cli import main
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    path, _, three = novel
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=path.parent)
+    loaded = LoadedModel(entry=entry, model=build_tiny("llama", seed=5), tokenizer=Latin1Tokenizer(),
+                         device="cpu", dtype="float32")  # fmt: skip
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    base = ["generate", "--project", str(path), "--doc", "Chapter 3", "--no-history",
+            "--exact-length"]  # fmt: skip
+    assert main([*base, "--max-new-tokens", "60"]) == 0
+    free = capsys.readouterr().out.rstrip("\n")
+    stop = free[20:23]
+    with Project.open(path) as p:  # take the free take back out of the chapter
+        p.update_text(three, "Morning. The sea was calm.")
+    assert main([*base, "--max-new-tokens", "60", "--stop", stop]) == 0
+    cut = capsys.readouterr()
+    assert cut.out.rstrip("\n") == free[: free.find(stop) + len(stop)]
+    assert main([*base, "--max-new-tokens", "10", "--min-new-tokens", "11"]) == 2
+    assert "--min-new-tokens" in capsys.readouterr().err
