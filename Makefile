@@ -8,13 +8,17 @@ STAMP  := $(VENV)/.swiftwriter-installed
 TORCH  ?= torch==2.13.0
 PIP    := $(PY) -m pip --disable-pip-version-check -q
 
-.PHONY: run test venv model lint format bench clean-venv
+.PHONY: run test test-fast venv model lint format bench clean-venv
 
 run: model
 	$(VENV)/bin/swiftwriter
 
 test: model
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The quick local lane: without the slow tests and those that run the real default model.
+test-fast: venv
+	$(PY) -m pytest -m "not slow and not default_model and not bench" $(PYTEST_ARGS)
 
 venv: $(STAMP)
 
