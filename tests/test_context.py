@@ -109,18 +109,26 @@ def test_a_chat_template_wraps_the_context_and_the_direction():
     assert with_authors_note("One line", "x") == "[Author's note: x]\nOne line"
 
 
-def test_the_cli_shows_the_context_and_exits(novel, monkeypatch, capsys):
-    from swiftwriter.cli import main
+@pytest.fixture
+def tiny_cli(novel, monkeypatch):
+    """The CLI's model loader returns a tiny model with the Latin-1 tokenizer."""
     from swiftwriter.modelstore import loader, registry
     from swiftwriter.modelstore.loader import LoadedModel
     from swiftwriter.modelstore.registry import ModelEntry
 
-    path, _, three = novel
+    path = novel[0]
     entry = ModelEntry(id="tiny", name="tiny", source="folder", path=path.parent)
     loaded = LoadedModel(entry=entry, model=build_tiny("llama", seed=5), tokenizer=Latin1Tokenizer(),
                          device="cpu", dtype="float32")  # fmt: skip
     monkeypatch.setattr(registry, "resolve", lambda name: entry)
     monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    return novel
+
+
+def test_the_cli_shows_the_context_and_exits(tiny_cli, capsys):
+    from swiftwriter.cli import main
+
+    path, _, three = tiny_cli
     args = ["generate", "--project", str(path), "--doc", "Chapter 3", "--show-context"]
     assert main(args) == 0
     out = capsys.readouterr().out
@@ -129,18 +137,10 @@ def test_the_cli_shows_the_context_and_exits(novel, monkeypatch, capsys):
         assert p.generations() == []  # nothing was generated
 
 
-def test_the_cli_stops_at_a_stop_sequence_and_keeps_writing(novel, monkeypatch, capsys):
+def test_the_cli_stops_at_a_stop_sequence_and_keeps_writing(tiny_cli, capsys):
     from swiftwriter.cli import main
-    from swiftwriter.modelstore import loader, registry
-    from swiftwriter.modelstore.loader import LoadedModel
-    from swiftwriter.modelstore.registry import ModelEntry
 
-    path, _, three = novel
-    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=path.parent)
-    loaded = LoadedModel(entry=entry, model=build_tiny("llama", seed=5), tokenizer=Latin1Tokenizer(),
-                         device="cpu", dtype="float32")  # fmt: skip
-    monkeypatch.setattr(registry, "resolve", lambda name: entry)
-    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    path, _, three = tiny_cli
     base = ["generate", "--project", str(path), "--doc", "Chapter 3", "--no-history",
             "--exact-length"]  # fmt: skip
     assert main([*base, "--max-new-tokens", "60"]) == 0
