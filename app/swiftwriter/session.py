@@ -386,18 +386,21 @@ WRITTEN_AFTER = 200  # characters of text before a take kept with it, to find it
 def chat_template_of(tokenizer) -> Callable[[list[dict]], list[int]] | None:
     """messages -> ids through the tokenizer's chat template (the last message continued),
     or None for a tokenizer without one."""
-    if not getattr(tokenizer, "chat_template", None) or not hasattr(
-        tokenizer, "apply_chat_template"
-    ):
+    if not has_chat_template(tokenizer):
         return None
+    return lambda messages: template_ids(tokenizer, messages, continue_final_message=True)
 
-    def wrap(messages: list[dict]) -> list[int]:
-        out = tokenizer.apply_chat_template(
-            messages, tokenize=True, continue_final_message=True, return_dict=False
-        )
-        return list(out["input_ids"] if isinstance(out, dict) else out)
 
-    return wrap
+def has_chat_template(tokenizer) -> bool:
+    return bool(getattr(tokenizer, "chat_template", None)) and hasattr(
+        tokenizer, "apply_chat_template"
+    )
+
+
+def template_ids(tokenizer, messages: list[dict], **options) -> list[int]:
+    """The ids of `messages` laid out by the tokenizer's chat template."""
+    out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **options)
+    return list(out["input_ids"] if isinstance(out, dict) else out)
 
 
 SUMMARY_SYSTEM = (
@@ -414,15 +417,12 @@ def summarise(loaded, text: str, max_new_tokens: int = 120, should_stop=None) ->
     if not body:
         raise UserError("The document is empty: there is nothing to summarise")
     encode = encoder_of(tokenizer)
-    if getattr(tokenizer, "chat_template", None) and hasattr(tokenizer, "apply_chat_template"):
+    if has_chat_template(tokenizer):
         messages = [
             {"role": "system", "content": SUMMARY_SYSTEM},
             {"role": "user", "content": body},
         ]
-        out = tokenizer.apply_chat_template(
-            messages, tokenize=True, add_generation_prompt=True, return_dict=False
-        )
-        prompt = list(out["input_ids"] if isinstance(out, dict) else out)
+        prompt = template_ids(tokenizer, messages, add_generation_prompt=True)
     else:
         prompt = encode(body + "\n\nIn short:")
     ending = TakeEnding(max_new_tokens, stops=("\n\n",))

@@ -81,14 +81,7 @@ def make_backup(db: sqlite3.Connection, project: Path, now: float | None = None)
 def list_backups(project: Path) -> list[Backup]:
     """The project's backups, newest first."""
     folder = folder_for(project)
-    found = []
-    for path in folder.glob(f"*{SUFFIX}") if folder.is_dir() else ():
-        try:
-            made = datetime.strptime(path.name[: -len(SUFFIX)], STAMP)
-        except ValueError:
-            continue
-        found.append(Backup(path, made, path.stat().st_size))
-    return sorted(found, key=lambda b: b.made, reverse=True)
+    return sorted(_in_folder(folder), key=lambda b: b.made, reverse=True) if folder.is_dir() else []
 
 
 def thin(folder: Path, now: datetime) -> list[Path]:
@@ -110,12 +103,14 @@ def thin(folder: Path, now: datetime) -> list[Path]:
 
 
 def _in_folder(folder: Path) -> list[Backup]:
+    """The backups in a folder, by their names (other files are not backups)."""
     out = []
     for path in folder.glob(f"*{SUFFIX}"):
         try:
-            out.append(Backup(path, datetime.strptime(path.name[: -len(SUFFIX)], STAMP), 0))
+            made = datetime.strptime(path.name[: -len(SUFFIX)], STAMP)
         except ValueError:
             continue
+        out.append(Backup(path, made, path.stat().st_size))
     return out
 
 
