@@ -12,7 +12,8 @@ import pytest
 import torch
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.history_source import HistorySource
-from swiftwriter.engine.invariant import BLOCK, PassPlan, RowClasses, block_room
+from swiftwriter.engine.invariant import PathPlan, RowClasses, attend_paths
+from swiftwriter.engine.kvcache import GrowingLayer
 from swiftwriter.engine.settings import ContextSettings
 from swiftwriter.engine.trie import Trie
 from swiftwriter.engine.verify import ModelRunner
@@ -104,9 +105,8 @@ def check_tree(model, prefix: list[int], trie: Trie, invariant: bool = True) -> 
 def test_tree_rows_equal_one_token_passes(model, prefix_len):
     rng = random.Random(prefix_len)
     prefix = [rng.randrange(2, 250) for _ in range(prefix_len)]
-    room = block_room(prefix_len - 1)
     for shape in ("chain", "star", "random"):
-        size = min(room, rng.choice([2, 5, 9, 17, 33]))
+        size = rng.choice([2, 5, 9, 17, 33])
         trie = random_trie(rng, prefix[-1], size, shape)
         assert check_tree(model, prefix, trie) == 0, (shape, size)
 
@@ -221,18 +221,63 @@ def test_sliding_window_and_sampling_stay_identical(dtype):
     assert got == ref and stats.accepted_drafts > 0 and stats.reprefills > 0
 
 
-def test_a_pass_never_crosses_an_attention_block():
-    assert block_room(0) == BLOCK and block_room(BLOCK - 1) == 1 and block_room(BLOCK) == BLOCK
-    with pytest.raises(ValueError):
-        PassPlan(torch.arange(BLOCK - 2, BLOCK + 1), None, BLOCK - 2)
-    model = build_tiny("llama", seed=11).to(torch.bfloat16)
-    rng = random.Random(2)
-    prompt = repetitive_prompt(rng, 250, BLOCK - 20)  # the first block ends after 20 tokens
-    gen = Generator(model, SamplingSettings(penalty=1.0), DraftSettings(adaptive=False))
-    length = len(prompt) - 1
-    for event in gen.generate(prompt, 60):
-        assert event.step.trie_nodes + 1 <= block_room(length)
-        length += len(event.tokens)
+def test_path_plan_lays_out_each_rows_path_right_after_the_prefix():
+    """Replaying the plan's writes over the pass's slots: when a row attends, the slots after
+    the prefix hold exactly its root-to-row path, every row attends once, and rows that
+    already see their path in place cost no write (a chain needs none)."""
+    rng = random.Random(8)
+    for shape in ("chain", "star", "random", "random"):
+        trie = random_trie(rng, 5, rng.choice([2, 9, 40]), shape)
+        plan = PathPlan(trie.ancestor_mask() if len(trie) > 1 else None, len(trie), 100)
+        slots = list(range(len(trie)))
+        seen = []
+        for row, length, writes in plan.steps:
+            for slot, source in writes:
+                slots[slot] = source
+            path = [0, *path_nodes(trie, row)]
+            assert length == 100 + len(path)
+            assert slots[: len(path)] == path
+            seen.append(row)
+        assert sorted(seen) == list(range(len(trie)))
+        if shape == "chain":
+            assert not plan.rewrites
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_a_rows_attention_is_the_one_token_call_over_its_path(dtype):
+    """attend_paths on a cache holding a trie after the prefix gives each row, bit for bit,
+    the attention of a one-token pass whose cache holds the prefix and then the row's path;
+    afterwards the trie's slots are back in row order (what compaction reads)."""
+    gen = torch.Generator().manual_seed(0)
+    hk, g, d, prefix = 3, 3, 64, 300  # the default model's attention shapes
+    trie = random_trie(random.Random(4), 5, 12, "random")
+    n = len(trie)
+    keys = torch.randn(prefix + n, hk, d, generator=gen).to(dtype)
+    values = torch.randn(prefix + n, hk, d, generator=gen).to(dtype)
+    q = torch.randn(n, hk * g, d, generator=gen).to(dtype)
+
+    def layer_with(rows):
+        layer = GrowingLayer(initial_capacity=64)
+        layer.update(keys[rows].transpose(0, 1)[None], values[rows].transpose(0, 1)[None])
+        return layer
+
+    pass_layer = layer_with(list(range(prefix + n)))
+    plan = PathPlan(trie.ancestor_mask(), n, prefix)
+    got = attend_paths(q, keys[prefix:], values[prefix:], pass_layer, plan, 0.125)
+    assert torch.equal(pass_layer.keys[0].transpose(0, 1), keys)
+    assert torch.equal(pass_layer.values[0].transpose(0, 1), values)
+    for row in range(n):
+        path = [prefix + i for i in (0, *path_nodes(trie, row))]
+        plain_layer = layer_with(list(range(prefix)) + path)
+        want = attend_paths(
+            q[row : row + 1],
+            keys[path[-1:]],
+            values[path[-1:]],
+            plain_layer,
+            PathPlan(None, 1, prefix + len(path) - 1),
+            0.125,
+        )
+        assert torch.equal(got[row], want[0]), row
 
 
 @pytest.mark.parametrize(
@@ -258,57 +303,3 @@ def test_tree_rows_equal_one_token_passes_on_cuda(dtype):
         prefix = [rng.randrange(2, 250) for _ in range(prefix_len)]
         trie = random_trie(rng, prefix[-1], 17, "random")
         assert check_tree(model, prefix, trie) == 0
-
-
-def _cache(keys_list, values_list, dtype):
-    """Keys [hk, L, d] and values [hk, L, d] as the attention's block layout (zero padded)."""
-    keys, values = torch.stack(keys_list, 1), torch.stack(values_list, 1)  # [hk, L, d]
-    hk, length, d = keys.shape
-    blocks = length // BLOCK + 1
-    kt = torch.zeros(hk, d, blocks * BLOCK, dtype=dtype)
-    kt[:, :, :length] = keys.transpose(1, 2).to(dtype)
-    vb = torch.zeros(blocks * BLOCK, hk, d + 1, dtype=dtype)
-    vb[:length, :, :d] = values.transpose(0, 1).to(dtype)
-    vb[..., d] = 1
-    return kt, vb.view(blocks, BLOCK, hk, d + 1).transpose(1, 2).contiguous()
-
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_attention_sums_a_rows_keys_as_plain_decoding_does(dtype):
-    """A trie node's ancestors sit in scattered pass slots, with other rows' slots (masked)
-    between them; in plain decoding they are the newest cached keys, side by side. Values with
-    huge cancelling entries make any other grouping of the sum visible."""
-    from swiftwriter.engine.invariant import attend
-
-    gen = torch.Generator().manual_seed(0)
-    hk, g, d, prefix = 3, 3, 64, 300  # the default model's attention shapes
-    failures = 0
-    for trial in range(40):
-        keys = [torch.randn(hk, d, generator=gen) * 0.1 for _ in range(prefix + 6)]
-        values = [torch.randn(hk, d, generator=gen) for _ in range(prefix + 6)]
-        cached = prefix - 3 - trial % 5
-        keys[cached] = keys[prefix + 1]  # the same score, so the same weight ...
-        values[cached] = values[prefix + 1] + 2.0**10  # ... and huge values that cancel
-        values[prefix + 1] = values[prefix + 1] - 2.0**10
-        q = torch.randn(1, hk * g, d, generator=gen)
-        # plain decoding: prefix, the root (prefix), the parent (prefix + 1), the row itself
-        plain_k, plain_v = _cache(keys[: prefix + 3], values[: prefix + 3], dtype)
-        plan = PassPlan(torch.tensor([prefix + 2]), None, prefix + 2)
-        want = attend(q.to(dtype), plain_k, plain_v, plan, 0.3)
-        # the trie pass: root in slot 0, the parent in slot 3, the row in slot 5, others between
-        order = [prefix, prefix + 3, prefix + 4, prefix + 1, prefix + 5, prefix + 2]
-        tree_k, tree_v = _cache(
-            keys[:prefix] + [keys[i] for i in order],
-            values[:prefix] + [values[i] for i in order],
-            dtype,
-        )
-        parents = [-1, 0, 0, 0, 1, 3]
-        allowed = make_trie([2, 3, 4, 5, 6, 7], parents).ancestor_mask()
-        positions = torch.tensor(
-            [prefix + make_trie([2, 3, 4, 5, 6, 7], parents).depths[i] for i in range(6)]
-        )
-        q_rows = torch.randn(6, hk * g, d, generator=gen)
-        q_rows[5] = q[0]
-        got = attend(q_rows.to(dtype), tree_k, tree_v, PassPlan(positions, allowed, prefix), 0.3)
-        failures += not torch.equal(got[5], want[0])
-    assert failures == 0

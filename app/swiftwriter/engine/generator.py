@@ -180,8 +180,7 @@ class Generator:
                 src.set_feature(feature)
         if self.calibrate and sources and self.drafting.max_nodes > 0 and not self.costs.ready():
             for n in (1, 2, 4, 8, 16, 32):  # once per model; refined online
-                if n <= runner.room():
-                    self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
+                self.costs.observe(n, min(runner.time_pass(n) for _ in range(2)), weight=1.0)
 
         try:
             committed = list(prompt)
@@ -201,7 +200,7 @@ class Generator:
                 candidates, gated_s = self._candidates(sources, committed, gates, stats)
                 trie = build_trie(committed[-1], candidates, estimator, self.drafting.max_depth)
                 learner.add(len(committed), trie)
-                budget = min(self.drafting.max_nodes, remaining - 1, runner.room() - 1)
+                budget = min(self.drafting.max_nodes, remaining - 1)
                 keep = 0
                 if budget > 0 and len(trie) > 1:
                     probs = sorted(trie.probs[1:], reverse=True)

@@ -12,23 +12,17 @@ The design, every piece fixed by construction or by a measurement on the loaded 
 - Linear layers see a row count inside one measured *kernel class* (`RowClasses`): a pass of
   fewer rows is padded, a larger one is split into chunks of that class. Rows are independent
   in a matrix product, so a row's result depends only on the kernel.
-- Attention is our own (`attend`): scores use products over the head dimension (one value per
-  row and key, whatever the shapes); keys are reduced in blocks of BLOCK aligned to absolute
-  positions, each block by one product of fixed shape that sums in key order, so the masked
-  slots between a trie node's ancestors add exact zeros; blocks are merged by a sequential
-  scan (`cumsum`). A pass never crosses a block boundary (`block_room`), so every key falls
-  in the same block as in plain decoding. The cache keeps a second copy of keys and values
-  laid out for these products (kvcache.GrowingLayer's mirror).
+- Attention makes, for every row, the call plain decoding makes for that token (`attend_paths`):
+  one SDPA call of one query over the prefix followed by the row's own root-to-row path, laid
+  out in the cache exactly as plain decoding lays it out (`PathPlan`). A one-token pass is
+  therefore the stock attention call at full speed; a tree pass pays one such call per row.
 - Rotary tables are built once per position (`RotaryTable`), never per pass.
 """
 
 from __future__ import annotations
 
-import copy
-
 import torch
-
-BLOCK = 256  # keys per attention block: one K-block of a matrix product (sequential sums)
+from torch.nn import functional as F
 
 
 class RotaryTable:
@@ -154,92 +148,65 @@ def measure_classes(probes, max_rows: int = 48) -> RowClasses:
     return best
 
 
-class PassPlan:
-    """What every layer's attention needs to know about one pass, built once per pass.
+class PathPlan:
+    """The order a pass's rows attend in, built once per pass from the trie's ancestor mask.
 
-    Keys are cut into blocks of BLOCK by their index, which for cached tokens is their
-    position; the pass's rows sit at prefix + row. A pass must fit in the block that holds the
-    prefix's end (`block_room`), so each row's ancestors land in the same block as they do in
-    plain decoding, only with masked slots between them, which add exact zeros."""
+    Plain decoding reaches a trie node with the prefix and then the node's ancestors cached
+    side by side, and attends over exactly those keys. A pass computes each row the same way:
+    rows are visited depth first, and before a row attends, the cache slots right after the
+    prefix are rewritten (where they differ) to hold the row's root-to-row path, so the row's
+    keys are plain decoding's keys in plain decoding's places. `steps` lists, per row, the
+    (slot offset, source row) writes and the key count; afterwards the slots go back to row
+    order, which is what compaction expects."""
 
-    def __init__(self, positions: torch.Tensor, allowed: torch.Tensor | None, prefix: int):
-        device = positions.device
-        n = positions.shape[0]
-        if n > block_room(prefix):
-            raise ValueError(f"a pass of {n} rows does not fit the block after {prefix} tokens")
-        if allowed is None:
-            allowed = torch.eye(n, dtype=torch.bool, device=device)
-        self.blocks = prefix // BLOCK + 1
-        first = (self.blocks - 1) * BLOCK
-        visible = torch.zeros(n, BLOCK, dtype=torch.bool, device=device)
-        visible[:, : prefix - first] = True
-        visible[:, prefix - first : prefix - first + n] = allowed.to(device)
-        self.bias = torch.zeros(n, BLOCK, device=device).masked_fill_(~visible, float("-inf"))
-        self.n = n
-        self._full = None
-
-    def twice(self) -> PassPlan:
-        """The plan of a one-row pass with that row given twice."""
-        other = copy.copy(self)
-        other.bias, other.n, other._full = self.bias.expand(2, -1), 2, None
-        return other
-
-    def bias_rows(self, groups: int) -> torch.Tensor:
-        """The last block's additive mask [n * groups, BLOCK] in the folded query order (built
-        once per pass, used by every layer)."""
-        if self._full is None:
-            self._full = self.bias.repeat_interleave(groups, 0)
-        return self._full
-
-    @property
-    def keys(self) -> int:
-        return self.blocks * BLOCK
+    def __init__(self, allowed: torch.Tensor | None, n: int, prefix: int):
+        self.n, self.prefix = n, prefix
+        if allowed is None or n == 1:
+            self.steps: list[tuple[int, int, tuple[tuple[int, int], ...]]] = [(0, prefix + 1, ())]
+            self.rewrites = False
+            return
+        # a row's ancestors in index order: parents always come before their children
+        paths = [[j for j, seen in enumerate(row) if seen] for row in allowed.tolist()]
+        children: list[list[int]] = [[] for _ in range(n)]
+        for i in range(1, n):
+            children[paths[i][-2]].append(i)
+        holds, steps, stack = list(range(n)), [], [0]
+        while stack:
+            row = stack.pop()
+            stack.extend(reversed(children[row]))
+            path = paths[row]
+            writes = tuple((j, r) for j, r in enumerate(path) if holds[j] != r)
+            for j, r in writes:
+                holds[j] = r
+            steps.append((row, prefix + len(path), writes))
+        self.steps = steps
+        self.rewrites = any(writes for _, _, writes in steps)
 
 
-def block_room(prefix: int) -> int:
-    """Rows a pass after `prefix` cached tokens may have: up to the end of the prefix's block."""
-    return BLOCK - prefix % BLOCK
+def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor:
+    """q [n, hq, d]; k, v [n, hk, d]: this pass's rows, already cached in row order after the
+    prefix (`layer`: a kvcache.GrowingLayer) -> attention output [n, hq * d].
 
-
-def attend(
-    q: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    plan: PassPlan,
-    scaling: float,
-) -> torch.Tensor:
-    """q [n, hq, d]; keys transposed [hk, d, blocks * BLOCK] and values [blocks, hk, BLOCK,
-    d + 1] in the model's dtype (the cache plus this pass's rows, a column of ones after each
-    value, finite everywhere) -> attention output [n, hq * d], each row computed as in every
-    other pass.
-
-    Scores: one product per head over the head dimension. Softmax in float32 with one global
-    maximum per row (exact in any order); then per block the weighted sum of values and,
-    through the ones column, of the weights (a product over exactly BLOCK keys: the same
-    kernel for a row in every pass); the blocks before the last merged by a sequential scan,
-    then the last block added. Blocks before the last hold the same keys at the same places in
-    every pass; in bfloat16 their weights are rounded to it before the product, as
-    transformers' eager attention does. The last block is summed in float32."""
-    n, hq, d = q.shape
-    hk = keys.shape[0]
-    g = hq // hk
-    if n * g == 1:  # one query row: products of one row take another kernel than of two
-        return attend(q.expand(2, -1, -1), keys, values, plan.twice(), scaling)[:1]
-    c, B = values.shape[0], BLOCK
-    q = (q.to(keys.dtype) * scaling).view(n, hk, g, d).permute(1, 0, 2, 3).reshape(hk, n * g, d)
-    s = torch.bmm(q, keys).float()  # [hk, n*g, c*B]
-    s[:, :, -B:] += plan.bias_rows(g)
-    p = torch.exp(s - s.amax(-1, keepdim=True))
-    # The last block holds the pass's rows between masked slots: only a float32 product sums
-    # its keys one after another (bfloat16 kernels add neighbouring pairs first, and a trie
-    # node's neighbours are not plain decoding's).
-    out = torch.bmm(p[:, :, -B:], values[-1].float())  # [hk, n*g, d + 1]
-    if c > 1:
-        full = p[:, :, : (c - 1) * B].to(values.dtype).view(hk, n * g, c - 1, B)
-        blocks = (full.permute(2, 0, 1, 3) @ values[:-1]).float()  # [c - 1, hk, n*g, d + 1]
-        out = blocks.cumsum(0)[-1] + out
-    o = out[..., :d] / out[..., d:]
-    return o.view(hk, n, g, d).permute(1, 0, 2, 3).reshape(n, hq * d)
+    Each row is one SDPA call over the prefix and its own path, the call plain decoding makes
+    for that token (the same kernel, shapes, strides and keys, so the same bits)."""
+    queries = q.transpose(0, 1)[None]  # [1, hq, n, d]
+    out = []
+    for row, length, writes in plan.steps:
+        for slot, source in writes:
+            layer.write(plan.prefix + slot, k[source], v[source])
+        keys, values = layer.first(length)
+        out.append(
+            F.scaled_dot_product_attention(
+                queries[:, :, row : row + 1], keys, values, scale=scaling, enable_gqa=True
+            )
+        )
+    if plan.rewrites:
+        layer.write_rows(plan.prefix, k, v)
+    if plan.n == 1:
+        return out[0].reshape(1, -1)
+    order = torch.tensor([row for row, _, _ in plan.steps])
+    o = torch.cat(out, dim=2)[0].transpose(0, 1)  # [n, hq, d] in visiting order
+    return o.index_select(0, order.argsort()).reshape(plan.n, -1)
 
 
 def rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

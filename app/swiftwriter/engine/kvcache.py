@@ -1,22 +1,14 @@
 """A KV cache that grows in place: transformers' `DynamicCache` concatenates the whole cache on
 every forward pass (tens of ms per step at a few thousand tokens on a CPU); this one writes new
 keys and values into a preallocated buffer and hands out views. Compaction after acceptance
-moves only the accepted nodes. A layer can also keep a second copy of its keys and values laid out
-for the batch-invariant attention (invariant.py)."""
+moves only the accepted nodes; a batch-invariant pass writes each trie row's path in place
+(invariant.attend_paths)."""
 
 from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
-
-from swiftwriter.engine.invariant import BLOCK
-
-
-def attention_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The dtype the invariant attention computes in: the model's for float32 and bfloat16;
-    float32 for float16, whose CPU products change kernels with every row count."""
-    return torch.float32 if dtype == torch.float16 else dtype
 
 
 class GrowingLayer(DynamicLayer):
@@ -29,8 +21,6 @@ class GrowingLayer(DynamicLayer):
         self.limit = limit
         self.length = 0
         self._k = self._v = None
-        self.mirror = False  # keep the invariant attention's copies (set before the first update)
-        self._kt = self._vb = None
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.device = key_states.device
@@ -53,40 +43,6 @@ class GrowingLayer(DynamicLayer):
             new_k[:, :, : self.length] = self._k[:, :, : self.length]
             new_v[:, :, : self.length] = self._v[:, :, : self.length]
         self._k, self._v = new_k, new_v
-        if self.mirror:
-            self._grow_mirror(cap)
-
-    def _grow_mirror(self, cap: int) -> None:
-        """Copies laid out for the batch-invariant attention, in whole blocks, zero beyond what
-        was written (attention reads whole blocks; masked slots must be finite): keys
-        transposed [heads, dim, blocks * BLOCK] (scores are one product per head over a
-        contiguous operand), values [blocks, heads, BLOCK, dim + 1] with a column of ones (block
-        sums are one batched product)."""
-        blocks = -(-(cap + 1) // BLOCK)
-        _, h, _, d = self._k.shape
-        dtype = attention_dtype(self._k.dtype)
-        kt = self._k.new_zeros(h, d, blocks * BLOCK, dtype=dtype)
-        vb = self._v.new_zeros(blocks, h, BLOCK, self._v.shape[-1] + 1, dtype=dtype)
-        vb[..., -1] = 1.0
-        if self._kt is not None:
-            old = min(self._vb.shape[0], blocks)
-            kt[:, :, : old * BLOCK] = self._kt[:, :, : old * BLOCK]
-            vb[:old] = self._vb[:old]
-        self._kt, self._vb = kt, vb
-
-    def _write_mirror(self, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        stop = start + keys.shape[-2]
-        if stop + 1 > self._kt.shape[-1]:
-            self._grow_mirror(stop)
-        self._kt[:, :, start:stop] = keys[0].transpose(1, 2)
-        at = start
-        while at < stop:
-            block, offset = divmod(at, BLOCK)
-            end = min(stop, (block + 1) * BLOCK)
-            self._vb[block, :, offset : offset + end - at, :-1] = values[
-                0, :, at - start : end - start
-            ]
-            at = end
 
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized:
@@ -95,18 +51,23 @@ class GrowingLayer(DynamicLayer):
         self._ensure(self.length + n, key_states, value_states)
         self._k[:, :, self.length : self.length + n] = key_states
         self._v[:, :, self.length : self.length + n] = value_states
-        if self._kt is not None:
-            self._write_mirror(self.length, key_states, value_states)
         self.length += n
         return self.keys, self.values
 
-    def block_views(self, length: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The mirror's first `length` slots (a multiple of BLOCK): keys transposed [heads,
-        dim, length], values [length / BLOCK, heads, BLOCK, dim + 1] with their ones column;
-        slots past what was written read as zeros."""
-        if self._kt is None or length > self._kt.shape[-1]:
-            self._grow_mirror(length)
-        return self._kt[:, :, :length], self._vb[: length // BLOCK]
+    def first(self, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Views of the first `count` slots [1, heads, count, dim] (written slots only)."""
+        return self._k[:, :, :count], self._v[:, :, :count]
+
+    def write(self, slot: int, key: torch.Tensor, value: torch.Tensor) -> None:
+        """Overwrite one written slot with a token's key and value [heads, dim]."""
+        self._k[0, :, slot] = key
+        self._v[0, :, slot] = value
+
+    def write_rows(self, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Overwrite written slots from `start` with rows' keys and values [rows, heads, dim]."""
+        stop = start + keys.shape[0]
+        self._k[0, :, start:stop] = keys.transpose(0, 1)
+        self._v[0, :, start:stop] = values.transpose(0, 1)
 
     @property
     def keys(self):
@@ -115,7 +76,7 @@ class GrowingLayer(DynamicLayer):
     @keys.setter
     def keys(self, value):  # DynamicLayer.__init__/reset assign None
         if value is None:
-            self._k, self._kt, self.length = None, None, 0
+            self._k, self.length = None, 0
         else:
             raise AttributeError("GrowingLayer keys are written through update()")
 
@@ -126,7 +87,7 @@ class GrowingLayer(DynamicLayer):
     @values.setter
     def values(self, value):
         if value is None:
-            self._v = self._vb = None
+            self._v = None
         else:
             raise AttributeError("GrowingLayer values are written through update()")
 
@@ -146,10 +107,6 @@ class GrowingLayer(DynamicLayer):
         m = src.numel()
         self._k[:, :, prefix : prefix + m] = self._k.index_select(2, src)
         self._v[:, :, prefix : prefix + m] = self._v.index_select(2, src)
-        if self._kt is not None:
-            dst = torch.arange(prefix, prefix + m, device=src.device)
-            self._kt[:, :, prefix : prefix + m] = self._kt.index_select(2, src)
-            self._vb[dst // BLOCK, :, dst % BLOCK] = self._vb[src // BLOCK, :, src % BLOCK]
         self.length = prefix + m
 
 

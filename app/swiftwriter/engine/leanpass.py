@@ -226,14 +226,15 @@ class LeanDecoder:
         self, ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor | None, cache
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """As `forward`, with every row computed as the one-token pass computes it: the pass
-        padded to (or split into) one kernel's row counts, our own attention (invariant.py)."""
+        padded to (or split into) one kernel's row counts, each row's attention the one-token
+        call over its own path (invariant.py)."""
         n = ids.shape[0]
         d, hk, hq = self.head_dim, self.kv_heads, self.heads
         m = self.classes.padded(n)
         if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
             ids = torch.cat([ids, ids[:1].expand(m - n)])
             positions = torch.cat([positions, positions[:1].expand(m - n)])
-        plan = invariant_mod.PassPlan(positions[:n], allowed, cache.get_seq_length())
+        plan = invariant_mod.PathPlan(allowed, n, cache.get_seq_length())
         cos, sin = self.rotary.tables(positions)
         run = self.classes.apply
         h = self.decoder.embed_tokens(ids)
@@ -245,9 +246,9 @@ class LeanDecoder:
             qk = self.rotary.apply(qk, cos, sin)
             q, k = qk[:n, :hq], qk[:n, hq:]
             v = qkv[:n, (hq + hk) * d :].view(n, hk, d)
-            cache.layers[index].update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
-            keys, values = cache.layers[index].block_views(plan.keys)
-            o = invariant_mod.attend(q, keys, values, plan, self.scaling).to(h.dtype)
+            layer_cache = cache.layers[index]
+            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            o = invariant_mod.attend_paths(q, k, v, layer_cache, plan, self.scaling)
             if out is not None:
                 out[:n] = o
                 o = out

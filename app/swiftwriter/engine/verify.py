@@ -16,7 +16,6 @@ import os
 import torch
 
 from swiftwriter.engine.attention import folding, install
-from swiftwriter.engine.invariant import block_room
 from swiftwriter.engine.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.leanpass import LeanDecoder, supports
 from swiftwriter.engine.trie import Trie
@@ -83,7 +82,6 @@ class ModelRunner:
         # otherwise greedy output matches plain decoding only up to rounding.
         self.invariant = self.lean is not None and self.lean.invariant
         self.classes = self.lean.classes if self.invariant else None
-        self._mirror()
         self.length = 0  # tokens in the cache
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
@@ -114,18 +112,8 @@ class ModelRunner:
     def _growing(self) -> bool:
         return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers)
 
-    def room(self) -> int:
-        """The most trie nodes (root included) the next pass may verify: an invariant pass
-        stays inside one attention block (invariant.block_room)."""
-        return block_room(self.length) if self.invariant else 1 << 30
-
-    def _mirror(self) -> None:
-        for layer in self.cache.layers:
-            layer.mirror = self.invariant
-
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
-        self._mirror()
         self.length = 0
 
     @torch.inference_mode()
@@ -256,12 +244,9 @@ class ModelRunner:
 
     @torch.inference_mode()
     def time_pass(self, n: int) -> float:
-        """Time one verification-shaped pass over n dummy tokens, then drop them from the cache.
-        An invariant pass must fit the current attention block (`room`)."""
+        """Time one verification-shaped pass over n dummy tokens, then drop them from the cache."""
         import time
 
-        if n > self.room():
-            raise ValueError(f"a pass of {n} tokens does not fit here (room for {self.room()})")
         trie = Trie(
             tokens=[0] * n,
             parents=[-1] + [0] * (n - 1),
