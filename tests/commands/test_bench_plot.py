@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from swiftwriter.bench import curves
 from swiftwriter.cli import main
-from swiftwriter.engine import curves
 
 from tests.commands.tiny_cli import install_tiny
 from tests.conftest import build_tiny

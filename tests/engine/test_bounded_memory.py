@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 import torch
-from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, curves
+from swiftwriter.bench import curves
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.history_source import HistorySource
 from swiftwriter.engine.settings import ContextSettings
 from swiftwriter.engine.sources import NGramSource, NGramTable, SuffixMatchSource

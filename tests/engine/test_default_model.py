@@ -47,7 +47,7 @@ def test_default_model_1000_tokens_identical_to_hf(default_model):
     """1,000 greedy tokens with the 1.2/1,024 penalty: token-identical to transformers' generate,
     or, if they ever part, at a numerical near-tie (never a logic error)."""
     from swiftwriter import paths
-    from swiftwriter.engine.bench import first_divergence, run_method
+    from swiftwriter.bench.methods import first_divergence, run_method
     from swiftwriter.engine.settings import DraftSettings, SamplingSettings
 
     text = (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
@@ -69,7 +69,7 @@ def test_default_model_in_bfloat16_speculation_writes_plain_decodings_text():
     """bfloat16 (what `auto` picks on CPUs with bf16 matrix units, and GPUs' usual dtype):
     tokenswift with wide tries (passes split across kernel classes, stars with scattered
     ancestors) writes exactly `ar`'s 300 tokens."""
-    from swiftwriter.engine.bench import run_method
+    from swiftwriter.bench.methods import run_method
     from swiftwriter.engine.settings import DraftSettings, SamplingSettings
     from swiftwriter.modelstore import loader, registry
 

@@ -16,7 +16,7 @@ from swiftwriter import paths
 @pytest.mark.bench
 @pytest.mark.default_model
 def test_app_speedup_agrees_with_bench(qtbot, default_model, tmp_path):
-    from swiftwriter.engine.bench import run_bench
+    from swiftwriter.bench.methods import run_bench
     from swiftwriter.store import Project
     from swiftwriter.ui import baseline
     from swiftwriter.ui.main_window import MainWindow

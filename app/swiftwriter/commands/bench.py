@@ -169,7 +169,7 @@ def _encode(tokenizer, text: str, name: str | None) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from swiftwriter.engine import bench
+    from swiftwriter.bench import methods as bench
     from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
     from swiftwriter.modelstore import loader, registry
 
@@ -308,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
             out["comparison"] = comparison
         Path(args.json_out).write_text(json.dumps(out, indent=2))
     if args.plot:
-        from swiftwriter.engine import curves
+        from swiftwriter.bench import curves
 
         title = f"{entry.id} · {loaded.dtype} · prompt {prompt_tokens} tokens"
         curves.plot(report, args.plot, title)
@@ -405,7 +405,7 @@ def _history_sources(project_path: str, tokenizer):
 
 
 def _verify_cost(entry, args) -> int:
-    from swiftwriter.engine import verifycost
+    from swiftwriter.bench import verifycost
     from swiftwriter.modelstore import loader
 
     dtypes = ["float32", "bfloat16"] if args.dtype == "auto" else [args.dtype]

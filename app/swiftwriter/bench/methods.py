@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from swiftwriter.engine import curves, quality, stattest
+from swiftwriter.bench import curves, stattest
+from swiftwriter.engine import quality
 from swiftwriter.engine.generator import Generator, context_length
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings

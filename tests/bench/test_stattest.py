@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from swiftwriter.engine.stattest import mean_std, permutation_p, t_two_sided_p, welch
+from swiftwriter.bench.stattest import mean_std, permutation_p, t_two_sided_p, welch
 
 
 def test_student_t_tail_closed_forms():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from swiftwriter.engine.bench import (
+from swiftwriter.bench.methods import (
     METHODS,
     MethodResult,
     _report,
