@@ -11,14 +11,12 @@ from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 
-class GrowingLayer(DynamicLayer):
-    """One layer's keys/values in a buffer of capacity >= length, doubled when full but never
-    past `limit` (the model's context) unless a pass needs more: memory stays bounded."""
+class BufferLayer(DynamicLayer):
+    """One layer's keys and values in a preallocated buffer [1, heads, capacity, dim], of which
+    the first `length` slots count; subclasses decide how the capacity grows (`_needs`)."""
 
-    def __init__(self, initial_capacity: int = 512, limit: int | None = None, **kwargs):
+    def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self.capacity = initial_capacity
-        self.limit = limit
         self.length = 0
         self._k = self._v = None
 
@@ -26,16 +24,14 @@ class GrowingLayer(DynamicLayer):
         self.device = key_states.device
         self.is_initialized = True
 
+    def _capacity(self, needed: int) -> int:
+        raise NotImplementedError
+
     def _ensure(self, needed: int, like_k: torch.Tensor, like_v: torch.Tensor) -> None:
+        """Room for `needed` slots, the counted ones copied over when the buffer is replaced."""
         if self._k is not None and needed <= self._k.shape[-2]:
             return
-        cap = max(self.capacity, needed)
-        while cap < needed:
-            cap *= 2
-        if self._k is not None:
-            cap = max(cap, 2 * self._k.shape[-2])
-        if self.limit is not None:
-            cap = min(cap, max(self.limit, needed))
+        cap = self._capacity(needed)
         b, h, _, d = like_k.shape
         new_k = like_k.new_empty(b, h, cap, d)
         new_v = like_v.new_empty(b, h, cap, like_v.shape[-1])
@@ -44,14 +40,61 @@ class GrowingLayer(DynamicLayer):
             new_v[:, :, : self.length] = self._v[:, :, : self.length]
         self._k, self._v = new_k, new_v
 
+    def _write(self, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Write [1, heads, n, dim] keys and values at slots start..start + n (room made)."""
+        n = keys.shape[-2]
+        self._ensure(start + n, keys, values)
+        self._k[:, :, start : start + n] = keys
+        self._v[:, :, start : start + n] = values
+
+    @property
+    def keys(self):
+        return None if self._k is None else self._k[:, :, : self.length]
+
+    @keys.setter
+    def keys(self, value):  # DynamicLayer.__init__/reset assign None
+        if value is not None:
+            raise AttributeError(f"{type(self).__name__} keys are written through its methods")
+        self._k, self.length = None, 0
+
+    @property
+    def values(self):
+        return None if self._v is None else self._v[:, :, : self.length]
+
+    @values.setter
+    def values(self, value):
+        if value is not None:
+            raise AttributeError(f"{type(self).__name__} values are written through its methods")
+        self._v = None
+
+    def get_seq_length(self) -> int:
+        return self.length
+
+
+class GrowingLayer(BufferLayer):
+    """One layer's keys/values in a buffer of capacity >= length, doubled when full but never
+    past `limit` (the model's context) unless a pass needs more: memory stays bounded."""
+
+    def __init__(self, initial_capacity: int = 512, limit: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        self.capacity = initial_capacity
+        self.limit = limit
+
+    def _capacity(self, needed: int) -> int:
+        cap = max(self.capacity, needed)
+        while cap < needed:
+            cap *= 2
+        if self._k is not None:
+            cap = max(cap, 2 * self._k.shape[-2])
+        if self.limit is not None:
+            cap = min(cap, max(self.limit, needed))
+        return cap
+
     def update(self, key_states, value_states, *args, **kwargs):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
-        n = key_states.shape[-2]
-        self._ensure(self.length + n, key_states, value_states)
-        self._k[:, :, self.length : self.length + n] = key_states
-        self._v[:, :, self.length : self.length + n] = value_states
-        self.length += n
+        self._write(self.length, key_states, value_states)
+        self.length += key_states.shape[-2]
         return self.keys, self.values
 
     def first(self, count: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -68,31 +111,6 @@ class GrowingLayer(DynamicLayer):
         stop = start + keys.shape[0]
         self._k[0, :, start:stop] = keys.transpose(0, 1)
         self._v[0, :, start:stop] = values.transpose(0, 1)
-
-    @property
-    def keys(self):
-        return None if self._k is None else self._k[:, :, : self.length]
-
-    @keys.setter
-    def keys(self, value):  # DynamicLayer.__init__/reset assign None
-        if value is None:
-            self._k, self.length = None, 0
-        else:
-            raise AttributeError("GrowingLayer keys are written through update()")
-
-    @property
-    def values(self):
-        return None if self._v is None else self._v[:, :, : self.length]
-
-    @values.setter
-    def values(self, value):
-        if value is None:
-            self._v = None
-        else:
-            raise AttributeError("GrowingLayer values are written through update()")
-
-    def get_seq_length(self) -> int:
-        return self.length
 
     def crop(self, tokens_to_remove: int) -> None:
         if tokens_to_remove > 0:

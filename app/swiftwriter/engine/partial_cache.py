@@ -34,77 +34,36 @@ from __future__ import annotations
 
 import torch
 from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
+
+from swiftwriter.engine.kvcache import BufferLayer
 
 
-class PartialLayer(DynamicLayer):
+class PartialLayer(BufferLayer):
     """Selected keys/values of one layer, with their real positions, in a buffer with spare room
     for the tokens of a draft pass (written after the selection, never counted in)."""
 
     def __init__(self, spare: int = 16):
         super().__init__()
         self.spare = spare
-        self.length = 0
-        self._k = self._v = None
         self.positions: torch.Tensor | None = None  # (kv_heads, length) real positions
 
-    def lazy_initialization(self, key_states, value_states) -> None:
-        self.device = key_states.device
-        self.is_initialized = True
-
-    @property
-    def keys(self):
-        return None if self._k is None else self._k[:, :, : self.length]
-
-    @keys.setter
-    def keys(self, value):  # DynamicLayer.__init__/reset assign None
-        if value is not None:
-            raise AttributeError("PartialLayer keys are written through load()/append()")
-        self._k, self.length = None, 0
-
-    @property
-    def values(self):
-        return None if self._v is None else self._v[:, :, : self.length]
-
-    @values.setter
-    def values(self, value):
-        if value is not None:
-            raise AttributeError("PartialLayer values are written through load()/append()")
-        self._v = None
-
-    def get_seq_length(self) -> int:
-        return self.length
-
-    def _room(self, needed: int, like_k: torch.Tensor, like_v: torch.Tensor) -> None:
-        if self._k is not None and needed <= self._k.shape[-2]:
-            return
-        b, h, _, d = like_k.shape
-        cap = needed + self.spare
-        new_k = like_k.new_empty(b, h, cap, d)
-        new_v = like_v.new_empty(b, h, cap, like_v.shape[-1])
-        if self._k is not None and self.length:
-            new_k[:, :, : self.length] = self._k[:, :, : self.length]
-            new_v[:, :, : self.length] = self._v[:, :, : self.length]
-        self._k, self._v = new_k, new_v
+    def _capacity(self, needed: int) -> int:
+        return needed + self.spare
 
     def load(self, keys: torch.Tensor, values: torch.Tensor, positions: torch.Tensor, capacity):
         """Replace the contents with a selection (keys/values (1, H, S, d), positions (H, S))."""
         self.is_initialized, self.device = True, keys.device
         self._k = None
         self.length = 0
-        self._room(max(capacity, keys.shape[-2]), keys, values)
-        n = keys.shape[-2]
-        self._k[:, :, :n] = keys
-        self._v[:, :, :n] = values
-        self.length = n
+        self._ensure(max(capacity, keys.shape[-2]), keys, values)
+        self._write(0, keys, values)
+        self.length = keys.shape[-2]
         self.positions = positions.clone()
 
     def append(self, keys: torch.Tensor, values: torch.Tensor, first_position: int) -> None:
         """Append committed tokens (the same for every head) to the recent part."""
         n = keys.shape[-2]
-        self._room(self.length + n, keys, values)
-        self._k[:, :, self.length : self.length + n] = keys
-        self._v[:, :, self.length : self.length + n] = values
+        self._write(self.length, keys, values)
         self.length += n
         heads = keys.shape[1]
         pos = torch.arange(first_position, first_position + n, device=self.positions.device)
@@ -115,9 +74,7 @@ class PartialLayer(DynamicLayer):
         if not self.is_initialized:
             self.lazy_initialization(key_states, value_states)
         q = key_states.shape[-2]
-        self._room(self.length + q, key_states, value_states)
-        self._k[:, :, self.length : self.length + q] = key_states
-        self._v[:, :, self.length : self.length + q] = value_states
+        self._write(self.length, key_states, value_states)
         return self._k[:, :, : self.length + q], self._v[:, :, : self.length + q]
 
     def crop(self, tokens_to_remove: int) -> None:
