@@ -15,6 +15,7 @@ import pytest
 import torch
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
+from swiftwriter.engine.run import Run
 from swiftwriter.engine.sources import Candidate, CandidateSource
 
 PROMPT = [3, 7, 3, 7, 5]
@@ -81,11 +82,12 @@ def chi_square_p(observed: dict, expected_probs: dict, n: int) -> float:
     return 0.5 * math.erfc(z / math.sqrt(2))
 
 
-class LongestMatchOfIndependentSamples(Generator):
+class LongestMatchRun(Run):
     """TokenSwift's public rule, for contrast: the target is sampled independently along every
     leaf path and the longest agreeing path wins. Biased toward the drafts."""
 
-    def _walk(self, trie, runner, window, rng, remaining, banned=0):
+    def _walk(self, trie, remaining):
+        runner, window, rng, pipeline = self.runner, self.window, self.rng, self.gen.pipeline
         leaves = [i for i in range(len(trie)) if not trie.children[i]]
         best_path, best_new = None, None
         for leaf in leaves:
@@ -98,8 +100,8 @@ class LongestMatchOfIndependentSamples(Generator):
             node, path, new = 0, [], []
             while True:
                 logits = runner.logits_at(node, trie)
-                token = self.pipeline.choose(
-                    self.pipeline.process(logits, window.presence(trie.path_to(node))), rng
+                token = pipeline.choose(
+                    pipeline.process(logits, window.presence(trie.path_to(node))), rng
                 )
                 new.append(token)
                 nxt = chain[len(path)] if len(path) < len(chain) else None
@@ -110,6 +112,10 @@ class LongestMatchOfIndependentSamples(Generator):
             if best_path is None or len(path) > len(best_path):
                 best_path, best_new = path, new
         return best_path, best_new
+
+
+class LongestMatchOfIndependentSamples(Generator):
+    run_type = LongestMatchRun
 
 
 def sample_many(model, drafts, generator_cls=Generator, n=N_SAMPLES):

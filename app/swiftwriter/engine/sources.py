@@ -25,9 +25,20 @@ class Candidate:
 
 
 class CandidateSource:
-    """Interface of a drafter. Subclasses set `name` and implement the two methods."""
+    """The drafter contract. Every source sets `name` and implements `observe` and `propose`;
+    the other hooks have defaults that do nothing, so the generator calls them on every source
+    without probing: `start` once per run, `set_feature` with the hidden state named by
+    `wants_feature` (learned drafters), and `gated` sources are asked only while they pay."""
 
     name = "source"
+    gated = False  # asked only while its drafts save more time than they cost (SourceGate)
+    wants_feature: str | None = None  # "final" or "prenorm": the hidden state it drafts from
+
+    def start(self, sampling, vocab_size: int) -> None:
+        """A run begins with these sampling settings (SamplingSettings) and vocabulary size."""
+
+    def set_feature(self, feature) -> None:
+        """The `wants_feature` hidden state after the newest committed token."""
 
     def observe(self, tokens: Sequence[int]) -> None:  # pragma: no cover - interface
         """New committed tokens (the prompt first, then each step's output)."""

@@ -1,0 +1,291 @@
+"""One generation's state and the stages of its step: propose -> build trie -> verify -> accept
+-> commit. The generator (generator.py) creates a Run per call and loops over its steps; the
+Run owns what lives for one generation only (the KV cache, the sources' run state, the
+penalty window, the random stream, the estimates' run parts and the statistics)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from swiftwriter.engine import quality
+from swiftwriter.engine.estimate import AcceptanceEstimator, ShadowLearner, SourceGate
+from swiftwriter.engine.logits import PenaltyWindow
+from swiftwriter.engine.sources import Candidate, CandidateSource
+from swiftwriter.engine.stats import RunStats, StepStats
+from swiftwriter.engine.trie import Trie, best_size, build_trie, prune
+from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.engine.window import ContextWindow
+
+
+@dataclass
+class Request:
+    """What one call asks for (Generator.generate's arguments)."""
+
+    prompt: list[int]
+    max_new_tokens: int
+    stop_on_text: Callable[[list[int]], bool] | None = None
+    seed: int | None = None
+    pinned: Sequence[int] = ()
+    min_new_tokens: int = 0
+
+
+class Run:
+    """One generation: set up (sources, prefill, cost calibration), then one `step` per
+    verification pass until `stop_reason` says why it ends."""
+
+    def __init__(self, gen, request: Request, sources: list[CandidateSource]):
+        self.gen, self.request = gen, request
+        self.drafting, self.sampling = gen.drafting, gen.sampling
+        self.runner = ModelRunner(gen.model, invariant=gen.invariant)
+        self.sources = sources
+        self.readers = [s for s in sources if s.wants_feature]
+        self.gates = {id(s): SourceGate() for s in sources if s.gated}
+        self.estimator = AcceptanceEstimator()
+        self.learner = ShadowLearner(self.estimator)
+        self.window = PenaltyWindow(gen.vocab_size, self.sampling.window, device=self.runner.device)
+        self.rng = self._random_stream(request.seed)
+        self.draft_pass = None
+        self.committed = list(request.prompt)
+        self.produced: list[int] = []
+        self.stats = RunStats(prompt_tokens=len(request.prompt))
+        self.stats.dtype = str(self.runner.dtype).removeprefix("torch.")
+        self.stats.invariant = self.runner.invariant
+        self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
+        self._gated_s: dict[int, float] = {}
+
+    def _random_stream(self, seed: int | None):
+        if self.sampling.greedy:
+            return None
+        rng = torch.Generator(device="cpu")
+        seed = seed if seed is not None else self.sampling.seed
+        rng.manual_seed(seed if seed is not None else torch.seed())
+        return rng
+
+    # -- set-up ------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Sources told the run's settings, the prompt prefilled and observed, the pass costs
+        measured once per model."""
+        for src in self.sources:
+            src.start(self.sampling, self.gen.vocab_size)
+        if any(s.wants_feature == "prenorm" for s in self.readers):
+            self.runner.enable_prenorm()
+        if self.readers and self.drafting.draft_mode == "pass":
+            from swiftwriter.engine.heads.draftpass import DraftPass
+
+            self.draft_pass = DraftPass(self.gen.model, self.drafting.partial_budget)
+        prompt, stats = self.request.prompt, self.stats
+        t0 = time.perf_counter()
+        if self.view.needs_slide(prompt):  # "slide": a prompt longer than the context is windowed
+            stats.windowed_from = 0
+            self.runner.prefill(self.view.slide(prompt)[:-1])
+        else:
+            self.runner.prefill(prompt[:-1])
+        stats.prefill_s = time.perf_counter() - t0
+        stats.kv_tokens_cap = self.gen.max_context
+        self.window.extend(prompt)
+        for src in self.sources:
+            src.observe(prompt)
+        self._hand_prefill_features()
+        costs = self.gen.costs
+        if (
+            self.gen.calibrate
+            and self.sources
+            and self.drafting.max_nodes > 0
+            and not costs.ready()
+        ):
+            for n in (1, 2, 4, 8, 16, 32):  # once per model; refined online
+                costs.observe(n, min(self.runner.time_pass(n) for _ in range(2)), weight=1.0)
+
+    def _hand_prefill_features(self) -> None:
+        for src in self.readers:
+            feature = self.runner.prefill_features.get(src.wants_feature)
+            if feature is not None:
+                src.set_feature(feature)
+
+    def slide_if_full(self) -> None:
+        """Rebuild the cache on the window (sinks + pinned + recent text, positions from 0)."""
+        if not self.view.needs_slide(self.committed):
+            return
+        t = time.perf_counter()
+        self.runner.reset()
+        self.runner.prefill(self.view.slide(self.committed)[:-1])
+        self._hand_prefill_features()  # drafters that read the newest hidden state
+        stats = self.stats
+        if stats.windowed_from is None:
+            stats.windowed_from = len(self.produced)
+        stats.reprefills += 1
+        elapsed = time.perf_counter() - t
+        stats.reprefill_s += elapsed
+        stats.overhead_s += elapsed  # part of the run's wall time
+
+    # -- the stages of a step ----------------------------------------------------------------
+    def room(self) -> int:
+        """Tokens this step may write: the request's rest and the context's room."""
+        return min(self.request.max_new_tokens - len(self.produced), self.view.room(self.committed))
+
+    def propose(self) -> list[Candidate]:
+        """Every source's proposals; gated sources only while they pay (their time noted)."""
+        self._gated_s = {}
+        if self.drafting.max_nodes <= 0:
+            return []
+        out = []
+        for src in self.sources:
+            gate = self.gates.get(id(src))
+            if gate is not None and not gate.wanted():
+                self.stats.gated_skips += 1
+                continue
+            t = time.perf_counter()
+            out.extend(src.propose(self.committed, self.drafting.ngram_branches))
+            if gate is not None:
+                self._gated_s[id(src)] = time.perf_counter() - t
+        return out
+
+    def build_trie(self, candidates: list[Candidate]) -> Trie:
+        """The proposals merged, then pruned to the size the cost model says pays best."""
+        trie = build_trie(self.committed[-1], candidates, self.estimator, self.drafting.max_depth)
+        self.learner.add(len(self.committed), trie)
+        budget = min(self.drafting.max_nodes, self.room() - 1)
+        keep = 0
+        if budget > 0 and len(trie) > 1:
+            probs = sorted(trie.probs[1:], reverse=True)
+            keep = best_size(probs, self.gen.costs, budget) if self.drafting.adaptive else budget
+        return prune(trie, keep)
+
+    def verify(self, trie: Trie) -> None:
+        """One model pass over every trie node."""
+        self.runner.forward_trie(trie)
+        self.stats.kv_tokens_max = max(self.stats.kv_tokens_max, self.runner.length + len(trie))
+
+    def accept(self, trie: Trie) -> tuple[list[int], list[int]]:
+        """Follow the target's choices down the trie: (accepted nodes, new tokens), cut where a
+        stop string first holds."""
+        path, new = self._walk(trie, self.room())
+        if self.request.stop_on_text is not None:
+            new, path = cut_at_stop(self.produced, new, path, self.request.stop_on_text)
+        return path, new
+
+    def _walk(self, trie: Trie, remaining: int) -> tuple[list[int], list[int]]:
+        """At each node the token plain decoding would choose there (the pipeline with that
+        node's own penalty context, one draw per node when sampling); descend while a child
+        holds it. End-of-text is forbidden for the request's first `min_new_tokens` tokens."""
+        banned = max(0, self.request.min_new_tokens - len(self.produced))
+        pipeline, sampling, eos_ids = self.gen.pipeline, self.sampling, self.gen.eos_ids
+        eos = sorted(eos_ids)
+        node, path, new = 0, [], []
+        while True:
+            logits = self.runner.logits_at(node, trie)
+            if len(new) < banned and eos:
+                logits = logits.clone()
+                logits[..., eos] = float("-inf")
+            above = trie.path_to(node)  # plain decoding's context here: history + these
+            presence = self.window.presence(above) if sampling.penalty != 1.0 else None
+            context = self.window.context(above) if sampling.dry_multiplier > 0 else None
+            token = pipeline.choose(pipeline.process(logits, presence, context), self.rng)
+            child = trie.children[node].get(token)
+            new.append(token)
+            if child is None or len(new) >= remaining or token in eos_ids:
+                return path, new
+            path.append(child)
+            node = child
+
+    def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float) -> None:
+        """The accepted path kept in the cache, drafters fed, estimates and costs learned, the
+        new tokens appended everywhere."""
+        if self.draft_pass is None:
+            for src in self.readers:  # fused drafting: the last accepted node's state
+                feature = self.runner.feature_at(path[-1] if path else 0, src.wants_feature)
+                if feature is not None:
+                    src.set_feature(feature)
+        self.runner.compact([0] + path)
+        self._judge_gated(trie, path)
+        self.gen.costs.observe(len(trie), verify_s)
+        self.committed.extend(new)
+        self.learner.update(self.committed)
+        self.produced.extend(new)
+        self.window.extend(new)
+        for src in self.sources:
+            src.observe(new)
+
+    def draft_ahead(self) -> None:
+        """Draft-pass mode: one partial-cache pass for the drafters after the step."""
+        if self.draft_pass is not None:
+            t = time.perf_counter()
+            self.draft_pass.run(self.runner, self.committed[-1], self.readers)
+            self.stats.draft_s += time.perf_counter() - t
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def record(self, trie: Trie, path: list[int], new: list[int], times: Sequence[float]):
+        """The step's statistics (times: draft start, verify start, accept end, commit end)."""
+        stats = self.stats
+        by_source: Counter = Counter()
+        by_depth = [0] * len(path)
+        for node in path:
+            by_depth[trie.depths[node] - 1] += 1
+            for src in trie.sources[node]:
+                stats.accepted_by_source_depth[f"{src}:{trie.depths[node]}"] += 1
+            by_source["+".join(trie.sources[node])] += 1
+        t_draft, t_verify, t_after, t_end = times
+        step = StepStats(
+            len(new),
+            len(trie) - 1,
+            len(path),
+            dict(by_source),
+            by_depth,
+            t_verify - t_draft,
+            t_after - t_verify,
+            t_end - t_after,
+        )
+        stats.add(step)
+        sizes = ((src.name, src.footprint()) for src in self.sources)
+        stats.source_sizes = {name: size for name, size in sizes if size}
+        return step
+
+    def finish(self, reason: str) -> None:
+        self.stats.stop_reason = reason
+        self.stats.quality = quality.summary(self.produced)  # once per run: cheap enough
+
+    def stop_reason(self, new: list[int]) -> str:
+        if any(t in self.gen.eos_ids for t in new):
+            return "eos"
+        if len(self.produced) >= self.request.max_new_tokens:
+            return "length"
+        stop = self.request.stop_on_text
+        if stop is not None and stop(self.produced):
+            return "stop_string"
+        if self.gen.context.policy == "stop" and self.view.room(self.committed) < 1:
+            return "context_full"
+        return ""
+
+    def _judge_gated(self, trie: Trie, path: list[int]) -> None:
+        """Tell each gated source that was asked what its drafts saved this step: a pass for
+        every accepted node only it proposed, less its nodes' share of the pass's extra cost."""
+        if not self._gated_s:
+            return
+        costs = self.gen.costs
+        one = costs.base or 0.0
+        extra = (costs(len(trie)) - 1.0) * one
+        drafted = max(1, len(trie) - 1)
+        for src in self.sources:
+            if id(src) not in self._gated_s:
+                continue
+            mine = sum(src.name in trie.sources[node] for node in range(1, len(trie)))
+            alone = sum(trie.sources[node] == (src.name,) for node in path)
+            self.gates[id(src)].observe(
+                self._gated_s[id(src)], alone * one - extra * mine / drafted
+            )
+
+    def close(self) -> None:
+        self.runner.close()
+
+
+def cut_at_stop(produced, new, path, stop_on_text):
+    """The step's tokens up to the first one after which `stop_on_text` holds."""
+    for i in range(len(new) - 1):
+        if stop_on_text(produced + new[: i + 1]):
+            return new[: i + 1], path[:i]  # the cache keeps all but the last token
+    return new, path
