@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, verify
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, backends
 from swiftwriter.engine.history_source import HistorySource
 from swiftwriter.engine.layout import add_few_row_copies, transpose_linear_weights
 from swiftwriter.engine.leanpass import LeanDecoder, merge_projections, supports
@@ -34,7 +34,7 @@ TRIES = [
 
 def hidden_states(model, trie: Trie, lean: bool) -> torch.Tensor:
     runner = ModelRunner(model, lean=lean)
-    assert (runner.lean is not None) == lean
+    assert (runner.backend.name == "lean") == lean
     runner.prefill(list(range(3, 60)))
     runner.forward_trie(trie)
     return runner._hidden.clone()
@@ -87,9 +87,9 @@ def test_unsupported_models_keep_the_stock_forward():
     hooked = build_tiny("llama", seed=7)
     handle = hooked.model.layers[1].register_forward_hook(lambda *a: None)
     assert not supports(hooked)  # a hook would silently stop firing
-    assert ModelRunner(hooked).lean is None
+    assert ModelRunner(hooked).backend.name == "stock"
     handle.remove()
-    assert ModelRunner(hooked).lean is not None
+    assert ModelRunner(hooked).backend.name == "lean"
     assert LeanDecoder(hooked).groups == 2
 
 
@@ -117,8 +117,8 @@ def test_generation_through_the_lean_pass_is_unchanged(monkeypatch):
     lean_sampled, _ = run(sampled, history)
     assert lean_greedy == plain
     assert stats.forward_passes < 30
-    monkeypatch.setattr(verify, "supports", lambda model: False)
-    assert ModelRunner(model).lean is None
+    monkeypatch.setattr(backends, "supports", lambda model: False)
+    assert ModelRunner(model).backend.name == "stock"
     assert run(greedy)[0] == plain
     assert run(greedy, history)[0] == plain
     assert run(sampled, history)[0] == lean_sampled

@@ -9,7 +9,8 @@ transformers already does this for one query token (`pack_gqa`).
 
 Registered as an attention implementation that behaves exactly like stock `sdpa` unless a pass
 of ours switches folding on (`folding()`), so transformers' own `generate` on the same model
-object runs the stock code."""
+object runs the stock code. The folded mask is built once per pass and kept in the pass's own
+context (no state outlives a pass)."""
 
 from __future__ import annotations
 
@@ -20,14 +21,18 @@ import torch
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 NAME = "swiftwriter_sdpa"
-_FOLD: contextvars.ContextVar[bool] = contextvars.ContextVar("swiftwriter_fold", default=False)
+# None outside our passes; inside one, that pass's folded masks (every layer shares one)
+_FOLD: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "swiftwriter_fold", default=None
+)
 
 
 def folded_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=None, **kwargs):
     groups = getattr(module, "num_key_value_groups", 1)
     n = query.shape[2]
+    masks = _FOLD.get()
     if (
-        not _FOLD.get()
+        masks is None
         or groups == 1
         or n == 1
         or attention_mask is None
@@ -41,30 +46,29 @@ def folded_sdpa(module, query, key, value, attention_mask, dropout=0.0, scaling=
         )
     b, hq, _, d = query.shape
     q = query.reshape(b, hq // groups, groups * n, d)
-    mask = _folded_mask(attention_mask, key.shape[2], groups, query.dtype)
+    mask = _folded_mask(masks, attention_mask, key.shape[2], groups, query.dtype)
     out = torch.nn.functional.scaled_dot_product_attention(
         q, key, value, attn_mask=mask, dropout_p=0.0, scale=scaling
     )
     return out.reshape(b, hq, n, d).transpose(1, 2).contiguous(), None
 
 
-_LAST_MASK: list = [None]  # (mask, length, groups, dtype, folded): every layer of a pass shares it
-
-
-def _folded_mask(mask: torch.Tensor, length: int, groups: int, dtype) -> torch.Tensor:
+def _folded_mask(masks: dict, mask: torch.Tensor, length: int, groups: int, dtype) -> torch.Tensor:
     """The pass's mask cut to the keys, as an additive float mask, repeated for the folded query
-    heads: built by the first layer and reused by the others (the same mask object: holding it
-    keeps its identity from being reused), instead of a copy and a bool conversion per layer."""
-    last = _LAST_MASK[0]
-    if last is not None and last[0] is mask and last[1:4] == (length, groups, dtype):
-        return last[4]
+    heads: built by the first layer and reused by the others (kept with the mask object, which
+    the pass holds, so its identity is not reused), instead of a copy and a bool conversion per
+    layer."""
+    key = (id(mask), length, groups, dtype)
+    found = masks.get(key)
+    if found is not None and found[0] is mask:
+        return found[1]
     cut = mask[..., :length]
     if cut.dtype == torch.bool:  # what SDPA would do per call: -inf where not allowed
         cut = torch.zeros(cut.shape, dtype=dtype, device=cut.device).masked_fill_(
             ~cut, float("-inf")
         )
     folded = cut.repeat(1, 1, groups, 1)
-    _LAST_MASK[0] = (mask, length, groups, dtype, folded)
+    masks[key] = (mask, folded)
     return folded
 
 
@@ -88,7 +92,8 @@ def install(model) -> bool:
 
 @contextlib.contextmanager
 def folding(enabled: bool = True):
-    token = _FOLD.set(enabled)
+    """Fold grouped query heads in the passes run inside (a fresh mask cache per pass)."""
+    token = _FOLD.set({} if enabled else None)
     try:
         yield
     finally:

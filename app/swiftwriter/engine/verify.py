@@ -1,42 +1,16 @@
-"""The model side of the engine: prefill, one forward pass over a flattened trie, logits on
-demand, and compaction of the KV cache to the accepted path.
-
-On Llama-family models the passes run our lean decoder (leanpass.py), batch-invariant by
-default: every trie row equals what plain decoding computes for it, bit for bit, in every dtype
-(invariant.py). Other models take the stock forward: a 4-D float additive mask (0 where a token
-may look, the dtype's minimum elsewhere), position ids = prefix length + depth, the model's own
-cache; there a row matches plain decoding only up to rounding. The lm_head runs only on the
-nodes the acceptance walk visits."""
+"""The model side of the engine: prefill, one forward pass over a flattened trie (through the
+model's backend, backends.py), logits on demand, and compaction of the KV cache to the accepted
+path. Position ids are prefix length + depth; the lm_head runs only on the nodes the acceptance
+walk visits."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-
 import torch
 
-from swiftwriter.engine.attention import folding, install
+from swiftwriter.engine.attention import folding
+from swiftwriter.engine.backends import backend_for
 from swiftwriter.engine.kvcache import GrowingLayer, growing_cache
-from swiftwriter.engine.leanpass import LeanDecoder, supports
 from swiftwriter.engine.trie import Trie
-
-
-@contextlib.contextmanager
-def _native_gqa(enabled: bool):
-    """With any mask, SDPA expands grouped K/V heads; on CPU the native GQA path gives the same
-    result without the copies. Only switched on around our own passes."""
-    if not enabled:
-        yield
-        return
-    old = os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA")
-    os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("TRANSFORMERS_SDPA_FORCE_GQA", None)
-        else:
-            os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] = old
 
 
 def execution_device(module) -> torch.device:
@@ -57,31 +31,17 @@ class ModelRunner:
         self.config = model.config
         self.decoder = model.get_decoder()
         self.lm_head = model.get_output_embeddings()
-        # Models that post-process their logits take the plain forward path.
-        self.lazy_head = (
-            self.decoder is not None
-            and self.lm_head is not None
-            and not getattr(self.config, "final_logit_softcapping", None)
-            and getattr(self.config, "logit_scale", None) is None
-        )
+        self.backend = backend_for(model, lean=lean, invariant=invariant)
+        self.lazy_head = self.backend.lazy_head  # else the model's own head runs in the pass
         self.device = execution_device(self.lm_head if self.lm_head is not None else model)
         self.input_device = execution_device(model.get_input_embeddings())
         self.dtype = next(model.parameters()).dtype
         self.prefill_chunk = prefill_chunk
-        self.gqa = self.input_device.type == "cpu"
-        self.fold = install(model)  # grouped query heads folded, K/V never copied (attention.py)
-        # Our passes skip transformers' per-layer machinery where the arithmetic is Llama's
-        # (leanpass.py); prefill and every other model keep the stock forward.
         self.cache = growing_cache(self.config)
-        self.lean = (
-            LeanDecoder(model, invariant=invariant)
-            if self.lazy_head and lean and supports(model) and self._growing()
-            else None
-        )
         # True when every row of a pass equals the one-token pass bit for bit (invariant.py);
         # otherwise greedy output matches plain decoding only up to rounding.
-        self.invariant = self.lean is not None and self.lean.invariant
-        self.classes = self.lean.classes if self.invariant else None
+        self.invariant = self.backend.invariant
+        self.classes = self.backend.classes
         self.length = 0  # tokens in the cache
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
@@ -109,9 +69,6 @@ class ModelRunner:
             return None if self._hidden is None else self._hidden[node]
         return None if self._prenorm is None else self._prenorm[node]
 
-    def _growing(self) -> bool:
-        return all(isinstance(layer, GrowingLayer) for layer in self.cache.layers)
-
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
         self.length = 0
@@ -125,7 +82,7 @@ class ModelRunner:
                 None
             ]
             if self.lazy_head:
-                with _native_gqa(self.gqa), folding(self.fold):
+                with folding(self.backend.fold):
                     out = self.decoder(
                         input_ids=ids, position_ids=pos, cache=self.cache, use_cache=True
                     )
@@ -142,54 +99,19 @@ class ModelRunner:
                 )
             self.length += len(chunk)
 
-    def tree_mask(self, trie: Trie) -> torch.Tensor:
-        n, p = len(trie), self.length
-        allowed = torch.ones(n, p + n, dtype=torch.bool)
-        allowed[:, p:] = trie.ancestor_mask()
-        mask = torch.zeros(n, p + n, dtype=self.dtype)
-        mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
-        return mask[None, None].to(self.input_device)
-
     @torch.inference_mode()
     def forward_trie(self, trie: Trie) -> None:
         """Run the model over all trie tokens; the cache grows by len(trie) until `compact`."""
-        n = len(trie)
         ids = torch.tensor([trie.tokens], device=self.input_device)
         pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
-        if self.lean is not None:
-            allowed = trie.ancestor_mask() if n > 1 else None
-            self._hidden, prenorm = self.lean.forward(ids[0], pos[0], allowed, self.cache)
-            self._prenorm = prenorm if self._capture is not None else None
-            self._logits = None
-            self._row_logits = {}
-            self._pending = n
-            return
-        mask = None if trie.is_chain() else self.tree_mask(trie)
-        with _native_gqa(self.gqa and n > 1), folding(self.fold and n > 1):
-            if self.lazy_head:
-                out = self.decoder(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    position_ids=pos,
-                    cache=self.cache,
-                    use_cache=True,
-                )
-                self._hidden = out.last_hidden_state[0]
-                if self._capture is not None:
-                    self._prenorm = self._capture.value[0]
-                self._logits = None
-                self._row_logits = {}
-            else:
-                out = self.model(
-                    input_ids=ids,
-                    attention_mask=mask,
-                    position_ids=pos,
-                    cache=self.cache,
-                    use_cache=True,
-                )
-                self._logits = out.logits[0]
-                self._hidden = None
-        self._pending = n
+        out = self.backend.pass_over(self, trie, ids, pos)
+        self._hidden, self._logits = out.hidden, out.logits
+        if self._capture is not None:  # the lean forward returns it; the stock one is hooked
+            self._prenorm = out.prenorm if out.prenorm is not None else self._capture.value[0]
+        else:
+            self._prenorm = None
+        self._row_logits = {}
+        self._pending = len(trie)
 
     @torch.inference_mode()
     def logits_at(self, node: int, trie: Trie | None = None) -> torch.Tensor:
