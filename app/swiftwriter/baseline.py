@@ -1,4 +1,4 @@
-"""The plain-decoding baseline behind the speedup the stats dock shows.
+"""The plain-decoding baseline behind the speedup a take reports (the app's Speed dock shows it).
 
 A speedup is only honest against plain decoding measured with the same model, on this machine,
 at this context length: attention cost grows with the context, so a number measured at 100

@@ -8,9 +8,10 @@ the document in the same transaction that closes the generation."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from swiftwriter.context import STORY_MODES, StoryContext, assemble
@@ -18,7 +19,7 @@ from swiftwriter.endings import TakeEnding, parse_stops
 from swiftwriter.engine.generator import Generator, StepEvent, context_length
 from swiftwriter.engine.history_source import HistoryIndex, HistorySource
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.engine.textgen import IncrementalDecoder, eos_ids_of
+from swiftwriter.engine.textgen import IncrementalDecoder, encode, eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
 
@@ -39,10 +40,7 @@ def tokenizer_identity(tokenizer) -> str:
 
 
 def encoder_of(tokenizer) -> Callable[[str], list[int]]:
-    def encode(text: str) -> list[int]:
-        return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
-
-    return encode
+    return functools.partial(encode, tokenizer)
 
 
 class ProjectHistory:
@@ -298,7 +296,6 @@ class DocumentSession:
         )
         decoder = IncrementalDecoder(self.tokenizer)
         produced: list[int] = []
-        shown: list[str] = []
         try:
             events = generator.generate(
                 prompt,
@@ -312,13 +309,11 @@ class DocumentSession:
                 produced.extend(event.tokens)
                 piece = decoder.push(event.tokens)
                 record.append(piece, event.tokens)
-                if piece:
-                    shown.append(piece)
-                    if on_text is not None:
-                        on_text(piece)
+                if piece and on_text is not None:
+                    on_text(piece)
                 if on_step is not None:
                     on_step(event)
-            tail = self._tail(produced, "".join(shown))
+            tail = decoder.finish()
             if tail:
                 record.append(tail, ())
                 if on_text is not None:
@@ -343,14 +338,8 @@ class DocumentSession:
     def _decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
-    def _tail(self, produced: Sequence[int], shown: str) -> str:
-        """Text the incremental decoder still held back at the end (a last partial glyph)."""
-        full = self.tokenizer.decode(list(produced), skip_special_tokens=True)
-        return full[len(shown) :] if full.startswith(shown) else ""
-
     def _settings(self, prompt_tokens: int) -> dict:
         drafting = asdict(self.drafting)
-        drafting.pop("extra", None)
         return {
             "sampling": asdict(self.sampling),
             "drafting": drafting,

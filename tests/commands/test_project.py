@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from swiftwriter.cli import main
 from swiftwriter.store import Project
-from swiftwriter.store.importing import import_sections, parse_markdown
+from swiftwriter.store.importing import import_sections
 
 from tests.conftest import build_tiny
 from tests.test_session import Latin1Tokenizer
@@ -139,14 +139,7 @@ def test_generate_into_a_project_document(tmp_path, capsys, monkeypatch):
         assert out.rstrip("\n") == gen.text.rstrip("\n")
 
 
-def test_fallback_markdown_reader_and_kinds(tmp_path):
-    sections = parse_markdown(BOOK, "Intro")
-    assert [(lv, t) for lv, t, _ in sections][:3] == [
-        (1, "Intro"),
-        (1, "Part One"),
-        (2, "The Boat"),
-    ]
-    assert "# not a heading inside a fence" in sections[2][2]
+def test_imported_levels_become_kinds_under_a_parent(tmp_path):
     with Project.create(tmp_path / "p.swiftwriter") as proj:
         top = proj.add_document("Report", kind="document")
         added = import_sections(proj, [(2, "A", "a"), (3, "A.1", "x"), (4, "A.1.1", "y")], top.id)

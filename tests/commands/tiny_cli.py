@@ -11,7 +11,10 @@ class IdTokenizer:
     """Text '5 9 12' is token ids 5, 9, 12: the tiny model needs no real tokenizer."""
 
     def __call__(self, text, add_special_tokens=False):
-        return SimpleNamespace(input_ids=[int(w) for w in text.split()])
+        return SimpleNamespace(input_ids=self.encode(text))
+
+    def encode(self, text, add_special_tokens=False):
+        return [int(w) for w in text.split()]
 
 
 def install_tiny(monkeypatch, model) -> None:

@@ -35,4 +35,4 @@ def start_long_take_at_the_top(qtbot, window, tokens: int = 3000) -> None:
     cursor.setPosition(0)
     window.editor.setTextCursor(cursor)
     window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 10, timeout=WAIT)
+    qtbot.waitUntil(lambda: window.stats_dock.tokens_shown >= 10, timeout=WAIT)

@@ -16,9 +16,9 @@ from swiftwriter import paths
 @pytest.mark.bench
 @pytest.mark.default_model
 def test_app_speedup_agrees_with_bench(qtbot, default_model, tmp_path):
+    from swiftwriter import baseline
     from swiftwriter.bench.methods import run_bench
     from swiftwriter.store import Project
-    from swiftwriter.ui import baseline
     from swiftwriter.ui.main_window import MainWindow
 
     n = int(os.environ.get("SWIFTWRITER_APP_BENCH_TOKENS", "1000"))

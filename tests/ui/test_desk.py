@@ -62,15 +62,39 @@ def test_tree_add_rename_move_delete_and_undo(qtbot, window, make_project):
     assert project.document(b).parent_id == a
 
 
-def test_drop_in_the_tree_moves_in_the_store(qtbot, window, make_project):
-    from PySide6.QtCore import QTimer
+def test_drop_in_the_tree_moves_in_the_store(qtbot, window, make_project, monkeypatch):
+    """The tree's real drop handler: it reads where Qt put the dragged item and the store
+    moves the document there. Qt's own item move is played by hand (a synthetic drop has no
+    drag source, so Qt would ignore it): C is dropped as A's first child."""
+    from PySide6.QtCore import QMimeData, QPointF, Qt
+    from PySide6.QtGui import QDropEvent
+    from PySide6.QtWidgets import QTreeWidget
 
-    path = make_project(docs=(("A", "a"), ("B", "b")))
+    path = make_project(docs=(("A", "a"), ("B", "b"), ("C", "c")))
     window.open_project(path)
-    a, b = (d.id for d in window.project.documents())
-    with qtbot.waitSignal(window.tree.tree.moved, timeout=5000):
-        QTimer.singleShot(0, lambda: window.tree.tree.moved.emit(b, None, 0))
-    qtbot.waitUntil(lambda: [d.id for d in window.project.documents()] == [b, a])
+    a, b, c = (d.id for d in window.project.documents())
+    tree = window.tree.tree
+    dragged = tree.topLevelItem(2)
+    tree.setCurrentItem(dragged)
+
+    def qt_moves_the_item(self, event):
+        item = self.takeTopLevelItem(self.indexOfTopLevelItem(dragged))
+        self.topLevelItem(0).insertChild(0, item)
+
+    monkeypatch.setattr(QTreeWidget, "dropEvent", qt_moves_the_item)
+    tree.setCurrentItem(dragged)
+    drop = QDropEvent(
+        QPointF(5, 5),
+        Qt.DropAction.MoveAction,
+        QMimeData(),
+        Qt.MouseButton.LeftButton,
+        Qt.KeyboardModifier.NoModifier,
+    )
+    with qtbot.waitSignal(tree.moved, timeout=5000) as moved:
+        tree.dropEvent(drop)
+    assert moved.args == [c, a, 0]
+    qtbot.waitUntil(lambda: window.project.document(c).parent_id == a)
+    assert [d.id for d in window.project.documents()] == [a, c, b]
 
 
 def test_notes_pin_to_the_prompt(qtbot, window, make_project):
@@ -158,7 +182,7 @@ def test_closing_while_generating_asks_first(qtbot, window, make_project):
     window.panel.set_target(3000, "tokens")
     window.generation.measure_baseline = False
     window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) > 5, timeout=30000)
+    qtbot.waitUntil(lambda: window.stats_dock.tokens_shown > 5, timeout=30000)
     questions = []
     window.ask = lambda title, text: questions.append(text) or False
     window.close()

@@ -59,7 +59,7 @@ def test_the_window_stays_responsive_while_generating(qtbot, window, make_projec
     open_doc(window, make_project)
     window.panel.set_target(150, "tokens")
     window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) > 0, timeout=WAIT)
+    qtbot.waitUntil(lambda: window.stats_dock.tokens_shown > 0, timeout=WAIT)
     window.notes.add_note("Typed meanwhile", "written during a generation")  # the GUI answers
     assert window.generation.busy
     qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
@@ -71,7 +71,7 @@ def test_stop_midway_keeps_the_text_so_far(qtbot, window, make_project):
     window.panel.set_target(3000, "tokens")
     window.generation.measure_baseline = False
     window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: window.stats_dock.last.get("tokens", 0) >= 20, timeout=WAIT)
+    qtbot.waitUntil(lambda: window.stats_dock.tokens_shown >= 20, timeout=WAIT)
     with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
         qtbot.keyClick(window.editor, Qt.Key.Key_Escape)  # Stop is Esc
     qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
@@ -125,18 +125,18 @@ def test_regenerate_keeps_the_previous_take(qtbot, window, make_project):
 
 
 def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_project):
-    from swiftwriter.ui import baseline
+    from swiftwriter import baseline
 
     baseline.clear_cache()  # measured for this run, at this context
     open_doc(window, make_project)
     window.panel.set_target(80, "tokens")
-    updates: list[dict] = []
+    updates: list = []
     window.generation.started.connect(
         lambda: window.generation.worker.stats.connect(lambda s: updates.append(s))
     )
     result = generate(qtbot, window)
-    live = [u for u in updates if u.get("phase") == "generating"]
-    assert live and updates[-1]["phase"] == "done"
+    live = [u for u in updates if u.phase == "generating"]
+    assert live and updates[-1].phase == "done"
     labels = window.stats_dock.labels
     assert labels["tokens"].text() == f"{result['stats']['tokens']} / 80"
     assert "tokens/s" in labels["rate"].text()
@@ -195,8 +195,8 @@ def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkey
 
 
 def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words, monkeypatch):
+    from swiftwriter import baseline
     from swiftwriter.engine.settings import SamplingSettings
-    from swiftwriter.ui import baseline
 
     from tests.ui.conftest import tiny_loaded
 
@@ -251,7 +251,7 @@ def test_the_editor_span_counts_in_qt_positions(qtbot):
 
 def test_the_speedup_is_wall_clock_like_the_bench():
     import pytest
-    from swiftwriter.ui.baseline import speedup_over_plain, stats_speedup
+    from swiftwriter.baseline import speedup_over_plain, stats_speedup
 
     # plain: 1 s prefill + 100 tokens at 25 tokens/s = 5 s; this run: 1 s + 2 s = 3 s
     assert speedup_over_plain(100, 1.0, 2.0, 25.0) == pytest.approx(5 / 3)
@@ -287,20 +287,21 @@ def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, wi
 
 
 def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
+    from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
 
     dock = StatsDock()
     qtbot.addWidget(dock)
     dock.update_stats(
-        {
-            "phase": "generating",
-            "tokens": 30,
-            "target": 60,
-            "tokens_per_s": 12.0,
-            "accepted_by_source": {"heads": 9, "ngram": 3, "heads+history": 2, "suffix": 1},
-            "accepted_by_source_depth": {"heads:1": 6, "heads:2": 4, "heads:3": 1, "ngram:1": 3},
-            "windowed_from": None,
-        }
+        LiveStats(
+            "generating",
+            tokens=30,
+            target=60,
+            tokens_per_s=12.0,
+            accepted_by_source={"heads": 9, "ngram": 3, "heads+history": 2, "suffix": 1},
+            accepted_by_source_depth={"heads:1": 6, "heads:2": 4, "heads:3": 1, "ngram:1": 3},
+            windowed_from=None,
+        )
     )
     text = dock.labels["sources"].text()
     assert "heads 11" in text and "n-gram 3" in text and "history 2" in text

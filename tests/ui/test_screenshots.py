@@ -13,7 +13,7 @@ COMMITTED = Path(__file__).resolve().parents[2] / "resources" / "screenshots"
 
 
 def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
-    from swiftwriter.ui import baseline
+    from swiftwriter import baseline
     from swiftwriter.ui.settings import apply_theme
 
     refresh = os.environ.get("SWIFTWRITER_REFRESH_SCREENSHOTS") == "1"
@@ -28,8 +28,8 @@ def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
     window.panel.set_target(160, "tokens")
     shots: dict[str, Path] = {}
 
-    def during(stats: dict) -> None:
-        if "during" not in shots and stats.get("tokens", 0) >= 60:
+    def during(stats) -> None:
+        if "during" not in shots and stats.tokens >= 60:
             shots["during"] = SHOTS / "main-window-generating.png"
             assert window.grab().save(str(shots["during"]))
 

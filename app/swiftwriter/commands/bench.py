@@ -162,7 +162,9 @@ def _default_or_file(args) -> str:
 
 
 def _encode(tokenizer, text: str, name: str | None) -> list[int]:
-    ids = tokenizer(text, add_special_tokens=False).input_ids
+    from swiftwriter.engine.textgen import encode
+
+    ids = encode(tokenizer, text)
     if not ids:
         raise UserError(f"The prompt {name or ''} is empty".replace("  ", " "))
     return ids

@@ -75,9 +75,11 @@ def text_rows(tokenizer, paths: list[str], length: int):
     """Training files cut into rows of `length` token ids."""
     import torch
 
+    from swiftwriter.engine.textgen import encode
+
     ids: list[int] = []
     for p in paths:
-        ids.extend(tokenizer(read_text_file(p), add_special_tokens=False).input_ids)
+        ids.extend(encode(tokenizer, read_text_file(p)))
     n = len(ids) // length
     if n == 0:
         raise UserError(f"The training text holds {len(ids)} tokens: give at least {length}")

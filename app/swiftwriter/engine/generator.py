@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from swiftwriter.engine.backends import exact_by_default
 from swiftwriter.engine.estimate import CostModel
 from swiftwriter.engine.logits import LogitsPipeline
 from swiftwriter.engine.run import Request, Run
@@ -60,14 +61,16 @@ class Generator:
         calibrate: bool = True,
         context: ContextSettings | None = None,
         drafter=None,
-        invariant: bool = True,
+        invariant: bool | None = None,
+        sync_timing: bool = False,
     ):
-        """`invariant` (default): every pass computes each row as the one-token pass does, so
-        speculation writes plain decoding's text in every dtype (engine/invariant.py); off,
-        passes take the fastest kernels for their size (float32 then matches up to rounding,
-        bfloat16 and float16 may write another text)."""
+        """`invariant` (the model's default, normally on): every pass computes each row as the
+        one-token pass does, so speculation writes plain decoding's text in every dtype
+        (engine/invariant.py); off, passes take the fastest kernels for their size (float32
+        then matches up to rounding, bfloat16 and float16 may write another text)."""
         self.model = model
-        self.invariant = invariant
+        self.invariant = exact_by_default(model) if invariant is None else invariant
+        self.sync_timing = sync_timing  # wait for each pass on a GPU: model vs host time
         self.sampling = sampling or SamplingSettings()
         self.drafting = drafting if drafting is not None else DraftSettings()
         self.extra_sources = list(sources or [])
@@ -131,12 +134,12 @@ class Generator:
                 trie = run.build_trie(run.propose())
                 t_verify = time.perf_counter()
                 run.verify(trie)
+                t_model = time.perf_counter()
                 path, new = run.accept(trie)
                 t_after = time.perf_counter()
                 run.commit(trie, path, new, t_after - t_verify)
-                step = run.record(
-                    trie, path, new, (t_draft, t_verify, t_after, time.perf_counter())
-                )
+                times = (t_draft, t_verify, t_model, t_after, time.perf_counter())
+                step = run.record(trie, path, new, times)
                 reason = run.stop_reason(new)
                 if reason:
                     run.finish(reason)

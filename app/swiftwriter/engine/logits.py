@@ -88,6 +88,16 @@ class PenaltyWindow:
         return np.concatenate((tail, np.asarray(path, dtype=np.int64))) if n_path else tail
 
 
+def penalise(logits: torch.Tensor, presence: torch.Tensor | None, theta: float) -> torch.Tensor:
+    """The repetition penalty (CTRL's): logits of tokens present in the window are divided by
+    `theta` when positive and multiplied when negative; the one formula for the target's
+    choices and the drafters' scores."""
+    if presence is None or theta == 1.0:
+        return logits
+    punished = torch.where(logits > 0, logits / theta, logits * theta)
+    return torch.where(presence, punished, logits)
+
+
 class LogitsPipeline:
     """Penalty, DRY, temperature, top-k, top-p, min-p; then argmax or one seeded draw."""
 
@@ -103,10 +113,7 @@ class LogitsPipeline:
         """logits [..., V] float32 -> processed logits (filtered entries are -inf).
         `context`: the last `window` tokens (PenaltyWindow.context), for DRY; one row only."""
         s = self.s
-        x = logits.float()
-        if presence is not None and s.penalty != 1.0:
-            penalised = torch.where(x > 0, x / s.penalty, x * s.penalty)
-            x = torch.where(presence, penalised, x)
+        x = penalise(logits.float(), presence, s.penalty)
         if context is not None and s.dry_multiplier > 0:
             ids, amounts = dry.penalties(
                 np.asarray(context), s.dry_multiplier, s.dry_base, s.dry_allowed_length

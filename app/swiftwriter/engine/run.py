@@ -71,7 +71,7 @@ class Run:
         """Sources told the run's settings, the prompt prefilled and observed, the pass costs
         measured once per model."""
         for src in self.sources:
-            src.start(self.sampling, self.gen.vocab_size)
+            src.start(self.sampling, self.gen.vocab_size, self.window)
         if any(s.wants_feature == "prenorm" for s in self.readers):
             self.runner.enable_prenorm()
         if self.readers and self.drafting.draft_mode == "pass":
@@ -157,8 +157,11 @@ class Run:
         return prune(trie, keep)
 
     def verify(self, trie: Trie) -> None:
-        """One model pass over every trie node."""
+        """One model pass over every trie node (waited for when timings are synchronised, so
+        the model's time is told apart from the host's on an asynchronous device)."""
         self.runner.forward_trie(trie)
+        if self.gen.sync_timing and self.runner.device.type == "cuda":
+            torch.cuda.synchronize(self.runner.device)
         self.stats.kv_tokens_max = max(self.stats.kv_tokens_max, self.runner.length + len(trie))
 
     def accept(self, trie: Trie) -> tuple[list[int], list[int]]:
@@ -220,7 +223,8 @@ class Run:
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def record(self, trie: Trie, path: list[int], new: list[int], times: Sequence[float]):
-        """The step's statistics (times: draft start, verify start, accept end, commit end)."""
+        """The step's statistics (times: draft start, verify start, pass end, accept end,
+        commit end)."""
         stats = self.stats
         by_source: Counter = Counter()
         by_depth = [0] * len(path)
@@ -229,7 +233,7 @@ class Run:
             for src in trie.sources[node]:
                 stats.accepted_by_source_depth[f"{src}:{trie.depths[node]}"] += 1
             by_source["+".join(trie.sources[node])] += 1
-        t_draft, t_verify, t_after, t_end = times
+        t_draft, t_verify, t_model, t_after, t_end = times
         step = StepStats(
             len(new),
             len(trie) - 1,
@@ -239,6 +243,7 @@ class Run:
             t_verify - t_draft,
             t_after - t_verify,
             t_end - t_after,
+            t_model - t_verify,
         )
         stats.add(step)
         sizes = ((src.name, src.footprint()) for src in self.sources)

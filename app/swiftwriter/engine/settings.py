@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from swiftwriter.errors import UserError
 
@@ -73,7 +73,6 @@ class DraftSettings:
     # TokenSwift's separate draft pass over the newest token on a partial KV cache.
     draft_mode: str = "fused"
     partial_budget: int = 1024  # "pass": KV tokens per head the draft pass attends to
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self):
         if self.max_nodes < 0 or self.max_depth < 1:

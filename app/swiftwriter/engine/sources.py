@@ -34,8 +34,9 @@ class CandidateSource:
     gated = False  # asked only while its drafts save more time than they cost (SourceGate)
     wants_feature: str | None = None  # "final" or "prenorm": the hidden state it drafts from
 
-    def start(self, sampling, vocab_size: int) -> None:
-        """A run begins with these sampling settings (SamplingSettings) and vocabulary size."""
+    def start(self, sampling, vocab_size: int, window=None) -> None:
+        """A run begins with these sampling settings (SamplingSettings), vocabulary size and
+        penalty window (logits.PenaltyWindow: the committed tokens, kept by the run)."""
 
     def set_feature(self, feature) -> None:
         """The `wants_feature` hidden state after the newest committed token."""

@@ -14,8 +14,9 @@ class StepStats:
     accepted_by_source: dict[str, int]
     accepted_by_depth: list[int]
     draft_s: float
-    verify_s: float
+    verify_s: float  # the model pass and the acceptance walk (logits on demand)
     overhead_s: float
+    model_s: float = 0.0  # the model pass alone (inside verify_s)
 
 
 @dataclass
@@ -33,6 +34,7 @@ class RunStats:
     draft_s: float = 0.0
     verify_s: float = 0.0
     overhead_s: float = 0.0
+    model_s: float = 0.0  # inside verify_s: the model passes alone; the rest is host work
     stop_reason: str = ""
     # Long runs: where the context first slid (index into the generated tokens; None = never),
     # how often the cache was rebuilt on a window, and the memory bounds (KV tokens held at
@@ -61,6 +63,7 @@ class RunStats:
         self.draft_s += step.draft_s
         self.verify_s += step.verify_s
         self.overhead_s += step.overhead_s
+        self.model_s += step.model_s
 
     @property
     def decode_s(self) -> float:
@@ -104,6 +107,12 @@ class RunStats:
             "verify_s": round(self.verify_s, 4),
             "overhead_s": round(self.overhead_s, 4),
             "gated_skips": self.gated_skips,
+            # per step: the model pass, and everything else the host does (drafting, the
+            # acceptance walk, compaction, bookkeeping); on a GPU only with synchronised timing
+            "model_ms_per_step": round(1000 * self.model_s / max(1, self.forward_passes), 3),
+            "host_ms_per_step": round(
+                1000 * (self.decode_s - self.model_s) / max(1, self.forward_passes), 3
+            ),
             "seconds": round(self.seconds, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,

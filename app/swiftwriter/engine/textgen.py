@@ -9,6 +9,12 @@ from swiftwriter.engine.generator import Generator
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 
 
+def encode(tokenizer, text: str) -> list[int]:
+    """Text -> ids without special tokens: the one way text enters the engine (prompts,
+    documents, history, training text)."""
+    return list(tokenizer.encode(text, add_special_tokens=False)) if text else []
+
+
 class IncrementalDecoder:
     """Emit only text that later tokens can no longer change (prefix/read offsets, as in TGI)."""
 
@@ -17,6 +23,7 @@ class IncrementalDecoder:
         self.ids: list[int] = []
         self.prefix_offset = 0
         self.read_offset = 0
+        self.shown: list[str] = []
 
     def push(self, ids: list[int]) -> str:
         self.ids.extend(ids)
@@ -27,8 +34,19 @@ class IncrementalDecoder:
         new_text = decode(self.ids[self.prefix_offset :], skip_special_tokens=True)
         if len(new_text) > len(prefix_text) and not new_text.endswith("\ufffd"):
             self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
-            return new_text[len(prefix_text) :]
+            piece = new_text[len(prefix_text) :]
+            self.shown.append(piece)
+            return piece
         return ""
+
+    def finish(self) -> str:
+        """The text still held back at the end (a last partial glyph), once."""
+        full = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        shown = "".join(self.shown)
+        tail = full[len(shown) :] if full.startswith(shown) else ""
+        if tail:
+            self.shown.append(tail)
+        return tail
 
 
 def eos_ids_of(tokenizer, model) -> list[int]:
@@ -60,7 +78,7 @@ def stream_text(
     context limit (default: stop); `stop_on_text` and `min_new_tokens` as in Generator."""
     tok, model = loaded.tokenizer, loaded.model
     sampling = sampling or SamplingSettings(greedy=True, penalty=penalty, window=window)
-    ids = tok(prompt, add_special_tokens=False).input_ids or [tok.bos_token_id or 0]
+    ids = encode(tok, prompt) or [tok.bos_token_id or 0]
     gen = Generator(
         model,
         sampling,
@@ -70,8 +88,6 @@ def stream_text(
         context=context,
     )
     decoder = IncrementalDecoder(tok)
-    produced: list[int] = []
-    shown: list[str] = []
     events = gen.generate(
         ids,
         max_new_tokens,
@@ -80,11 +96,9 @@ def stream_text(
         min_new_tokens=min_new_tokens,
     )
     for event in events:
-        produced.extend(event.tokens)
         text = decoder.push(event.tokens)
         if text:
-            shown.append(text)
             yield text
-    full, so_far = tok.decode(produced, skip_special_tokens=True), "".join(shown)
-    if full.startswith(so_far) and len(full) > len(so_far):
-        yield full[len(so_far) :]  # a last character the decoder held back
+    tail = decoder.finish()  # a last character the decoder held back
+    if tail:
+        yield tail

@@ -22,7 +22,7 @@ def next_take_session(window):
     """The session the next take would run (not started): same text, settings and parts."""
     from swiftwriter.session import DocumentSession
     from swiftwriter.ui.editor import text_before
-    from swiftwriter.ui.worker import DEFAULT_TOKENS_PER_WORD
+    from swiftwriter.words import DEFAULT_TOKENS_PER_WORD
 
     panel = window.panel
     length, unit = panel.target()

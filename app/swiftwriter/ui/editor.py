@@ -31,11 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-WORD = re.compile(r"\S+")
-
-
-def count_words(text: str) -> int:
-    return sum(1 for _ in WORD.finditer(text))
+from swiftwriter.words import count_words
 
 
 def qt_len(text: str) -> int:

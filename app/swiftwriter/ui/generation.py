@@ -14,9 +14,10 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from swiftwriter.endings import parse_stops
 from swiftwriter.errors import UserError
+from swiftwriter.take import TakeRequest
 from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.panel_state import save_project_state, state_of
-from swiftwriter.ui.worker import GenerationJob, GenerationWorker, start_generation
+from swiftwriter.ui.worker import GenerationWorker, start_generation
 
 STOP_REASONS = {
     "eos": " (the model ended the text)",
@@ -108,7 +109,7 @@ class GenerationController(QObject):
         position = editor.textCursor().position()
         text = editor.toPlainText()
         length, unit = w.panel.target()
-        job = GenerationJob(
+        job = TakeRequest(
             project=w.project,
             doc_id=w.doc_id,
             loaded=w.loaded_model,

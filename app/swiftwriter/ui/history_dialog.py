@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from swiftwriter.baseline import stats_speedup
 from swiftwriter.store import Generation, Project, ProjectError
-from swiftwriter.ui.baseline import stats_speedup
 
 COLUMNS = ("#", "Document", "Started", "Status", "Tokens", "tok/s", "τ", "Speedup", "Mode")
 

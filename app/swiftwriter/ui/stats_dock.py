@@ -5,9 +5,14 @@ The speedup shown is against plain decoding measured on this machine at this con
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QDockWidget, QFormLayout, QLabel, QVBoxLayout, QWidget
+
+if TYPE_CHECKING:
+    from swiftwriter.take import LiveStats
 
 SOURCE_NAMES = {"ngram": "n-gram", "suffix": "context", "history": "history", "heads": "heads"}
 
@@ -135,9 +140,11 @@ def precision_sentence(invariant: bool | None) -> str:
             "speedup is measured against plain decoding in the same precision."
         )
     return (
-        "This model runs on transformers' own forward pass, which rounds a pass over several "
-        "tokens differently from a pass over one: in bfloat16 or float16 the text can leave "
-        "plain decoding's at a near-tie."
+        "Verification passes take the fastest kernels for their size (transformers' forward for "
+        "this model, or a precision where equal rounding would slow plain decoding down), so a "
+        "pass over several tokens rounds differently from a pass over one: the text matches "
+        "plain decoding up to rounding and can leave it at a near-tie. Choose bfloat16 in "
+        "Models for a text that is exactly plain decoding's."
     )
 
 
@@ -178,48 +185,52 @@ class StatsDock(QDockWidget):
         layout.addWidget(self.summary)
         layout.addStretch(1)
         self.setWidget(body)
-        self.last: dict = {}
+        self.last: LiveStats | None = None
         self.updates = 0
 
     def reset(self) -> None:
         for label in self.labels.values():
             label.setText("–")
         self.chart.clear()
-        self.last = {}
+        self.last = None
         self.updates = 0
+
+    @property
+    def tokens_shown(self) -> int:
+        """Tokens written so far in the last snapshot shown (0 before the first)."""
+        return self.last.tokens if self.last is not None else 0
 
     def show_baseline(self, base: dict) -> None:
         self.labels["plain"].setText(f"{base['plain_tokens_per_s']:.1f} tokens/s, measured here")
         self.labels["context"].setText(f"{base['plain_context']:,} tokens of context")
 
-    def update_stats(self, stats: dict) -> None:
+    def update_stats(self, stats: LiveStats) -> None:
         self.last = stats
         self.updates += 1
-        if stats.get("phase") == "measuring":
+        if stats.phase == "measuring":
             self.labels["plain"].setText("measuring plain decoding…")
-            self.labels["tokens"].setText(f"0 / {stats.get('target', 0):,}")
+            self.labels["tokens"].setText(f"0 / {stats.target:,}")
             return
-        tokens, target = stats.get("tokens", 0), stats.get("target", 0)
-        rate = stats.get("tokens_per_s", 0.0)
-        speedup = stats.get("speedup_vs_plain")
+        tokens, target, rate = stats.tokens, stats.target, stats.tokens_per_s
+        speedup = stats.speedup_vs_plain
         self.labels["tokens"].setText(f"{tokens:,} / {target:,}" if target else f"{tokens:,}")
         self.labels["rate"].setText(f"{rate:.1f} tokens/s")
-        self.labels["tau"].setText(f"{stats.get('tau', 0.0):.2f}")
-        sources = fmt_sources(stats.get("accepted_by_source", {}))
-        depths = fmt_depths(stats.get("accepted_by_source_depth", {}))
+        self.labels["tau"].setText(f"{stats.tau:.2f}")
+        sources = fmt_sources(stats.accepted_by_source)
+        depths = fmt_depths(stats.accepted_by_source_depth)
         self.labels["sources"].setText(sources + (f"\nheads by depth: {depths}" if depths else ""))
-        self.labels["window"].setText(fmt_window(stats.get("windowed_from")))
-        self.labels["window"].setToolTip(window_sentence(stats.get("windowed_from")))
-        self.labels["elapsed"].setText(fmt_time(stats.get("elapsed_s")))
-        self.labels["eta"].setText(fmt_time(stats.get("eta_s")))
-        if "dtype" in stats:
-            self.labels["precision"].setText(fmt_precision(stats["dtype"], stats.get("invariant")))
-            self.labels["precision"].setToolTip(precision_sentence(stats.get("invariant")))
+        self.labels["window"].setText(fmt_window(stats.windowed_from))
+        self.labels["window"].setToolTip(window_sentence(stats.windowed_from))
+        self.labels["elapsed"].setText(fmt_time(stats.elapsed_s))
+        self.labels["eta"].setText(fmt_time(stats.eta_s))
+        if stats.dtype:
+            self.labels["precision"].setText(fmt_precision(stats.dtype, stats.invariant))
+            self.labels["precision"].setToolTip(precision_sentence(stats.invariant))
         if speedup is not None:
             self.labels["speedup"].setText(f"×{speedup:.2f} over plain (measured)")
-        elif "plain_tokens_per_s" not in stats:
+        elif stats.plain_tokens_per_s is None:
             self.labels["speedup"].setText("– (no plain-decoding measurement)")
-        self.chart.add(stats.get("elapsed_s", 0.0), rate, speedup)
+        self.chart.add(stats.elapsed_s, rate, speedup)
 
     def show_summary(self, result: dict) -> None:
         stats = result.get("stats", {})

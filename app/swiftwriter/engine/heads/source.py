@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from swiftwriter.engine.heads.files import DrafterBundle
-from swiftwriter.engine.logits import PenaltyWindow
+from swiftwriter.engine.logits import PenaltyWindow, penalise
 from swiftwriter.engine.settings import SamplingSettings
 from swiftwriter.engine.sources import Candidate, CandidateSource
 
@@ -68,6 +68,7 @@ class DrafterSource(CandidateSource):
         self.feature: torch.Tensor | None = None
         self.base_logits: torch.Tensor | None = None
         self.window: PenaltyWindow | None = None
+        self.own_window = True  # False while the run's window is shared (start)
         self.penalty = 1.0  # the run's: for the model's own logits (draft-pass mode)
         self.draft_penalty = 1.0  # for the drafter's logits (DRAFT_PENALTY_SHARE)
         self.module.to(self.dtype)
@@ -77,14 +78,21 @@ class DrafterSource(CandidateSource):
             transpose_linear_weights(self.module)
 
     # -- engine hooks ---------------------------------------------------------------------------
-    def start(self, sampling: SamplingSettings, vocab_size: int) -> None:
-        """A new generation: forget the last feature, follow this run's penalty."""
+    def start(
+        self, sampling: SamplingSettings, vocab_size: int, window: PenaltyWindow | None = None
+    ) -> None:
+        """A new generation: forget the last feature, follow this run's penalty over the run's
+        own window (a fresh one when drafting alone, as in tests)."""
         self.feature = self.base_logits = None
         self.penalty = sampling.penalty
         self.draft_penalty = 1.0 + (sampling.penalty - 1.0) * DRAFT_PENALTY_SHARE
-        self.window = (
-            PenaltyWindow(vocab_size, sampling.window) if sampling.penalty != 1.0 else None
-        )
+        self.own_window = window is None
+        if sampling.penalty == 1.0:
+            self.window = None
+        else:
+            self.window = (
+                window if window is not None else PenaltyWindow(vocab_size, sampling.window)
+            )
 
     def set_feature(self, feature: torch.Tensor) -> None:
         """Fused mode: the state of the node before the newest token."""
@@ -97,31 +105,23 @@ class DrafterSource(CandidateSource):
         self.base_logits = logits.detach().to("cpu", torch.float32)
 
     def observe(self, tokens: Sequence[int]) -> None:
-        if self.window is not None:
+        if self.window is not None and self.own_window:  # the run extends a shared one
             self.window.extend(list(tokens))
 
     # -- drafting -------------------------------------------------------------------------------
-    def _penalise(
-        self, logits: torch.Tensor, presence: torch.Tensor | None, theta: float
-    ) -> torch.Tensor:
-        if presence is None or theta == 1.0:
-            return logits
-        punished = torch.where(logits > 0, logits / theta, logits * theta)
-        return torch.where(presence, punished, logits)
-
     def _probs(self, states: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
-        return self._penalise(states @ self.w_t, presence, self.draft_penalty).softmax(-1)
+        return penalise(states @ self.w_t, presence, self.draft_penalty).softmax(-1)
 
     @torch.inference_mode()
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
         if self.feature is None or not context:
             return []
-        full = self.window.presence() if self.window is not None else None
+        full = self.window.presence().cpu() if self.window is not None else None
         presence = full[self.vocab] if full is not None else None
         first: list[tuple[int, float]] | None = None
         tree = self.tree
         if self.base_logits is not None:  # draft pass: the model's own guess is level one
-            probs = self._penalise(self.base_logits, full, self.penalty).softmax(-1)
+            probs = penalise(self.base_logits, full, self.penalty).softmax(-1)
             top = probs.topk(tree[0])
             first = list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
             tree = tree[1:]

@@ -1,0 +1,207 @@
+"""One take, from the writer's request to the stored result: the generation service the app's
+worker and the CLI's project command share.
+
+It turns words into tokens with the writer's own text, builds the DocumentSession (prompt,
+story context, store, history), measures plain decoding's speed here when asked (the baseline
+of the speedup), runs the session and shapes its live statistics into `LiveStats` snapshots.
+Callers only pass text pieces and snapshots on (the app to its GUI thread, the CLI to stdout)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from swiftwriter.baseline import measure_plain, speedup_over_plain, stats_speedup
+from swiftwriter.endings import TakeEnding
+from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.session import DocumentSession, SessionResult
+from swiftwriter.words import tokens_per_word
+
+STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
+
+
+@dataclass
+class TakeRequest:
+    """What the writer asked for: a length in tokens or words after `prompt_text` in one
+    document, with the panel's settings."""
+
+    project: object
+    doc_id: int
+    loaded: object  # a modelstore LoadedModel (or anything with .model/.tokenizer/.entry)
+    prompt_text: str | None  # the text before the cursor; None: the whole document
+    length: int = 300
+    unit: str = "tokens"  # or "words"
+    sampling: SamplingSettings = field(default_factory=SamplingSettings)
+    drafting: DraftSettings = field(default_factory=DraftSettings)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    history: object = True  # a session.ProjectHistory to reuse, True for a fresh one, or False
+    measure_baseline: bool = True
+    flush_interval: float = 1.0
+    keep_writing: bool = False  # end-of-text forbidden before the length (then a sentence end)
+    direction: str = ""  # what happens next
+    story_mode: str = "none"  # the earlier documents the model sees: none, previous, fit
+    ending: TakeEnding | None = None  # the CLI's own (stops, exact length); else from the length
+
+
+@dataclass
+class LiveStats:
+    """One snapshot of a take for the Speed dock: the engine's run so far, the time, and the
+    speedup over plain decoding measured here (None until there is one)."""
+
+    phase: str  # "measuring" (the baseline), "generating", "done"
+    target: int
+    tokens: int = 0
+    tau: float = 0.0
+    tokens_per_s: float = 0.0
+    accepted_by_source: dict = field(default_factory=dict)
+    accepted_by_source_depth: dict = field(default_factory=dict)
+    windowed_from: int | None = None
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    dtype: str = ""
+    invariant: bool = False
+    elapsed_s: float = 0.0
+    eta_s: float | None = None
+    plain_tokens_per_s: float | None = None
+    speedup_vs_plain: float | None = None
+
+
+@dataclass
+class TakeResult:
+    status: str  # finished, cancelled (also before the take began)
+    result: SessionResult | None  # None when cancelled while measuring the baseline
+    stats: dict  # the stored stats, with the final speedup
+    target: int
+
+
+class Take:
+    """One take: `run(should_stop)` with callbacks for text pieces (`on_text`), live
+    snapshots (`on_stats`) and the measured baseline (`on_baseline`, a dict)."""
+
+    def __init__(
+        self,
+        request: TakeRequest,
+        on_text: Callable[[str], None] | None = None,
+        on_stats: Callable[[LiveStats], None] | None = None,
+        on_baseline: Callable[[dict], None] | None = None,
+    ):
+        self.request = request
+        self.on_text = on_text
+        self.on_stats = on_stats or (lambda s: None)
+        self.on_baseline = on_baseline or (lambda b: None)
+        self.session = self._session()
+        self.target = self.session.ending.target  # tokens asked for (a sentence end may add a few)
+        self.plain: float | None = None
+        self._t0 = time.perf_counter()
+        self._last = 0.0
+
+    def _session(self) -> DocumentSession:
+        job = self.request
+        encode = DocumentSession.encoder_for(job.loaded.tokenizer)
+        if job.unit == "words":
+            n_tokens = max(1, round(job.length * tokens_per_word(encode, job.prompt_text or "")))
+        else:
+            n_tokens = max(1, int(job.length))
+        ending = job.ending or TakeEnding(
+            n_tokens, min_new_tokens=n_tokens if job.keep_writing else 0
+        )
+        return DocumentSession(
+            job.project,
+            job.doc_id,
+            job.loaded,
+            sampling=job.sampling,
+            drafting=job.drafting,
+            max_new_tokens=ending.target,
+            ending=ending,
+            direction=job.direction,
+            story_mode=job.story_mode,
+            history=job.history,
+            flush_interval=job.flush_interval,
+            prompt_text=job.prompt_text,
+            context=job.context,
+        )
+
+    def run(self, should_stop: Callable[[], bool] | None = None) -> TakeResult:
+        stop = should_stop or (lambda: False)
+        if self.request.measure_baseline:
+            self._measure(stop)
+        if stop():
+            return TakeResult("cancelled", None, {}, self.target)
+        self._t0 = time.perf_counter()
+        result = self.session.run(should_stop=stop, on_text=self.on_text, on_step=self._on_step)
+        stats = dict(result.stats)
+        speedup = stats_speedup(stats)
+        if speedup is not None:
+            stats["speedup_vs_plain"] = round(speedup, 3)
+        self.on_stats(self.snapshot(stats, final=True))
+        return TakeResult(result.generation.status, result, stats, self.target)
+
+    def _measure(self, stop: Callable[[], bool]) -> None:
+        session = self.session
+        self.on_stats(LiveStats("measuring", self.target))
+        base = measure_plain(
+            session.model, session.build_prompt(), self.request.sampling, should_stop=stop
+        )
+        if base is not None:
+            self.plain = base.tokens_per_s
+            session.extra_stats.update(base.as_dict())
+            self.on_baseline(base.as_dict())
+
+    def _on_step(self, event) -> None:
+        now = time.perf_counter()
+        if now - self._last < STATS_INTERVAL_S and not event.done:
+            return
+        self._last = now
+        run = event.run
+        self.on_stats(
+            self.snapshot(
+                {
+                    "tokens": run.tokens,
+                    "tau": run.tau,
+                    "tokens_per_s": run.tokens_per_s,
+                    "accepted_by_source": dict(run.accepted_by_source),
+                    "accepted_by_source_depth": dict(run.accepted_by_source_depth),
+                    "windowed_from": run.windowed_from,
+                    "decode_s": run.decode_s,
+                    "prefill_s": run.prefill_s,
+                    "dtype": run.dtype,
+                    "invariant": run.invariant,
+                }
+            )
+        )
+
+    def snapshot(self, stats: dict, final: bool = False) -> LiveStats:
+        """The engine's numbers (live, or the stored stats at the end) with the time, the ETA
+        and the speedup over the measured plain decoding."""
+        live = LiveStats(
+            "done" if final else "generating",
+            self.target,
+            **{k: stats[k] for k in LIVE_FIELDS if stats.get(k) is not None},
+        )
+        live.elapsed_s = time.perf_counter() - self._t0
+        rate = live.tokens_per_s
+        live.eta_s = 0.0 if final else ((self.target - live.tokens) / rate if rate > 0 else None)
+        if self.plain:
+            live.plain_tokens_per_s = self.plain
+            if final:
+                live.speedup_vs_plain = stats_speedup({**stats, "plain_tokens_per_s": self.plain})
+            else:
+                live.speedup_vs_plain = speedup_over_plain(
+                    live.tokens, live.prefill_s, live.decode_s, self.plain
+                )
+        return live
+
+
+LIVE_FIELDS = (
+    "tokens",
+    "tau",
+    "tokens_per_s",
+    "accepted_by_source",
+    "accepted_by_source_depth",
+    "windowed_from",
+    "prefill_s",
+    "decode_s",
+    "dtype",
+    "invariant",
+)

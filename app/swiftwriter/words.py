@@ -1,0 +1,22 @@
+"""Words as a writer counts them, and how many tokens a word takes with a given tokenizer (a
+length asked in words becomes a token budget)."""
+
+from __future__ import annotations
+
+import re
+
+WORD = re.compile(r"\S+")
+DEFAULT_TOKENS_PER_WORD = 1.4
+
+
+def count_words(text: str) -> int:
+    return sum(1 for _ in WORD.finditer(text))
+
+
+def tokens_per_word(encode, text: str) -> float:
+    """Measured on the writer's own recent text with this tokenizer; a typical ratio if short."""
+    sample = text[-4000:]
+    words = count_words(sample)
+    if words < 30:
+        return DEFAULT_TOKENS_PER_WORD
+    return max(1.0, len(encode(sample)) / words)
