@@ -82,6 +82,43 @@ def test_model_manager_refuses_a_bad_folder_and_adds_a_good_one(qtbot, window, t
     assert chosen == ["tiny-good"]
 
 
+def test_the_model_manager_estimates_memory_per_device(qtbot, window, tmp_path):
+    """The estimate follows the selected model, precision, context and placement; a spread
+    that cannot hold the KV cache says what it needs; the limits are remembered."""
+    from swiftwriter.modelstore import placement, registry
+
+    tiny = tmp_path / "tiny-estimate"
+    window.loaded_model.model.save_pretrained(tiny)
+    dialog = window.open_models()
+    qtbot.addWidget(dialog)
+    assert dialog.add_folder(str(tiny), "tiny-estimate") is not None
+    row = next(
+        r for r in range(dialog.table.rowCount())
+        if dialog.table.item(r, 1).text() == "tiny-estimate"
+    )  # fmt: skip
+    dialog.table.selectRow(row)
+    dialog.device.setCurrentText("cpu")
+    dialog.dtype.setCurrentText("float32")
+    dialog.context.setValue(4096)
+    config = window.loaded_model.model.config
+    est = placement.estimate(config, "float32", 4096)
+    text = dialog.estimate.text()
+    assert "float32, 4,096 tokens of context, cpu" in text
+    assert placement.fmt_bytes(est.kv["device"]) + " KV cache" in text
+    assert placement.fmt_bytes(est.weights["device"]) + " weights" in text
+    assert not dialog.max_memory.isEnabled()
+    dialog.device.setCurrentText("spread")
+    assert dialog.max_memory.isEnabled()
+    dialog.max_memory.setText("cpu=1KiB")
+    dialog.max_memory.editingFinished.emit()
+    assert "cannot hold the KV cache of 4,096 tokens" in dialog.estimate.text()
+    assert window.settings.max_memory == "cpu=1KiB"
+    dialog.max_memory.setText("cpu=64MiB")
+    dialog.max_memory.editingFinished.emit()
+    assert "spread by accelerate" in dialog.estimate.text() and "cpu: " in dialog.estimate.text()
+    registry.load_registry()  # the registry stays readable
+
+
 def test_settings_are_remembered_in_the_test_settings_file(qtbot, tmp_path):
     from PySide6.QtGui import QFont
     from swiftwriter.ui.settings import AppSettings, SettingsDialog

@@ -79,8 +79,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sequences apply too",
     )
     parser.add_argument("--model", help="registry id or model folder (default: the default model)")
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto")
     parser.add_argument("--dtype", default="auto")
+    parser.add_argument(
+        "--device-map",
+        choices=["auto"],
+        help="spread the model with accelerate over the GPUs, the CPU and disk (offload)",
+    )
+    parser.add_argument(
+        "--max-memory",
+        default="",
+        help="with --device-map auto: limits per device, e.g. cuda:0=20GiB,cpu=64GiB; room is "
+        "kept for the KV cache of the take, and what does not fit goes to disk",
+    )
+    parser.add_argument("--offload-folder", help="where disk-offloaded weights go")
     parser.add_argument(
         "--penalty",
         type=non_negative_float,
@@ -108,11 +120,11 @@ def run(args: argparse.Namespace) -> int:
     if args.direction or args.show_context:
         raise UserError("--direction and --show-context go with --project (and --doc)")
     prompt = read_text_file(args.prompt_file)
-    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore import registry
 
-    ending, _ = _ending(args), _sampling(args)  # bad options fail before the model loads
+    ending, _, _ = _ending(args), _sampling(args), _placement(args)  # bad options fail early
     entry = registry.resolve(args.model)
-    loaded = loader.load(entry, device=args.device, dtype=args.dtype)
+    loaded = _load(args, entry, prompt, ending.max_new_tokens)
     from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.engine.textgen import stream_text
 
@@ -130,6 +142,30 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     sys.stdout.write("\n")
     return 0
+
+
+def _placement(args: argparse.Namespace):
+    from swiftwriter.modelstore.placement import Placement, parse_max_memory
+
+    limits = parse_max_memory(args.max_memory) if args.max_memory else {}
+    return Placement(args.device, args.device_map, limits, args.offload_folder)
+
+
+def _load(args: argparse.Namespace, entry, prompt_text: str, max_new_tokens: int):
+    """The model placed as asked; a spread model keeps room for this take's KV cache (prompt
+    tokens plus the tokens asked for)."""
+    from swiftwriter.modelstore import loader
+
+    placement = _placement(args)
+    if not placement.spread:
+        return loader.load(entry, device=args.device, dtype=args.dtype)
+    from transformers import AutoTokenizer
+
+    from swiftwriter.engine.textgen import encode
+
+    tokenizer = AutoTokenizer.from_pretrained(entry.folder(), local_files_only=True)
+    context = len(encode(tokenizer, prompt_text)) + max_new_tokens + 1
+    return loader.load_placed(entry, placement, dtype=args.dtype, context=context)
 
 
 def _ending(args: argparse.Namespace):
@@ -174,36 +210,39 @@ def run_project(args: argparse.Namespace) -> int:
     from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.store import Project
 
-    ending, _ = _ending(args), _sampling(args)
+    ending, _, _ = _ending(args), _sampling(args), _placement(args)
     with Project.open(args.project) as proj:
         doc_id = find_document(proj, args.doc)
         sampling = _sampling(args)
-        from swiftwriter.modelstore import loader, registry
+        from swiftwriter.modelstore import registry
 
         entry = registry.resolve(args.model)
-        loaded = loader.load(entry, device=args.device, dtype=args.dtype)
-        from swiftwriter.session import DocumentSession
+        loaded = _load(args, entry, proj.document(doc_id).text, ending.max_new_tokens)
+        from swiftwriter.take import Take, TakeRequest
 
         def show(piece: str) -> None:
             sys.stdout.write(piece)
             sys.stdout.flush()
 
-        session = DocumentSession(
+        request = TakeRequest(
             proj,
             doc_id,
             loaded,
+            prompt_text=None,
+            length=ending.target,
             sampling=sampling,
-            max_new_tokens=args.max_new_tokens,
-            ending=ending,
-            history=not args.no_history,
             context=ContextSettings(policy=args.context_policy),
+            history=not args.no_history,
+            measure_baseline=False,
             direction=args.direction,
             story_mode=args.story_context,
+            ending=ending,
         )
+        take = Take(request, on_text=show)
         if args.show_context:
-            print(session.story_context().render())
+            print(take.session.story_context().render())
             return 0
-        result = session.run(on_text=show)
+        result = take.run().result
         sys.stdout.write("\n")
         stats = result.stats
         where = (

@@ -43,6 +43,8 @@ def pick_device(device: str = "auto") -> str:
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("CUDA was asked for but no GPU is available to torch")
+    if device == "mps" and not torch.backends.mps.is_available():
+        raise UserError("mps (Apple GPU) was asked for but torch cannot use one here")
     return device
 
 
@@ -150,13 +152,22 @@ def _torch_version() -> str:
 
 def pick_dtype(entry: ModelEntry, device: str, dtype: str = "auto") -> str:
     if dtype == "auto":
-        kind = "cuda" if device.startswith("cuda") else "cpu"
+        kind = "cuda" if device.startswith("cuda") else "mps" if device == "mps" else "cpu"
         dtype = entry.dtype.get(kind, "auto")
         if dtype == "auto":
-            dtype = measure_cpu_dtype(entry) if kind == "cpu" else "bfloat16"
+            dtype = measure_cpu_dtype(entry) if kind == "cpu" else gpu_dtype(kind)
     if dtype not in DTYPE_NAMES:
         raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
     return DTYPE_NAMES[dtype]
+
+
+def gpu_dtype(kind: str) -> str:
+    """bfloat16 where the GPU computes in it natively, else float16."""
+    import torch
+
+    if kind == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bfloat16"
+    return "float16"
 
 
 def load(
@@ -166,9 +177,13 @@ def load(
     device_map=None,
     cpu_layout: bool = True,
     with_drafter: bool = True,
+    offload_folder=None,
 ) -> LoadedModel:
     """Load model and tokenizer from the entry's folder, offline. `cpu_layout` re-lays Linear
-    weights for fast few-row products on CPU (engine/layout.py); the values are unchanged."""
+    weights for fast few-row products on CPU (engine/layout.py); the values are unchanged.
+    `device_map` (accelerate's: "auto" or a block -> device dict, placement.plan_device_map)
+    spreads the model; blocks mapped to "disk" go to `offload_folder` (default: the data
+    folder's offload/<model id>)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -183,6 +198,7 @@ def load(
         raise UserError(f"Model '{entry.id}' is not ready ({entry.status()}): {hint}")
     folder: Path = entry.folder()
     device = pick_device(device)
+    chosen = dtype == "auto"
     dtype = pick_dtype(entry, device, dtype)
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
     try:
@@ -192,6 +208,7 @@ def load(
             dtype=getattr(torch, dtype),
             attn_implementation="sdpa",
             device_map=device_map,
+            **_offload(entry, device_map, offload_folder),
             **kwargs,
         )
     except (OSError, ValueError) as exc:
@@ -206,10 +223,61 @@ def load(
         transpose_linear_weights(model)
         add_few_row_copies(model, few_rows_here(entry, model, dtype))
         merge_projections(model)
+    if chosen and device == "cpu" and device_map is None:
+        exact_by_default_here(model)
     loaded = LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
     if with_drafter:
         loaded.drafter, loaded.drafter_status = load_drafter(loaded)
     return loaded
+
+
+def exact_by_default_here(model) -> bool:
+    """Where `auto` chose the dtype, batch-invariant passes stay on unless they would make the
+    one-token pass dearer: when a one-row product takes another kernel than a pass of several
+    rows (the measured row class starts above one row; float32 on many CPUs), every pass is
+    padded and plain decoding pays for it (about a quarter of its speed). Then the model runs
+    the fastest kernels per pass (the text matches plain decoding up to rounding, and the app
+    says so); choosing a dtype by hand keeps the invariant passes."""
+    from swiftwriter.engine.backends import set_exact
+    from swiftwriter.engine.leanpass import row_classes, supports
+
+    exact = not supports(model) or row_classes(model).low == 1
+    set_exact(model, exact)
+    return exact
+
+
+def load_placed(entry: ModelEntry, placement, dtype: str = "auto", context: int | None = None):
+    """Load as `placement` (modelstore.placement.Placement) says: on one device, or spread by
+    accelerate within its memory limits, keeping room for a KV cache of `context` tokens (the
+    model's whole context when not given)."""
+    if not placement.spread:
+        return load(entry, device=placement.device, dtype=dtype)
+    from swiftwriter.modelstore.placement import plan_device_map
+
+    device = pick_device(placement.device)
+    dtype = pick_dtype(entry, device, dtype)
+    device_map = "auto"
+    if placement.max_memory:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(
+            entry.folder(), local_files_only=True, trust_remote_code=entry.trust_remote_code
+        )
+        context = context or getattr(config, "max_position_embeddings", 4096)
+        device_map = plan_device_map(config, dtype, placement.max_memory, context)
+    return load(
+        entry, device=device, dtype=dtype, device_map=device_map,
+        offload_folder=placement.offload_folder,
+    )  # fmt: skip
+
+
+def _offload(entry: ModelEntry, device_map, folder) -> dict:
+    """from_pretrained's offload folder when the map may put blocks on disk."""
+    if device_map is None or (isinstance(device_map, dict) and "disk" not in device_map.values()):
+        return {}
+    folder = Path(folder) if folder else paths.data_dir() / "offload" / entry.id
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"offload_folder": str(folder)}
 
 
 def drafter_dirs(entry: ModelEntry) -> list[Path]:

@@ -307,7 +307,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             return
         self.model_label.setText("Loading model…")
         self._thread, self._loader = start_loader(
-            self, model, self.settings.device, self.settings.dtype,
+            self, model, self.settings.device, self.settings.dtype, self.settings.max_memory,
             progress=self.statusBar().showMessage, loaded=self._on_loaded,
             failed=self._on_failed)  # fmt: skip
 

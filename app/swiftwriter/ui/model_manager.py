@@ -1,7 +1,8 @@
 """The model manager: which models are known and ready, converting the shipped default model,
 adding a local Hugging Face folder (validated before it is registered), the drafting heads'
 state (present, missing or mismatched; trained here or shipped) with training them, and the
-device and dtype to load on (auto by default).
+device and dtype to load on (auto by default) or accelerate's spread over GPUs, CPU and disk
+within memory limits, with an estimate of what the selected model and its KV cache need.
 
 Everything here goes through swiftwriter.modelstore, the same code as `swiftwriter models`, so
 the app and the command line never disagree about a model."""
@@ -24,6 +25,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QProgressBar,
     QPushButton,
+    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -36,7 +38,8 @@ from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.ui.heads_training import TrainHeadsDialog, fmt_top1, heads_folder
 from swiftwriter.ui.model_worker import start_converter
 
-DEVICES = ("auto", "cpu", "cuda")
+DEVICES = ("auto", "cpu", "cuda", "mps", "spread")
+ESTIMATE_CONTEXT = 8192  # tokens of context the estimate starts at
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 COLUMNS = ("Model", "Id", "Status", "Drafting heads", "Heads", "Where")
 # engine.heads.files' names, repeated here so that listing models never imports torch
@@ -186,10 +189,25 @@ class ModelManagerDialog(QDialog):
         self.dtype = QComboBox()
         self.dtype.addItems(DTYPES)
         self.dtype.setCurrentText(settings.dtype if settings.dtype in DTYPES else "auto")
+        self.max_memory = QLineEdit(settings.max_memory)
+        self.max_memory.setPlaceholderText("cuda:0=20GiB,cpu=64GiB (the rest goes to disk)")
+        self.context = QSpinBox()
+        self.context.setRange(256, 1 << 20)
+        self.context.setSingleStep(1024)
+        self.context.setValue(ESTIMATE_CONTEXT)
+        self.context.setSuffix(" tokens")
+        self.estimate = QLabel("")
+        self.estimate.setWordWrap(True)
         self.device.currentTextChanged.connect(self._save_load_settings)
         self.dtype.currentTextChanged.connect(self._save_load_settings)
+        self.max_memory.editingFinished.connect(self._save_load_settings)
+        self.context.valueChanged.connect(self.update_estimate)
+        self.table.itemSelectionChanged.connect(self.update_estimate)
         load.addRow("Device", self.device)
         load.addRow("Precision", self.dtype)
+        load.addRow("Memory limits", self.max_memory)
+        load.addRow("Context", self.context)
+        load.addRow("Needs", self.estimate)
 
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 1)
@@ -201,6 +219,7 @@ class ModelManagerDialog(QDialog):
         layout.addWidget(QLabel("<b>Loading</b> (auto measures what is fastest here)"))
         layout.addLayout(load)
         self.reload()
+        self._save_load_settings()
 
     # -- the list ---------------------------------------------------------------------------
     def reload(self) -> None:
@@ -339,6 +358,25 @@ class ModelManagerDialog(QDialog):
     def _save_load_settings(self) -> None:
         self.settings.device = self.device.currentText()
         self.settings.dtype = self.dtype.currentText()
+        self.settings.max_memory = self.max_memory.text().strip()
+        self.max_memory.setEnabled(self.device.currentText() == "spread")
+        self.update_estimate()
+
+    def update_estimate(self) -> None:
+        """What the selected model needs here: weights and the KV cache at the context asked
+        for, per device when spread (modelstore.placement)."""
+        entry = self.selected()
+        if entry is None or not entry.is_ready():
+            self.estimate.setText("– (select a model that is ready)")
+            return
+        from swiftwriter.modelstore.placement import describe
+
+        device = self.device.currentText()
+        device = "cpu" if device == "auto" else device
+        self.estimate.setText(
+            describe(entry.folder(), device, self.dtype.currentText(), self.context.value(),
+                     self.max_memory.text().strip())
+        )  # fmt: skip
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         if self.trainer is not None:

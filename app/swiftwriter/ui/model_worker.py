@@ -13,11 +13,14 @@ class ModelLoader(QObject):
     loaded = Signal(object)  # a modelstore LoadedModel
     failed = Signal(str)
 
-    def __init__(self, model: str | None, device: str = "auto", dtype: str = "auto"):
+    def __init__(
+        self, model: str | None, device: str = "auto", dtype: str = "auto", max_memory: str = ""
+    ):
         super().__init__()
         self.model = model
-        self.device = device
+        self.device = device  # one device, or "spread" (accelerate, within `max_memory`)
         self.dtype = dtype
+        self.max_memory = max_memory
 
     def run(self) -> None:
         try:
@@ -28,7 +31,14 @@ class ModelLoader(QObject):
             if not entry.is_ready() and entry.source == "pypi-gguf":
                 provision.convert(entry, progress=self.progress.emit)
             self.progress.emit(f"Loading {entry.name}…")
-            self.loaded.emit(loader.load(entry, device=self.device, dtype=self.dtype))
+            if self.device == "spread":
+                from swiftwriter.modelstore.placement import Placement, parse_max_memory
+
+                limits = parse_max_memory(self.max_memory) if self.max_memory else {}
+                placed = Placement("auto", "auto", limits)
+                self.loaded.emit(loader.load_placed(entry, placed, dtype=self.dtype))
+            else:
+                self.loaded.emit(loader.load(entry, device=self.device, dtype=self.dtype))
         except UserError as exc:
             self.failed.emit(str(exc))
         except Exception as exc:  # shown to the user, never a crash
@@ -56,10 +66,15 @@ def _start(parent: QObject, worker: QObject, finished_signal, slots: dict) -> QT
 
 
 def start_loader(
-    parent: QObject, model: str | None, device: str = "auto", dtype: str = "auto", **slots
+    parent: QObject,
+    model: str | None,
+    device: str = "auto",
+    dtype: str = "auto",
+    max_memory: str = "",
+    **slots,
 ) -> tuple[QThread, ModelLoader]:
     """Starts loading; ``slots`` (progress, loaded, failed, finished) are connected first."""
-    worker = ModelLoader(model, device, dtype)
+    worker = ModelLoader(model, device, dtype, max_memory)
     return _start(parent, worker, worker.loaded, slots), worker
 
 

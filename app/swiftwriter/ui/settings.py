@@ -101,6 +101,15 @@ class AppSettings:
         self.qs.setValue("model/dtype", value)
 
     @property
+    def max_memory(self) -> str:
+        """With device "spread": accelerate's limits, e.g. "cuda:0=20GiB,cpu=64GiB"."""
+        return self._get("model/max_memory", "")
+
+    @max_memory.setter
+    def max_memory(self, value: str) -> None:
+        self.qs.setValue("model/max_memory", value)
+
+    @property
     def model(self) -> str:
         return self._get("model/id", "")
 

@@ -1,0 +1,114 @@
+"""Placement: memory limits as written on the command line, memory estimates against what a
+model really allocates, accelerate's map with room for the KV cache, and a model spread over
+the CPU and disk writing exactly what the single-device model writes (greedy and sampled,
+speculation on)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.errors import UserError
+from swiftwriter.modelstore import placement
+
+from tests.conftest import build_tiny
+from tests.engine.test_exactness import repetitive_prompt
+
+
+def test_memory_limits_are_read_as_written():
+    assert placement.parse_size("20GiB") == 20 << 30
+    assert placement.parse_size("512 MB") == 512 * 10**6
+    assert placement.parse_size("1.5GiB") == int(1.5 * (1 << 30))
+    assert placement.parse_max_memory("cuda:0=20GiB, cpu=64GiB,disk=1TB") == {
+        0: 20 << 30,
+        "cpu": 64 << 30,
+        "disk": 10**12,
+    }
+    for bad in ("cuda:0", "gpu=1GiB", "cpu=lots", "cpu=0GiB", "cpu=1GiB,cpu=2GiB", ""):
+        with pytest.raises(UserError):
+            placement.parse_max_memory(bad)
+    with pytest.raises(UserError, match="goes with --device-map"):
+        placement.Placement("cpu", None, {"cpu": 1 << 30})
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_estimates_match_what_the_model_allocates(tied):
+    model = build_tiny("llama", seed=3, layers=3)
+    model.config.tie_word_embeddings = tied
+    if tied:
+        model.tie_weights()
+    est = placement.estimate(model.config, "float32", context=300)
+    tensors = [*model.parameters(), *model.buffers()]  # the rotary tables are buffers
+    held = {t.data_ptr(): t.numel() * t.element_size() for t in tensors}
+    assert est.weights == {"device": sum(held.values())}
+    runner = ModelRunner(model)
+    runner.prefill([2 + i % 250 for i in range(300)])  # 300 tokens in the cache
+    allocated = sum(
+        layer.keys.numel() * layer.keys.element_size()
+        + layer.values.numel() * layer.values.element_size()
+        for layer in runner.cache.layers
+    )
+    assert est.kv == {"device": allocated}
+    assert est.total() == est.weights["device"] + allocated
+
+
+def test_the_map_keeps_room_for_the_kv_cache_and_offloads_the_rest():
+    config = build_tiny("llama", seed=3, layers=4).config
+    blocks = placement.module_bytes(config, "float32")
+    layer = blocks["model.layers.0"]
+    kv = placement.kv_bytes_per_token(config, "float32") * 200
+    # room for the cache, the embedding and two layers on the CPU: the rest goes to disk
+    cpu = kv + blocks["model.embed_tokens"] + 2 * layer + blocks["model.norm"] + 64
+    device_map = placement.plan_device_map(config, "float32", {"cpu": cpu}, context=200)
+    assert "disk" in device_map.values() and "cpu" in device_map.values()
+    est = placement.estimate(config, "float32", 200, device_map)
+    assert est.weights["cpu"] + est.kv["cpu"] <= cpu
+    assert est.total() == sum(blocks.values()) + kv
+    with pytest.raises(UserError, match="cannot hold the KV cache of 5,000 tokens"):
+        placement.plan_device_map(config, "float32", {"cpu": cpu}, context=5000)
+
+
+def _generate(model, prompt, sampling, drafting):
+    gen = Generator(model, sampling, drafting, calibrate=False)
+    out = [t for ev in gen.generate(prompt, 60) for t in ev.tokens]
+    return out, gen.stats
+
+
+def test_a_model_spread_over_cpu_and_disk_writes_the_same_text(tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    model = build_tiny("llama", seed=5, layers=3)
+    model.save_pretrained(tmp_path / "tiny")
+    device_map = {
+        "model.embed_tokens": "cpu",
+        "model.layers.0": "cpu",
+        "model.layers.1": "disk",
+        "model.layers.2": "disk",
+        "model.norm": "cpu",
+        "model.rotary_emb": "cpu",
+        "lm_head": "cpu",
+    }
+    spread = AutoModelForCausalLM.from_pretrained(
+        tmp_path / "tiny",
+        device_map=device_map,
+        offload_folder=str(tmp_path / "offload"),
+        attn_implementation="sdpa",
+    )
+    assert any(p.device.type == "meta" for p in spread.parameters())  # really offloaded
+    assert ModelRunner(spread).backend.name == "stock"  # accelerate's hooks keep the stock forward
+    prompt = repetitive_prompt(random.Random(6), 256, 80)
+    drafts = DraftSettings(sources=("ngram", "suffix"), adaptive=False)
+    for sampling in (
+        SamplingSettings(greedy=True, penalty=1.2, window=64),
+        SamplingSettings(greedy=False, penalty=1.2, window=64, min_p=0.1, seed=2),
+    ):
+        alone, _ = _generate(model, prompt, sampling, DraftSettings.plain())
+        got, stats = _generate(spread, prompt, sampling, drafts)
+        assert got == alone, sampling
+        assert stats.accepted_drafts > 0 or not sampling.greedy
+    assert torch.equal(
+        spread.lm_head.weight, model.lm_head.weight
+    )  # the weights on the CPU are the saved ones
