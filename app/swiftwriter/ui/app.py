@@ -2,8 +2,30 @@
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 import sys
+
+DESKTOP_ID = "org.swiftwriter.SwiftWriter"  # packaging/'s .desktop and AppStream files
+XCB_HINT = (
+    "SwiftWriter needs Qt's xcb libraries to open a window here: on Debian/Ubuntu "
+    "`sudo apt-get install libxcb-cursor0 libxkbcommon-x11-0 libxcb-icccm4 libxcb-keysyms1`, "
+    "on Fedora `sudo dnf install xcb-util-cursor libxkbcommon-x11`"
+)
+
+
+def xcb_hint() -> str | None:
+    """The one-line install hint when Qt's xcb platform plugin cannot load on this Linux
+    desktop (Qt itself would abort with a message that names no package)."""
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if not sys.platform.startswith("linux") or platform not in ("", "xcb"):
+        return None
+    if not os.environ.get("DISPLAY") and platform == "":
+        return None  # Wayland or no display: Qt picks another plugin or says so itself
+    missing = [
+        name for name in ("xcb-cursor", "xkbcommon-x11") if not ctypes.util.find_library(name)
+    ]
+    return XCB_HINT if missing else None
 
 
 def run_app(model: str | None = None, project: str | None = None) -> int:
@@ -15,9 +37,15 @@ def run_app(model: str | None = None, project: str | None = None) -> int:
 
     logs.setup()
     logs.log.info("SwiftWriter starts")
+    hint = xcb_hint()
+    if hint:
+        print(hint, file=sys.stderr, flush=True)
+        logs.log.warning(hint)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("SwiftWriter")
     app.setApplicationName("SwiftWriter")
+    app.setDesktopFileName(DESKTOP_ID)
+    app.setWindowIcon(app_icon())
     window = MainWindow(model=model, project=project)
 
     def excepthook(kind, exc, tb):  # a slot that raised: log it, tell the writer, keep going
@@ -35,3 +63,11 @@ def run_app(model: str | None = None, project: str | None = None) -> int:
         )
         window.model_failed.connect(lambda msg: (print(f"failed: {msg}", flush=True), app.exit(3)))
     return app.exec()
+
+
+def app_icon():
+    from PySide6.QtGui import QIcon
+
+    from swiftwriter import paths
+
+    return QIcon(str(paths.resources_dir() / "swiftwriter.png"))
