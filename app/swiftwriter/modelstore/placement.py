@@ -219,6 +219,7 @@ def plan_device_map(config, dtype: str, max_memory: dict[int | str, int], contex
     limits["disk"] = max_memory.get("disk", 1 << 50)
     with init_empty_weights():
         model = AutoModelForCausalLM.from_config(config)
+    model.tie_weights()  # a tied lm_head stays with its embedding
     return infer_auto_device_map(
         model,
         max_memory=limits,
