@@ -112,3 +112,28 @@ def test_a_model_spread_over_cpu_and_disk_writes_the_same_text(tmp_path):
     assert torch.equal(
         spread.lm_head.weight, model.lm_head.weight
     )  # the weights on the CPU are the saved ones
+
+
+def test_a_tied_model_loads_on_the_planned_map_and_writes_the_same_text(tmp_path):
+    """The default model ties its lm_head to its embedding: the planned map must keep them
+    together, or the offloaded weights miss the head."""
+    from transformers import AutoModelForCausalLM
+
+    model = build_tiny("llama", seed=9, layers=4)
+    model.config.tie_word_embeddings = True
+    model.tie_weights()
+    model.save_pretrained(tmp_path / "tied")
+    config = model.config
+    blocks = placement.module_bytes(config, "float32")
+    kv = placement.kv_bytes_per_token(config, "float32") * 200
+    cpu = kv + blocks["model.embed_tokens"] + blocks["model.layers.0"] + 4096
+    device_map = placement.plan_device_map(config, "float32", {"cpu": cpu}, context=200)
+    assert "disk" in device_map.values()
+    spread = AutoModelForCausalLM.from_pretrained(
+        tmp_path / "tied", device_map=device_map, offload_folder=str(tmp_path / "off")
+    )
+    prompt = repetitive_prompt(random.Random(7), 256, 60)
+    greedy = SamplingSettings(greedy=True, penalty=1.2, window=64)
+    alone, _ = _generate(model, prompt, greedy, DraftSettings.plain())
+    got, _ = _generate(spread, prompt, greedy, DraftSettings(sources=("ngram",), adaptive=False))
+    assert got == alone
