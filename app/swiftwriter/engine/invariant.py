@@ -181,6 +181,8 @@ class PathPlan:
             steps.append((row, prefix + len(path), writes))
         self.steps = steps
         self.rewrites = any(writes for _, _, writes in steps)
+        # row -> its place in the visiting order, to put the outputs back in row order
+        self.unvisit = torch.tensor([row for row, _, _ in steps]).argsort()
 
 
 def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor:
@@ -204,9 +206,8 @@ def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor
         layer.write_rows(plan.prefix, k, v)
     if plan.n == 1:
         return out[0].reshape(1, -1)
-    order = torch.tensor([row for row, _, _ in plan.steps])
     o = torch.cat(out, dim=2)[0].transpose(0, 1)  # [n, hq, d] in visiting order
-    return o.index_select(0, order.argsort()).reshape(plan.n, -1)
+    return o.index_select(0, plan.unvisit.to(o.device)).reshape(plan.n, -1)
 
 
 def rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

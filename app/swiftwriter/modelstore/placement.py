@@ -90,11 +90,6 @@ def kv_bytes_per_token(config, dtype: str) -> int:
     return 2 * layers * heads * head_dim * DTYPE_BYTES[dtype]
 
 
-def weight_bytes(config, dtype: str) -> int:
-    """The model's parameters in `dtype`, counted on an empty (meta) copy: no weights load."""
-    return sum(module_bytes(config, dtype).values())
-
-
 def module_bytes(config, dtype: str) -> dict[str, int]:
     """Bytes per block as accelerate places them: each decoder layer ('model.layers.3') and
     the modules beside the layers ('model.embed_tokens', 'model.norm', 'lm_head'), counted on
