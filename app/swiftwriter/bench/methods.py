@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 
 from swiftwriter.bench import curves, stattest
+from swiftwriter.bench.draftpass import DraftPassGenerator
 from swiftwriter.engine import quality
 from swiftwriter.engine.generator import Generator, context_length
 from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
@@ -114,16 +115,15 @@ def _ours(
     drafter=None,
     context=None,
     invariant=True,
+    partial_budget=None,
 ) -> MethodResult:
-    gen = Generator(
-        model,
-        sampling,
-        drafting,
-        sources=list(sources),
-        drafter=drafter,
-        context=context,
-        invariant=invariant,
-    )
+    """`partial_budget`: run the draft-pass experiment (bench/draftpass.py) with that many KV
+    tokens per head, instead of fused drafting."""
+    kwargs = dict(sources=list(sources), drafter=drafter, context=context, invariant=invariant)
+    if partial_budget is None:
+        gen = Generator(model, sampling, drafting, **kwargs)
+    else:
+        gen = DraftPassGenerator(model, sampling, drafting, partial_budget=partial_budget, **kwargs)
     out: list[int] = []
     memory = curves.MemoryTrace()
     t = time.perf_counter()
@@ -155,10 +155,13 @@ def run_method(
     extra_sources=None,
     drafter=None,
     context: ContextSettings | None = None,
+    partial_budget: int | None = None,
 ) -> MethodResult:
     """`extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`);
     `drafter`: a learned drafter bundle for `tokenswift` (and `+history`); `context`: the
-    context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit)."""
+    context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit);
+    `partial_budget`: tokenswift's drafter fed by the draft-pass experiment on a partial cache
+    of that size (None: fused drafting, as in the app)."""
     if context is not None and context.policy == "slide" and method.startswith("hf"):
         raise ValueError(f"{method} has no sliding context window")
     name = method  # "-legacy": the same method on the earlier, non-invariant passes
@@ -176,18 +179,18 @@ def run_method(
         base = drafting or DraftSettings()
         if drafter is not None and "heads" not in base.sources:
             base = dataclasses.replace(base, sources=("heads", *base.sources))
-        return ours(model, prompt, n, sampling, base, name, drafter=drafter)
+        return ours(
+            model, prompt, n, sampling, base, name, drafter=drafter, partial_budget=partial_budget
+        )
     if method == "tokenswift-fullcache":  # the draft pass attends to the whole context
         # (without a drafter there is no draft pass, as for tokenswift: the CLI says so)
         base = drafting or DraftSettings()
         full = context_length(model.config) or 1 << 20
-        base = dataclasses.replace(
-            base,
-            sources=tuple(dict.fromkeys(("heads", *base.sources))),
-            draft_mode="pass",
-            partial_budget=max(full, base.partial_budget),
+        base = dataclasses.replace(base, sources=tuple(dict.fromkeys(("heads", *base.sources))))
+        budget = max(full, partial_budget or 0)
+        return ours(
+            model, prompt, n, sampling, base, method, drafter=drafter, partial_budget=budget
         )
-        return ours(model, prompt, n, sampling, base, method, drafter=drafter)
     if method == "tokenswift-noheads":
         base = drafting or DraftSettings()
         plain_sources = tuple(s for s in base.sources if s != "heads")
@@ -258,6 +261,7 @@ def run_bench(
     checkpoints: Sequence[int] | None = None,
     context: ContextSettings | None = None,
     baseline=None,
+    partial_budget: int | None = None,
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each. Each row
     carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
@@ -285,6 +289,7 @@ def run_bench(
                 extra_sources,
                 drafter=drafter,
                 context=context,
+                partial_budget=partial_budget,
             )
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
@@ -374,6 +379,7 @@ def run_seeds(
     context: ContextSettings | None = None,
     baseline=None,
     warmup: bool = True,
+    partial_budget: int | None = None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}
     (`warmup`: warm the kernels before the first seed; a suite warms before its first prompt)."""
@@ -393,6 +399,7 @@ def run_seeds(
             checkpoints=checkpoints,
             context=context,
             baseline=baseline,
+            partial_budget=partial_budget,
         )
     return runs
 

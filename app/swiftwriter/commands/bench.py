@@ -15,6 +15,8 @@ from swiftwriter.commands.common import (
 )
 from swiftwriter.errors import UserError
 
+PARTIAL_BUDGET = 1024  # --draft-mode pass: KV tokens per head the draft pass attends to
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compare plain and accelerated decoding side by side")
@@ -98,8 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--draft-mode",
         choices=("fused", "pass"),
         default="fused",
-        help="fused: drafters read the verification pass's state; pass: TokenSwift's separate "
-        "draft pass on a partial KV cache",
+        help="fused (the app's): drafters read the verification pass's state; pass: an "
+        "experiment, TokenSwift's separate draft pass on a partial KV cache of "
+        f"{PARTIAL_BUDGET} tokens per head",
     )
     p.add_argument(
         "--head-tree",
@@ -230,7 +233,7 @@ def run(args: argparse.Namespace) -> int:
         dry_base=args.dry_base,
         dry_allowed_length=args.dry_allowed_length,
     )
-    options = {"draft_mode": args.draft_mode}
+    options = {}
     if args.max_nodes is not None:
         options["max_nodes"] = args.max_nodes
     if args.head_tree:
@@ -249,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         "penalty": args.penalty,
         "window": args.window,
         "context_policy": args.context_policy,
-        "draft_mode": drafting.draft_mode,
+        "draft_mode": args.draft_mode,
         "head_tree": list(drafting.head_tree),
         "sampling": args.sampling,
         "min_p": sampling.min_p,
@@ -289,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
             context=ContextSettings(policy=args.context_policy),
             baseline=baseline,
             warmup=index == 0,
+            partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
         )
         for seed, seed_report in runs.items():
             if len(runs) > 1:

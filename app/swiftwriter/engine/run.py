@@ -49,7 +49,6 @@ class Run:
         self.learner = ShadowLearner(self.estimator)
         self.window = PenaltyWindow(gen.vocab_size, self.sampling.window, device=self.runner.device)
         self.rng = self._random_stream(request.seed)
-        self.draft_pass = None
         self.committed = list(request.prompt)
         self.produced: list[int] = []
         self.stats = RunStats(prompt_tokens=len(request.prompt))
@@ -74,10 +73,6 @@ class Run:
             src.start(self.sampling, self.gen.vocab_size, self.window)
         if any(s.wants_feature == "prenorm" for s in self.readers):
             self.runner.enable_prenorm()
-        if self.readers and self.drafting.draft_mode == "pass":
-            from swiftwriter.engine.heads.draftpass import DraftPass
-
-            self.draft_pass = DraftPass(self.gen.model, self.drafting.partial_budget)
         prompt, stats = self.request.prompt, self.stats
         t0 = time.perf_counter()
         if self.view.needs_slide(prompt):  # "slide": a prompt longer than the context is windowed
@@ -199,11 +194,10 @@ class Run:
     def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float) -> None:
         """The accepted path kept in the cache, drafters fed, estimates and costs learned, the
         new tokens appended everywhere."""
-        if self.draft_pass is None:
-            for src in self.readers:  # fused drafting: the last accepted node's state
-                feature = self.runner.feature_at(path[-1] if path else 0, src.wants_feature)
-                if feature is not None:
-                    src.set_feature(feature)
+        for src in self.readers:  # fused drafting: the last accepted node's state
+            feature = self.runner.feature_at(path[-1] if path else 0, src.wants_feature)
+            if feature is not None:
+                src.set_feature(feature)
         self.runner.compact([0] + path)
         self._judge_gated(trie, path)
         self.gen.costs.observe(len(trie), verify_s)
@@ -215,11 +209,9 @@ class Run:
             src.observe(new)
 
     def draft_ahead(self) -> None:
-        """Draft-pass mode: one partial-cache pass for the drafters after the step."""
-        if self.draft_pass is not None:
-            t = time.perf_counter()
-            self.draft_pass.run(self.runner, self.committed[-1], self.readers)
-            self.stats.draft_s += time.perf_counter() - t
+        """After a step that does not end the run: nothing here (drafters read the
+        verification pass's state in `commit`); a subclass may prepare the next drafts, as
+        the bench's draft-pass experiment does (bench/draftpass.py)."""
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def record(self, trie: Trie, path: list[int], new: list[int], times: Sequence[float]):

@@ -69,20 +69,10 @@ class DraftSettings:
     # Draft-vocabulary ids a drafter scores (its most frequent; 0 = all): 2,048 cover 90% of
     # the default model's tokens and cut the draft head's weight reads fourfold against 8,192.
     head_vocab: int = 2048
-    # "fused": drafters read the verification pass's hidden state (no extra pass); "pass":
-    # TokenSwift's separate draft pass over the newest token on a partial KV cache.
-    draft_mode: str = "fused"
-    partial_budget: int = 1024  # "pass": KV tokens per head the draft pass attends to
 
     def __post_init__(self):
         if self.max_nodes < 0 or self.max_depth < 1:
             raise UserError("max_nodes must be >= 0 and max_depth >= 1")
-        if self.draft_mode not in ("fused", "pass"):
-            raise UserError(f"Unknown drafting mode '{self.draft_mode}' (use fused or pass)")
-        if self.partial_budget < 64:
-            raise UserError(
-                f"The partial cache needs at least 64 tokens, not {self.partial_budget}"
-            )
 
     @classmethod
     def plain(cls) -> DraftSettings:

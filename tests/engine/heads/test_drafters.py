@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from swiftwriter.bench.draftpass import DraftPass, DraftPassGenerator
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.heads import files
 from swiftwriter.engine.heads.features import extract_rows
@@ -116,17 +117,28 @@ def trained(tiny_llama, tiny_data, tmp_path_factory):
 @pytest.mark.parametrize("kind", ["linear", "recurrent"])
 @pytest.mark.parametrize("penalty", [1.0, 1.2])
 @pytest.mark.parametrize("mode", ["fused", "pass"])
-def test_drafting_with_a_drafter_stays_exact(tiny_llama, tiny_data, trained, kind, penalty, mode):
+def test_drafting_with_a_drafter_stays_exact(
+    tiny_llama, tiny_data, trained, kind, penalty, mode, monkeypatch
+):
+    """Fused (the app's) and the bench's draft-pass experiment (bench/draftpass.py)."""
+    passes = []
+    draft_pass = DraftPass.run
+    monkeypatch.setattr(DraftPass, "run", lambda *a: passes.append(draft_pass(*a)))
     sampling = SamplingSettings(greedy=True, penalty=penalty, window=64)
-    drafting = DraftSettings(
-        sources=("heads",), max_nodes=12, adaptive=False, draft_mode=mode, partial_budget=64
-    )
+    drafting = DraftSettings(sources=("heads",), max_nodes=12, adaptive=False)
     prompt = tiny_data["tokens"][-1, :20].tolist()
     plain = Generator(tiny_llama, sampling, DraftSettings.plain())
     want = [t for ev in plain.generate(prompt, 120) for t in ev.tokens]
-    gen = Generator(tiny_llama, sampling, drafting, drafter=trained[kind])
+    if mode == "pass":
+        gen = DraftPassGenerator(
+            tiny_llama, sampling, drafting, drafter=trained[kind], partial_budget=64
+        )
+    else:
+        gen = Generator(tiny_llama, sampling, drafting, drafter=trained[kind])
     got = [t for ev in gen.generate(prompt, 120) for t in ev.tokens]
     assert got == want
+    # one draft pass after every step but the last, and none when fused
+    assert len(passes) == (gen.stats.forward_passes - 1 if mode == "pass" else 0)
     stats = gen.stats.as_dict()
     assert stats["accepted_by_source"].get("heads", 0) > 0, stats["accepted_by_source"]
     if penalty == 1.0:  # chains deeper than one token (the penalty makes the tiny model erratic)

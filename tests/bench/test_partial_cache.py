@@ -5,7 +5,7 @@ cache never touched."""
 from __future__ import annotations
 
 import torch
-from swiftwriter.engine.partial_cache import PartialCache
+from swiftwriter.bench.partial_cache import PartialCache
 from swiftwriter.engine.verify import ModelRunner
 
 
