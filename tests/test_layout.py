@@ -70,3 +70,16 @@ def test_the_app_never_imports_the_command_line():
     for path in modules_under("ui"):
         bad = {m for m in imported_modules(path) if m.startswith("swiftwriter.commands")}
         assert not bad, f"{path} imports {bad}"
+
+
+def test_one_thread_starter_for_every_worker():
+    """Worker threads are made in one place (ui/stoppable.start_worker), so every worker is
+    started, stopped and handed back to the GUI thread the same way."""
+    makers = []
+    for path in modules_under("."):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name == "QThread":
+                    makers.append(path.relative_to(PACKAGE).as_posix())
+    assert makers == ["ui/stoppable.py"]

@@ -35,14 +35,14 @@ def test_main_window_reports_a_bad_model(qtbot, tmp_path, monkeypatch):
 def test_workers_that_finish_at_once_lose_no_message(qtbot, tmp_path, monkeypatch):
     """A worker may finish before start_* returns (a failure, a cached model): its signals must
     already be connected, or the GUI waits for ever on a message that was sent into nothing."""
-    from swiftwriter.ui import model_worker
+    from swiftwriter.ui import model_worker, stoppable
     from swiftwriter.ui.main_window import MainWindow
 
-    class InstantThread(model_worker.QThread):
+    class InstantThread(stoppable.QThread):
         def start(self):  # runs the worker here and now, the worst case of a fast thread
             self.started.emit()
 
-    monkeypatch.setattr(model_worker, "QThread", InstantThread)
+    monkeypatch.setattr(stoppable, "QThread", InstantThread)  # the one thread starter's
     # the worker stays on this thread, so `started` calls its run() directly inside start()
     monkeypatch.setattr(model_worker.ModelLoader, "moveToThread", lambda self, thread: None)
     monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path))

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
-from swiftwriter.ui.stoppable import StoppableWorker
+from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
 KINDS = {
     "Recurrent (one small block, drafts step by step)": "recurrent",
@@ -149,14 +149,9 @@ class HeadsTrainer(StoppableWorker):
 
 
 def start_training(parent: QObject, job: TrainJob) -> tuple[QThread, HeadsTrainer]:
-    thread = QThread(parent)
+    """The trainer in its own thread, not started (the dialog connects its slots first)."""
     worker = HeadsTrainer(job)
-    worker.moveToThread(thread)
-    thread.started.connect(worker.run)
-    # Direct: quit from the worker thread itself, so a GUI thread blocked in wait() is freed.
-    worker.finished.connect(thread.quit, Qt.ConnectionType.DirectConnection)
-    thread.finished.connect(worker.deleteLater)
-    return thread, worker
+    return start_worker(parent, worker), worker
 
 
 def fmt_top1(validation: dict) -> str:
