@@ -80,7 +80,8 @@ class LeanBackend(StockBackend):
 
     def pass_over(self, runner, trie: Trie, ids: torch.Tensor, pos: torch.Tensor) -> PassOutput:
         allowed = trie.ancestor_mask() if len(trie) > 1 else None
-        hidden, prenorm = self.lean.forward(ids[0], pos[0], allowed, runner.cache)
+        last = runner.length + max(trie.depths)  # known here: no read from the device
+        hidden, prenorm = self.lean.forward(ids[0], pos[0], allowed, runner.cache, last)
         return PassOutput(hidden, None, prenorm)
 
 

@@ -22,6 +22,7 @@ from swiftwriter.engine.run import Request, Run
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.sources import CandidateSource, build_sources
 from swiftwriter.engine.stats import RunStats, StepStats
+from swiftwriter.engine.verify import execution_device
 from swiftwriter.errors import UserError
 
 # One cost model per model object and pass kind (invariant or not): measured once, then refined
@@ -63,6 +64,7 @@ class Generator:
         drafter=None,
         invariant: bool | None = None,
         sync_timing: bool = False,
+        batched_accept: bool | None = None,
     ):
         """`invariant` (the model's default, normally on): every pass computes each row as the
         one-token pass does, so speculation writes plain decoding's text in every dtype
@@ -71,6 +73,12 @@ class Generator:
         self.model = model
         self.invariant = exact_by_default(model) if invariant is None else invariant
         self.sync_timing = sync_timing  # wait for each pass on a GPU: model vs host time
+        # greedy choices for every node in one read per step: where reads stall a device's
+        # queue (the default off a CPU); on a CPU the lm_head runs only where the walk goes
+        if batched_accept is None:
+            head = model.get_output_embeddings()
+            batched_accept = execution_device(head if head is not None else model).type != "cpu"
+        self.batched_accept = batched_accept
         self.sampling = sampling or SamplingSettings()
         self.drafting = drafting if drafting is not None else DraftSettings()
         self.extra_sources = list(sources or [])

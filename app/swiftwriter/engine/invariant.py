@@ -40,8 +40,12 @@ class RotaryTable:
         cos, sin = self.rotary(self.like, pos)
         return cos[0, :, None, :], sin[0, :, None, :]  # [L, 1, d]
 
-    def __call__(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        need = int(positions.max()) + 1
+    def __call__(
+        self, positions: torch.Tensor, last: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """`last`: the largest position, when the caller knows it (reading it from a device
+        tensor would wait for the device)."""
+        need = (int(positions.max()) if last is None else last) + 1
         have = self.cos.shape[0]
         if need > have:  # past the model's context: append, never recompute
             cos, sin = self._range(have, max(need, 2 * have))
@@ -227,8 +231,10 @@ class Rotary:
     def __init__(self, table: RotaryTable):
         self.table = table
 
-    def tables(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        cos, sin = self.table(positions)
+    def tables(
+        self, positions: torch.Tensor, last: int | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        cos, sin = self.table(positions, last)
         half = sin.shape[-1] // 2
         signed = torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
         return cos, signed

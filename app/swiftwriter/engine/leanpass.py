@@ -223,7 +223,12 @@ class LeanDecoder:
             )
 
     def forward_invariant(
-        self, ids: torch.Tensor, positions: torch.Tensor, allowed: torch.Tensor | None, cache
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        allowed: torch.Tensor | None,
+        cache,
+        last: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """As `forward`, with every row computed as the one-token pass computes it: the pass
         padded to (or split into) one kernel's row counts, each row's attention the one-token
@@ -235,7 +240,7 @@ class LeanDecoder:
             ids = torch.cat([ids, ids[:1].expand(m - n)])
             positions = torch.cat([positions, positions[:1].expand(m - n)])
         plan = invariant_mod.PathPlan(allowed, n, cache.get_seq_length())
-        cos, sin = self.rotary.tables(positions)
+        cos, sin = self.rotary.tables(positions, last)
         run = self.classes.apply
         h = self.decoder.embed_tokens(ids)
         out = h.new_zeros(m, hq * d) if m > n else None
@@ -264,12 +269,14 @@ class LeanDecoder:
         positions: torch.Tensor,
         allowed: torch.Tensor | None,
         cache,
+        last: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """ids, positions: [n]; allowed: bool [n, n] (which pass tokens each may see; None
-        for one token); cache: the run's DynamicCache, extended by n. Returns the final-norm
-        hidden states [n, D] and the last layer's output before that norm."""
+        for one token); cache: the run's DynamicCache, extended by n; last: the largest
+        position, when known on the host. Returns the final-norm hidden states [n, D] and the
+        last layer's output before that norm."""
         if self.invariant:
-            return self.forward_invariant(ids, positions, allowed, cache)
+            return self.forward_invariant(ids, positions, allowed, cache, last)
         n = ids.shape[0]
         d, g, hk, hq = self.head_dim, self.groups, self.kv_heads, self.heads
         h = self.decoder.embed_tokens(ids)

@@ -76,6 +76,43 @@ class PenaltyWindow:
         )
         return counts > 0
 
+    def presences(self, paths: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Bool [len(paths), V]: `presence(path)` for every path at once (one batched update
+        of the counts, no reads from the device)."""
+        h = min(len(self.history), self.window)
+        rows: list[int] = []
+        ids: list[int] = []
+        deltas: list[int] = []
+        for i, path in enumerate(paths):
+            if not path:
+                continue
+            n_drop = max(0, h - max(0, self.window - len(path)))
+            dropped = self.history[len(self.history) - h : len(self.history) - h + n_drop]
+            added = list(path[-self.window :])
+            rows += [i] * (n_drop + len(added))
+            ids += dropped + added
+            deltas += [-1] * n_drop + [1] * len(added)
+        counts = self.counts.expand(len(paths), -1).clone()
+        if rows:
+            dev = counts.device
+            counts.index_put_(
+                (torch.tensor(rows, device=dev), torch.tensor(ids, device=dev)),
+                torch.tensor(deltas, dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+        return counts > 0
+
+    def presence_on_host(self) -> torch.Tensor:
+        """`presence()` in host memory, built from the host's own history where the counts
+        live on a device (a drafter on the CPU reads it without waiting for the device)."""
+        if self.counts.device.type == "cpu":
+            return self.counts > 0
+        out = torch.zeros(self.counts.shape[0], dtype=torch.bool)
+        recent = self.history[-self.window :]
+        if recent:
+            out[torch.tensor(recent)] = True
+        return out
+
     def context(self, path: Sequence[int] = ()) -> np.ndarray:
         """The last `window` tokens of history + path, oldest first (what DRY scans)."""
         n_path = len(path)

@@ -18,7 +18,7 @@ from swiftwriter.engine.logits import PenaltyWindow
 from swiftwriter.engine.sources import Candidate, CandidateSource
 from swiftwriter.engine.stats import RunStats, StepStats
 from swiftwriter.engine.trie import Trie, best_size, build_trie, prune
-from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.engine.verify import ModelRunner, to_host
 from swiftwriter.engine.window import ContextWindow
 
 
@@ -49,6 +49,11 @@ class Run:
         self.learner = ShadowLearner(self.estimator)
         self.window = PenaltyWindow(gen.vocab_size, self.sampling.window, device=self.runner.device)
         self.rng = self._random_stream(request.seed)
+        # every node's greedy choice in one read per step (a GPU's queue never waits twice)
+        self.batched = (
+            gen.batched_accept and self.sampling.greedy and self.sampling.dry_multiplier <= 0
+        )
+        self._read_features: dict[str, torch.Tensor] = {}
         self.committed = list(request.prompt)
         self.produced: list[int] = []
         self.stats = RunStats(prompt_tokens=len(request.prompt))
@@ -162,7 +167,8 @@ class Run:
     def accept(self, trie: Trie) -> tuple[list[int], list[int]]:
         """Follow the target's choices down the trie: (accepted nodes, new tokens), cut where a
         stop string first holds."""
-        path, new = self._walk(trie, self.room())
+        walk = self._walk_chosen if self.batched else self._walk
+        path, new = walk(trie, self.room())
         if self.request.stop_on_text is not None:
             new, path = cut_at_stop(self.produced, new, path, self.request.stop_on_text)
         return path, new
@@ -191,13 +197,53 @@ class Run:
             path.append(child)
             node = child
 
+    def _walk_chosen(self, trie: Trie, remaining: int) -> tuple[list[int], list[int]]:
+        """`_walk` for greedy runs without DRY, with every node's choice made at once on the
+        model's device and read back in the step's one synchronisation (with the states the
+        drafters will read): a node's choice depends on its own path only, never on the
+        walk."""
+        n, eos_ids = len(trie), self.gen.eos_ids
+        logits = self.runner.logits_rows(list(range(n)))
+        banned = max(0, self.request.min_new_tokens - len(self.produced))
+        eos = sorted(eos_ids)
+        rows = [i for i in range(n) if trie.depths[i] < banned] if eos else []
+        if rows:  # a node at depth d writes the step's (d + 1)-th token
+            index = torch.tensor(rows, device=logits.device)[:, None]
+            logits = logits.clone()  # an inference tensor of the runner's
+            logits[index, torch.tensor(eos, device=logits.device)] = float("-inf")
+        presence = None
+        if self.sampling.penalty != 1.0:
+            presence = self.window.presences([trie.path_to(i) for i in range(n)])
+        chosen = self.gen.pipeline.process(logits, presence).argmax(-1)
+        states = {
+            kind: self.runner.features(kind, n) for kind in {s.wants_feature for s in self.readers}
+        }
+        states = {kind: state for kind, state in states.items() if state is not None}
+        read = to_host(chosen, *states.values())
+        self._read_features = dict(zip(states, read[1:], strict=True))
+        chosen = read[0].tolist()
+        node, path, new = 0, [], []
+        while True:
+            token = chosen[node]
+            child = trie.children[node].get(token)
+            new.append(token)
+            if child is None or len(new) >= remaining or token in eos_ids:
+                return path, new
+            path.append(child)
+            node = child
+
     def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float) -> None:
         """The accepted path kept in the cache, drafters fed, estimates and costs learned, the
         new tokens appended everywhere."""
+        node = path[-1] if path else 0
         for src in self.readers:  # fused drafting: the last accepted node's state
-            feature = self.runner.feature_at(path[-1] if path else 0, src.wants_feature)
+            read = self._read_features.get(src.wants_feature)
+            feature = (
+                read[node] if read is not None else self.runner.feature_at(node, src.wants_feature)
+            )
             if feature is not None:
                 src.set_feature(feature)
+        self._read_features = {}
         self.runner.compact([0] + path)
         self._judge_gated(trie, path)
         self.gen.costs.observe(len(trie), verify_s)

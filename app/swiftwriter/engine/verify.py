@@ -23,6 +23,19 @@ def execution_device(module) -> torch.device:
     return param.device if param is not None else torch.device("cpu")
 
 
+def to_host(*tensors: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors in host memory after one wait for the device (none on a CPU): the step's
+    one synchronisation, so nothing else in a step stalls the device's queue."""
+    if all(t.device.type == "cpu" for t in tensors):
+        return list(tensors)
+    if not all(t.device.type == "cuda" for t in tensors):
+        return [t.cpu() for t in tensors]
+    out = [t.to("cpu", non_blocking=True) for t in tensors]
+    for device in {t.device for t in tensors}:
+        torch.cuda.current_stream(device).synchronize()
+    return out
+
+
 class ModelRunner:
     """Owns the KV cache of one generation and runs the target model over tries."""
 
@@ -124,19 +137,32 @@ class ModelRunner:
         if cached is not None:
             return cached
         rows = [node] if node == 0 or trie is None else trie.subtree(node, limit=32)
+        out = self.logits_rows(rows)
+        for i, r in enumerate(rows):
+            self._row_logits[r] = out[i]
+        return self._row_logits[node]
+
+    @torch.inference_mode()
+    def logits_rows(self, rows: list[int]) -> torch.Tensor:
+        """float32 [len(rows), V] logits after these trie nodes, each row computed as a
+        one-token pass computes it when the passes are invariant."""
+        if self._logits is not None:
+            return self._logits[rows].float()
         index = torch.tensor(rows, device=self._hidden.device)
         h = self._hidden.index_select(0, index).to(self.device)
-        if self.invariant:  # the same kernel for one row as for a subtree
+        if self.invariant:  # the same kernel for one row as for many
             pad = self.classes.padded(len(rows)) - len(rows)
             if pad:
                 h = torch.cat([h, h[:1].expand(pad, -1)])
             w, b = self.lm_head.weight, self.lm_head.bias
-            out = self.classes.apply(lambda x: torch.nn.functional.linear(x, w, b), h).float()
-        else:
-            out = self.lm_head(h).float()
-        for i, r in enumerate(rows):
-            self._row_logits[r] = out[i]
-        return self._row_logits[node]
+            out = self.classes.apply(lambda x: torch.nn.functional.linear(x, w, b), h)
+            return out[: len(rows)].float()
+        return self.lm_head(h).float()
+
+    def features(self, kind: str, n: int) -> torch.Tensor | None:
+        """The first n rows of the state `feature_at` reads, for every node of the last pass."""
+        feature = self._hidden if kind == "final" else self._prenorm
+        return None if feature is None else feature[:n]
 
     @torch.inference_mode()
     def compact(self, kept_nodes: list[int]) -> None:

@@ -10,6 +10,7 @@ from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.heads import files
 from swiftwriter.engine.heads.features import extract_rows
 from swiftwriter.engine.heads.train import Trainer, TrainSettings, train
+from swiftwriter.engine.verify import ModelRunner
 from swiftwriter.errors import UserError
 
 from tests.conftest import build_tiny
@@ -116,11 +117,12 @@ def trained(tiny_llama, tiny_data, tmp_path_factory):
 
 @pytest.mark.parametrize("kind", ["linear", "recurrent"])
 @pytest.mark.parametrize("penalty", [1.0, 1.2])
-@pytest.mark.parametrize("mode", ["fused", "pass"])
+@pytest.mark.parametrize("mode", ["fused", "pass", "one-read"])
 def test_drafting_with_a_drafter_stays_exact(
     tiny_llama, tiny_data, trained, kind, penalty, mode, monkeypatch
 ):
-    """Fused (the app's) and the bench's draft-pass experiment (bench/draftpass.py)."""
+    """Fused (the app's), the bench's draft-pass experiment (bench/draftpass.py), and fused
+    with every node's choice and state read in one go (as on a GPU: no per-node reads)."""
     passes = []
     draft_pass = DraftPass.run
     monkeypatch.setattr(DraftPass, "run", lambda *a: passes.append(draft_pass(*a)))
@@ -134,7 +136,12 @@ def test_drafting_with_a_drafter_stays_exact(
             tiny_llama, sampling, drafting, drafter=trained[kind], partial_budget=64
         )
     else:
-        gen = Generator(tiny_llama, sampling, drafting, drafter=trained[kind])
+        one_read = mode == "one-read"
+        gen = Generator(
+            tiny_llama, sampling, drafting, drafter=trained[kind], batched_accept=one_read
+        )
+        if one_read:  # the drafter's states come with the step's one read
+            monkeypatch.setattr(ModelRunner, "feature_at", None)
     got = [t for ev in gen.generate(prompt, 120) for t in ev.tokens]
     assert got == want
     # one draft pass after every step but the last, and none when fused

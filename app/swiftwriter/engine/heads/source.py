@@ -116,7 +116,7 @@ class DrafterSource(CandidateSource):
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
         if self.feature is None or not context:
             return []
-        full = self.window.presence().cpu() if self.window is not None else None
+        full = self.window.presence_on_host() if self.window is not None else None
         presence = full[self.vocab] if full is not None else None
         first: list[tuple[int, float]] | None = None
         tree = self.tree
