@@ -25,7 +25,7 @@ def test_the_smoke_run_measures_every_part(tmp_path):
     }  # fmt: skip
     for row in report["exactness"].values():
         assert row["invariant"] and row["tree_rows_differing"] == 0
-        assert row["tokenswift_equals_plain"]
+        assert row["tokenswift_equals_plain"] and row["sampled_equals_plain"]
     assert set(report["verify_ms"]) == {"64", "256"}
     assert set(report["verify_ms"]["64"]["ours_ms"]) == {"1", "4", "16"}
     steps = report["host_overhead"]

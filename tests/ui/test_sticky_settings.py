@@ -92,3 +92,30 @@ def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
         (0.8, 0.95, 0.05)
     )
     assert (sampling.penalty, sampling.window) == (pytest.approx(1.2), 1024)
+
+
+def test_preferences_live_in_the_one_config_folder_and_old_ones_move_once(tmp_path, monkeypatch):
+    """An earlier version's Qt per-organisation file (another folder, `SwiftWriter`) is moved
+    into `settings.ini` in the config folder once; later starts read only the new file."""
+    from PySide6.QtCore import QSettings
+    from swiftwriter.ui import settings as settings_mod
+
+    old_root = tmp_path / "old-config"
+    monkeypatch.delenv("SWIFTWRITER_SETTINGS_PATH")
+    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "swiftwriter"))
+    for scope_format in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+        QSettings.setPath(scope_format, QSettings.Scope.UserScope, str(old_root))
+    old = QSettings(settings_mod.ORGANISATION, settings_mod.APPLICATION)
+    old.setValue("appearance/theme", "Dark")
+    old.sync()
+    old_file = old.fileName()
+    del old
+    assert (tmp_path / "old-config").exists()
+
+    moved = settings_mod.AppSettings()
+    assert moved.theme == "Dark"
+    assert moved.qs.fileName() == str(tmp_path / "swiftwriter" / "settings.ini")
+    assert not (tmp_path / "old-config" / "SwiftWriter").exists(), old_file
+    moved.theme = "Light"
+    moved.qs.sync()
+    assert settings_mod.AppSettings().theme == "Light"  # no second migration

@@ -96,18 +96,22 @@ def check_exactness(model, prompt_len: int, new_tokens: int) -> dict:
     sampling = SamplingSettings(greedy=True, penalty=1.2, window=256)
     prompt = [rng.randrange(2, vocab) for _ in range(16)] * (prompt_len // 16 + 1)
 
-    def run(drafting):
-        gen = Generator(model, sampling, drafting, calibrate=False)
+    def run(drafting, settings=sampling):
+        gen = Generator(model, settings, drafting, calibrate=False)
         return [t for ev in gen.generate(prompt, new_tokens) for t in ev.tokens], gen.stats
 
+    drafts = DraftSettings(sources=("ngram", "suffix"), adaptive=False)
     plain_out, _ = run(DraftSettings.plain())
-    ours, stats = run(DraftSettings(sources=("ngram", "suffix"), adaptive=False))
+    ours, stats = run(drafts)
+    sampled = SamplingSettings(greedy=False, penalty=1.2, window=256, min_p=0.1, seed=5)
     return {
         "invariant": runner.invariant,
         "tree_rows_differing": bad,
         "tree_rows": n,
         "tokenswift_equals_plain": ours == plain_out,
         "accepted_drafts": stats.accepted_drafts,
+        # the same seed draws the same text: sampled speculation is plain sampling's text
+        "sampled_equals_plain": run(drafts, sampled)[0] == run(DraftSettings.plain(), sampled)[0],
     }
 
 
@@ -222,7 +226,7 @@ def main(argv=None) -> int:
     (out_dir / "gpu-check.txt").write_text(summary)
     print(summary)
     exact = all(
-        r["tree_rows_differing"] == 0 and r["tokenswift_equals_plain"]
+        r["tree_rows_differing"] == 0 and r["tokenswift_equals_plain"] and r["sampled_equals_plain"]
         for r in report["exactness"].values()
     )
     return 0 if exact else 1
@@ -234,7 +238,7 @@ def summarise(report: dict) -> str:
         lines.append(
             f"exactness {key}: tree rows differing {r['tree_rows_differing']}/{r['tree_rows']}, "
             f"tokenswift = plain: {r['tokenswift_equals_plain']} "
-            f"({r['accepted_drafts']} drafts accepted)"
+            f"({r['accepted_drafts']} drafts accepted), sampled: {r['sampled_equals_plain']}"
         )
     for context, curve in report["verify_ms"].items():
         ours = " / ".join(f"{v}" for v in curve["ours_ms"].values())

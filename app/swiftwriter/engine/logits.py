@@ -186,6 +186,8 @@ class LogitsPipeline:
         """Pick the next token from one row of processed logits."""
         if self.s.greedy:
             return int(processed.argmax())
+        if generator is not None and generator.device != processed.device:
+            processed = processed.to(generator.device)  # the run's one random stream (host)
         # Draw among the tokens the filters kept: the same distribution (a filtered entry has
         # probability 0), and after min-p often a few dozen of 49K ids, which makes the draw
         # an order of magnitude cheaper on every visited node.

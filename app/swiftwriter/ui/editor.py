@@ -242,14 +242,18 @@ class Editor(QPlainTextEdit):
 
 
 class FindBar(QWidget):
-    """Find and replace in the editor (Ctrl+F shows it, Esc hides it)."""
+    """Find and replace in the editor (Ctrl+F shows it, Ctrl+H with the replacement field,
+    F3 / Shift+F3 find again, Esc hides it). `next_document(backward)`, when set, moves to the
+    next document holding the phrase once this one has no more, so F3 walks the project."""
 
     def __init__(self, editor: Editor, parent=None):
         super().__init__(parent)
         self.editor = editor
+        self.next_document = None
         self.find_edit = QLineEdit(placeholderText="Find")
         self.replace_edit = QLineEdit(placeholderText="Replace with")
         self.case = QCheckBox("Match case")
+        self.whole = QCheckBox("Whole words")
         self.status = QLabel("")
         next_btn = QPushButton("Next")
         prev_btn = QPushButton("Previous")
@@ -268,6 +272,7 @@ class FindBar(QWidget):
         for w in (replace_btn, all_btn):
             row.addWidget(w)
         row.addWidget(self.case)
+        row.addWidget(self.whole)
         row.addWidget(self.status, 1)
         row.addWidget(close_btn)
         layout = QVBoxLayout(self)
@@ -292,18 +297,25 @@ class FindBar(QWidget):
             return True
         return super().eventFilter(watched, event)
 
-    def open(self) -> None:
+    def open(self, replace: bool = False) -> None:
         self.show()
         selected = self.editor.textCursor().selectedText()
         if selected and "\u2029" not in selected:
             self.find_edit.setText(selected)
-        self.find_edit.setFocus()
-        self.find_edit.selectAll()
+        field = self.replace_edit if replace and self.find_edit.text() else self.find_edit
+        field.setFocus()
+        field.selectAll()
+
+    def options(self) -> tuple[bool, bool]:
+        """(match case, whole words), for the project-wide search."""
+        return self.case.isChecked(), self.whole.isChecked()
 
     def _flags(self, backward: bool = False) -> QTextDocument.FindFlag:
         flags = QTextDocument.FindFlag(0)
         if self.case.isChecked():
             flags |= QTextDocument.FindFlag.FindCaseSensitively
+        if self.whole.isChecked():
+            flags |= QTextDocument.FindFlag.FindWholeWords
         if backward:
             flags |= QTextDocument.FindFlag.FindBackward
         return flags
@@ -311,11 +323,14 @@ class FindBar(QWidget):
     def find_next(self, backward: bool = False) -> bool:
         needle = self.find_edit.text()
         if not needle:
+            self.open()
             return False
         if self.editor.find(needle, self._flags(backward)):
             self.status.setText("")
             return True
-        cursor = self.editor.textCursor()  # wrap around once
+        if self.next_document is not None:
+            self.next_document(backward)
+        cursor = self.editor.textCursor()  # the next document's start, or wrap around once
         cursor.movePosition(
             QTextCursor.MoveOperation.End if backward else QTextCursor.MoveOperation.Start
         )

@@ -8,6 +8,7 @@ window says so; closing while a generation runs asks first."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer, Signal
@@ -28,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
+from swiftwriter.ui import help as help_windows
 from swiftwriter.ui.editor import Editor, FindBar
 from swiftwriter.ui.generation import GenerationController
 from swiftwriter.ui.generation_panel import GenerationPanel
@@ -134,14 +136,23 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("export_md", "Export as Markdown…", lambda: self.export_dialog("md"))
         a("export_docx", "Export as Word (.docx)…", lambda: self.export_dialog("docx"))
         a("quit", "Quit", self.close, QKeySequence.StandardKey.Quit)
-        a("find", "Find and replace…", self._open_find, QKeySequence.StandardKey.Find)
+        a("find", "Find…", self._open_find, QKeySequence.StandardKey.Find)
+        a("replace", "Replace…", lambda: self._open_find(replace=True), QKeySequence("Ctrl+H"))
+        a("find_next", "Find next", lambda: self._find_again(False), QKeySequence("F3"))
+        a("find_previous", "Find previous", lambda: self._find_again(True),
+          QKeySequence("Shift+F3"))  # fmt: skip
+        a("search_project", "Find in project…", self.search_project, QKeySequence("Ctrl+Shift+F"))
         a("undo_delete", "Undo delete", self.undo_delete)
-        a("history", "History…", self.open_history, QKeySequence("Ctrl+H"))
+        a("history", "History…", self.open_history, QKeySequence("Ctrl+Shift+H"))
         a("show_context", "Show context…", self.show_context,
           tip="What the model is given for the next take, part by part")  # fmt: skip
         a("memory", "Project memory…", self.edit_memory)
         a("models", "Models…", self.open_models)
         a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
+        a("manual", "Manual", lambda: help_windows.show_manual(self), QKeySequence("F1"))
+        a("shortcuts", "Keyboard shortcuts",
+          lambda: help_windows.show_shortcuts(self, self.actions_by_name))  # fmt: skip
+        a("about", "About SwiftWriter", lambda: help_windows.show_about(self))
 
     def _build_ui(self) -> None:
         self.welcome = WelcomePage()
@@ -158,6 +169,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.banner.setStyleSheet("background: #f6e7b4; color: #3b3000; padding: 6px 10px;")
         self.banner.hide()
         self.find_bar = FindBar(self.editor)
+        self.find_bar.next_document = self._next_document_with_phrase
         desk = QWidget()
         column = QVBoxLayout(desk)
         column.setContentsMargins(0, 0, 0, 0)
@@ -232,7 +244,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         edit.addAction("Undo", self.editor.undo, QKeySequence.StandardKey.Undo)
         edit.addAction("Redo", self.editor.redo, QKeySequence.StandardKey.Redo)
         edit.addSeparator()
-        edit.addAction(act["find"])
+        for name in ("find", "replace", "find_next", "find_previous", "search_project"):
+            edit.addAction(act[name])
         edit.addAction(act["undo_delete"])
         gen = bar.addMenu("&Generate")
         for name in ("generate", "stop", "continue", "regenerate", "undo", "show_context"):
@@ -246,7 +259,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for name in ("history", "memory", "models", "settings"):
             tools.addAction(act[name])
         help_menu = bar.addMenu("&Help")
+        for name in ("manual", "shortcuts"):
+            help_menu.addAction(act[name])
         help_menu.addAction("Show log folder", self.show_log_folder)
+        help_menu.addSeparator()
+        help_menu.addAction(act["about"])
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
@@ -562,9 +579,74 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.statusBar().showMessage(f"The log is in {folder}", 10000)
         return str(folder)
 
-    def _open_find(self) -> None:
+    def _open_find(self, replace: bool = False) -> None:
         if self.project is not None:
-            self.find_bar.open()
+            self.find_bar.open(replace)
+
+    def _find_again(self, backward: bool) -> None:
+        if self.project is not None:
+            self.find_bar.show()
+            self.find_bar.find_next(backward)
+
+    def searchable_documents(self) -> list:
+        """The project's documents in tree order, the open one with the editor's text."""
+        if self.project is None:
+            return []
+        docs = self.project.documents()
+        current = self.editor.toPlainText()
+        return [dataclasses.replace(d, text=current) if d.id == self.doc_id else d for d in docs]
+
+    def _next_document_with_phrase(self, backward: bool) -> bool:
+        """F3 past the last match: open the next document (in tree order, wrapping) that holds
+        the phrase; False when no other document does."""
+        from swiftwriter.store.search import find_in_documents
+
+        case, whole = self.find_bar.options()
+        docs = self.searchable_documents()
+        ids = [d.id for d in docs]
+        if self.doc_id not in ids:
+            return False
+        here = ids.index(self.doc_id)
+        order = ids[here - 1 :: -1] + ids[:here:-1] if backward else ids[here + 1 :] + ids[:here]
+        holding = {
+            m.doc_id for m in find_in_documents(docs, self.find_bar.find_edit.text(), case, whole)
+        }
+        for doc_id in order:
+            if doc_id in holding:
+                self.tree.select(doc_id)
+                self.show_document(doc_id)
+                return self.doc_id == doc_id
+        return False
+
+    def search_project(self):
+        if self.project is None:
+            return None
+        from swiftwriter.ui.project_search import ProjectSearchDialog
+
+        case, whole = self.find_bar.options()
+        needle = self.editor.textCursor().selectedText() or self.find_bar.find_edit.text()
+        dialog = ProjectSearchDialog(self, needle.split("\u2029")[0], case, whole)
+        self._dialogs.append(dialog)
+        dialog.show()
+        if needle:
+            dialog.search()
+        return dialog
+
+    def open_match(self, match) -> None:
+        """Show a project-search match: its document, the match selected."""
+        from swiftwriter.store.search import utf16_offset
+
+        if match.doc_id != self.doc_id:
+            self.tree.select(match.doc_id)
+            self.show_document(match.doc_id)
+        if match.doc_id != self.doc_id:
+            return
+        text = self.editor.toPlainText()
+        cursor = self.editor.textCursor()
+        cursor.setPosition(utf16_offset(text, match.start))
+        cursor.setPosition(utf16_offset(text, match.end), cursor.MoveMode.KeepAnchor)
+        self.editor.setTextCursor(cursor)
+        self.editor.setFocus()
 
     # -- closing ----------------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)

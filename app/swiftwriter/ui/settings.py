@@ -1,7 +1,9 @@
 """The app's preferences (QSettings), the Settings dialog and the light/dark themes.
 
-One place reads and writes every preference, so tests can point it at a temporary file
-(SWIFTWRITER_SETTINGS_PATH) and never touch the writer's real settings."""
+One place reads and writes every preference: an INI file in the one config folder
+(`paths.config_dir()`, beside the model registry and the logs' settings), so tests can point it
+at a temporary file (SWIFTWRITER_SETTINGS_PATH) and never touch the writer's real settings.
+Earlier versions kept preferences in Qt's own per-organisation file; they move over once."""
 
 from __future__ import annotations
 
@@ -25,6 +27,29 @@ APPLICATION = "SwiftWriter"
 THEMES = ("Auto", "Light", "Dark")
 PRESETS = ("Conservative", "Balanced", "Fast")
 MAX_RECENT = 8
+SETTINGS_FILE = "settings.ini"
+
+
+def migrate_old_settings(target: str) -> bool:
+    """Move the preferences an earlier version kept in Qt's per-organisation file (a second
+    folder, `SwiftWriter`, beside `swiftwriter`) into `target`, once: the old file goes only
+    after the new one is written."""
+    old = QSettings(ORGANISATION, APPLICATION)
+    keys = old.allKeys()
+    if not keys:
+        return False
+    new = QSettings(target, QSettings.Format.IniFormat)
+    for key in keys:
+        new.setValue(key, old.value(key))
+    new.sync()
+    if new.status() != QSettings.Status.NoError:
+        return False
+    old_file = Path(old.fileName())
+    del old
+    old_file.unlink(missing_ok=True)
+    if old_file.parent.is_dir() and not any(old_file.parent.iterdir()):
+        old_file.parent.rmdir()
+    return True
 
 
 class AppSettings:
@@ -32,10 +57,13 @@ class AppSettings:
 
     def __init__(self, path: str | None = None):
         path = path or os.environ.get("SWIFTWRITER_SETTINGS_PATH")
-        if path:
-            self.qs = QSettings(str(path), QSettings.Format.IniFormat)
-        else:
-            self.qs = QSettings(ORGANISATION, APPLICATION)
+        if not path:
+            from swiftwriter import paths
+
+            path = str(paths.config_dir() / SETTINGS_FILE)
+            if not Path(path).exists():
+                migrate_old_settings(path)
+        self.qs = QSettings(str(path), QSettings.Format.IniFormat)
 
     def _get(self, key: str, default, kind=str):
         value = self.qs.value(key, default)

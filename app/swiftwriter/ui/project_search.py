@@ -1,0 +1,66 @@
+"""Find in project (Ctrl+Shift+F): every match of a phrase in every document, listed with its
+document and a snippet; choosing one opens the document with the match selected."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from swiftwriter.store.search import Match, find_in_documents
+
+MATCH_ROLE = Qt.ItemDataRole.UserRole
+
+
+class ProjectSearchDialog(QDialog):
+    """Non-modal: the writer keeps it open and walks the results while editing."""
+
+    def __init__(self, window, needle: str = "", case: bool = False, whole: bool = False):
+        super().__init__(window)
+        self.window = window
+        self.setWindowTitle("Find in project")
+        self.query = QLineEdit(needle, placeholderText="Find in every document")
+        self.case = QCheckBox("Match case", checked=case)
+        self.whole = QCheckBox("Whole words", checked=whole)
+        search = QPushButton("Search")
+        self.results = QListWidget()
+        self.summary = QLabel("")
+        row = QHBoxLayout()
+        for widget in (self.query, self.case, self.whole, search):
+            row.addWidget(widget)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(self.results, 1)
+        layout.addWidget(self.summary)
+        self.query.returnPressed.connect(self.search)
+        search.clicked.connect(self.search)
+        self.results.itemActivated.connect(self._open)
+        self.resize(640, 420)
+
+    def search(self) -> list[Match]:
+        documents = self.window.searchable_documents()
+        matches = find_in_documents(
+            documents, self.query.text(), self.case.isChecked(), self.whole.isChecked()
+        )
+        self.results.clear()
+        for match in matches:
+            item = QListWidgetItem(f"{match.title}: {match.snippet}")
+            item.setData(MATCH_ROLE, match)
+            self.results.addItem(item)
+        docs = len({m.doc_id for m in matches})
+        self.summary.setText(
+            f"{len(matches)} matches in {docs} documents" if matches else "Not found"
+        )
+        return matches
+
+    def _open(self, item: QListWidgetItem) -> None:
+        self.window.open_match(item.data(MATCH_ROLE))
