@@ -97,6 +97,7 @@ class Editor(QPlainTextEdit):
 
     def __init__(self, parent=None, dark: bool = False):
         super().__init__(parent)
+        self._measure: int | None = None  # focus mode's column width, in characters
         self.setPlaceholderText("Start writing, or give the model a first paragraph…")
         self.setTabChangesFocus(False)
         self.document().setDocumentMargin(28)
@@ -111,6 +112,23 @@ class Editor(QPlainTextEdit):
         self._count_timer.timeout.connect(self._count)
         self.document().contentsChange.connect(self._on_change)
         self.textChanged.connect(self._schedule_count)
+
+    def set_measure(self, chars: int | None) -> None:
+        """Centre the text in a column about `chars` characters wide (None: the full width)."""
+        self._measure = chars
+        self._apply_measure()
+
+    def _apply_measure(self) -> None:
+        chars = self._measure
+        side = 0
+        if chars:
+            column = self.fontMetrics().averageCharWidth() * chars + 2 * 28  # + the margins
+            side = max(0, (self.width() - column) // 2)
+        self.setViewportMargins(side, 0, side, 0)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        super().resizeEvent(event)
+        self._apply_measure()
 
     def set_dark(self, dark: bool) -> None:
         self.highlighter.set_dark(dark)

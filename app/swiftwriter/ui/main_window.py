@@ -31,6 +31,7 @@ from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
 from swiftwriter.ui import help as help_windows
 from swiftwriter.ui.editor import Editor, FindBar
+from swiftwriter.ui.focus import FocusMode
 from swiftwriter.ui.generation import GenerationController
 from swiftwriter.ui.generation_panel import GenerationPanel
 from swiftwriter.ui.model_worker import start_loader
@@ -93,6 +94,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.presets = Presets(self.settings.qs)
         self._build_actions()
         self._build_ui()
+        self.focus = FocusMode(self)
+        self.focus.set_typewriter(self.settings.typewriter)
         self._build_menus()
         self._docks_sized = self.settings.restore_layout(self)
         self._update_actions()
@@ -149,6 +152,13 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("memory", "Project memory…", self.edit_memory)
         a("models", "Models…", self.open_models)
         a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
+        a("focus", "Focus mode", lambda: self.focus.toggle(), QKeySequence("F8"))
+        a("fullscreen", "Full screen", lambda: self.focus.toggle_fullscreen(), QKeySequence("F11"))
+        a("typewriter", "Typewriter scrolling",
+          lambda: self.focus.set_typewriter(self.actions_by_name["typewriter"].isChecked()))  # fmt: skip
+        for name in ("focus", "fullscreen", "typewriter"):
+            self.actions_by_name[name].setCheckable(True)
+        self.actions_by_name["typewriter"].setChecked(self.settings.typewriter)
         a("manual", "Manual", lambda: help_windows.show_manual(self), QKeySequence("F1"))
         a("shortcuts", "Keyboard shortcuts",
           lambda: help_windows.show_shortcuts(self, self.actions_by_name))  # fmt: skip
@@ -255,6 +265,9 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         view = bar.addMenu("&View")
         for dock in self.docks.values():
             view.addAction(dock.toggleViewAction())
+        view.addSeparator()
+        for name in ("focus", "fullscreen", "typewriter"):
+            view.addAction(act[name])
         tools = bar.addMenu("&Tools")
         for name in ("history", "memory", "models", "settings"):
             tools.addAction(act[name])
@@ -416,6 +429,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     def close_project(self) -> bool:
         """Save and close the open project; False when the writer chose to keep it open."""
+        if self.focus.active:  # the docks come back (and the saved layout keeps them)
+            self.focus.leave()
         if self.project is None:
             return True
         if self.generation.busy:

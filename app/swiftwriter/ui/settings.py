@@ -104,6 +104,15 @@ class AppSettings:
         self.qs.setValue("editor/autosave_s", int(seconds))
 
     @property
+    def typewriter(self) -> bool:
+        """Typewriter scrolling: the cursor's line stays in the middle of the editor."""
+        return self._get("editor/typewriter", False, bool)
+
+    @typewriter.setter
+    def typewriter(self, on: bool) -> None:
+        self.qs.setValue("editor/typewriter", bool(on))
+
+    @property
     def default_preset(self) -> str:
         value = self._get("generation/preset", "Balanced")
         return value if value in PRESETS else "Balanced"
