@@ -14,7 +14,7 @@ def test_welcome_then_open_a_project(qtbot, window, make_project):
     assert [window.tree.tree.topLevelItem(i).text(0) for i in range(2)] == ["One", "Two"]
     assert window.editor.toPlainText() == "first text"
     assert window.words_label.text() == "" or "word" in window.words_label.text()
-    qtbot.waitUntil(lambda: window.words_label.text() == "2 words")
+    qtbot.waitUntil(lambda: window.words_label.text().startswith("2 words · project 4"))
     window.tree.tree.setCurrentItem(window.tree.tree.topLevelItem(1))
     assert window.editor.toPlainText() == "second text"
     assert str(path.resolve()) in window.settings.recent_projects()

@@ -43,6 +43,7 @@ from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
 from swiftwriter.ui.stats_dock import StatsDock
 from swiftwriter.ui.tools import ToolsMixin
 from swiftwriter.ui.welcome import WelcomePage, create_sample_project
+from swiftwriter.ui.wordcount import TargetsDialog, WordCounter
 
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 
@@ -151,6 +152,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
           tip="What the model is given for the next take, part by part")  # fmt: skip
         a("memory", "Project memory…", self.edit_memory)
         a("models", "Models…", self.open_models)
+        a("targets", "Word targets…", lambda: self.project and TargetsDialog(self).open())
         a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
         a("focus", "Focus mode", lambda: self.focus.toggle(), QKeySequence("F8"))
         a("fullscreen", "Full screen", lambda: self.focus.toggle_fullscreen(), QKeySequence("F11"))
@@ -218,10 +220,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.stats_dock)
         self.docks["stats"] = self.stats_dock
 
-        self.words_label = QLabel("")
+        self.word_counter = WordCounter(self)
+        self.words_label = self.word_counter.label
         self.save_label = QLabel("")
         self.model_label = QLabel("No model", self)
-        for label in (self.words_label, self.save_label, self.model_label):
+        for label in (self.word_counter, self.save_label, self.model_label):
             self.statusBar().addPermanentWidget(label)
         self.undo_delete_button = QPushButton("Undo delete")
         self.undo_delete_button.setFlat(True)
@@ -233,7 +236,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
         self.autosave_timer.timeout.connect(self.save_now)
         self.editor.textChanged.connect(self._on_text_changed)
-        self.editor.word_count_changed.connect(lambda n: self.words_label.setText(f"{n:,} words"))
+        self.editor.word_count_changed.connect(self.word_counter.update_current)
         self.generation.busy_changed.connect(lambda _busy: self._update_actions())
         self._show_page()
 
@@ -269,7 +272,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for name in ("focus", "fullscreen", "typewriter"):
             view.addAction(act[name])
         tools = bar.addMenu("&Tools")
-        for name in ("history", "memory", "models", "settings"):
+        for name in ("history", "memory", "targets", "models", "settings"):
             tools.addAction(act[name])
         help_menu = bar.addMenu("&Help")
         for name in ("manual", "shortcuts"):
@@ -406,6 +409,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.tree.set_project(project)
         if self.doc_id is None:
             self.editor.set_text("")
+        self.word_counter.reload(new_session=True)
         self._update_actions()
         self.project_opened.emit(project)
 
@@ -459,6 +463,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         project.close()
         self.banner.hide()
         self.setWindowTitle("SwiftWriter")
+        self.word_counter.reload()
         self._show_page()
         self._update_actions()
         return True
@@ -521,6 +526,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         cursor.movePosition(cursor.MoveOperation.End)
         self.editor.setTextCursor(cursor)
         self.save_label.setText("Saved")
+        self.word_counter.reload()
         self._update_actions()
 
     def _on_deleted(self, doc_id: int, title: str) -> None:
@@ -532,6 +538,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             if current is not None:
                 self.show_document(current)
         self.statusBar().showMessage(f"“{title}” moved to the trash", 15000)
+        self.word_counter.reload()
         self.undo_delete_button.show()
         QTimer.singleShot(15000, self.undo_delete_button.hide)
         self._update_actions()
