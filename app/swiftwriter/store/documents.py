@@ -128,6 +128,16 @@ class DocumentsMixin:
                 "UPDATE documents SET text = ?, modified = ? WHERE id = ?", [text, now(), doc_id]
             )
 
+    def set_kind(self, doc_id: int, kind: str) -> None:
+        """Part, chapter, scene, section or document: the heading level it exports as."""
+        if kind not in DOCUMENT_KINDS:
+            raise ProjectError(f"Unknown document kind '{kind}' (use {', '.join(DOCUMENT_KINDS)})")
+        with self._write() as db:
+            self._doc_row(doc_id)
+            db.execute(
+                "UPDATE documents SET kind = ?, modified = ? WHERE id = ?", [kind, now(), doc_id]
+            )
+
     def set_synopsis(self, doc_id: int, synopsis: str) -> None:
         """A document's synopsis (the story context uses it where the text does not fit)."""
         synopsis = check_text(synopsis, "synopsis")

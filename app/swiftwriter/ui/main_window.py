@@ -154,6 +154,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("models", "Models…", self.open_models)
         a("targets", "Word targets…", lambda: self.project and TargetsDialog(self).open())
         a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
+        a("outline", "Outline", self.open_outline, QKeySequence("Ctrl+Shift+O"))
         a("focus", "Focus mode", lambda: self.focus.toggle(), QKeySequence("F8"))
         a("fullscreen", "Full screen", lambda: self.focus.toggle_fullscreen(), QKeySequence("F11"))
         a("typewriter", "Typewriter scrolling",
@@ -269,7 +270,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for dock in self.docks.values():
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
-        for name in ("focus", "fullscreen", "typewriter"):
+        for name in ("outline", "focus", "fullscreen", "typewriter"):
             view.addAction(act[name])
         tools = bar.addMenu("&Tools")
         for name in ("history", "memory", "targets", "models", "settings"):
@@ -639,6 +640,18 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
                 self.show_document(doc_id)
                 return self.doc_id == doc_id
         return False
+
+    def open_outline(self):
+        if self.project is None:
+            return None
+        from swiftwriter.ui.outline import OutlineDialog
+
+        self.save_now(quiet=True)  # the word counts read the store
+        dialog = OutlineDialog(self)
+        self.tree.changed.connect(dialog.fill)
+        self._dialogs.append(dialog)
+        dialog.show()
+        return dialog
 
     def search_project(self):
         if self.project is None:

@@ -21,8 +21,20 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter.store import Project, ProjectError
+from swiftwriter.store.records import DOCUMENT_KINDS
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+# What "Add inside" makes under a document of each kind: a part holds chapters, a chapter scenes.
+CHILD_KIND = {"part": "chapter", "chapter": "scene", "scene": "scene"}
+
+
+def new_kind(parent_kind: str | None, sibling_kind: str | None) -> str:
+    """The kind of a new document: a sibling's own kind, or the child kind of its parent."""
+    if sibling_kind is not None:
+        return sibling_kind
+    if parent_kind is None:
+        return "chapter"
+    return CHILD_KIND.get(parent_kind, parent_kind)
 
 
 class DocumentTree(QTreeWidget):
@@ -32,6 +44,8 @@ class DocumentTree(QTreeWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self.setColumnCount(2)
+        self.setHeaderLabels(["Title", "Kind"])
         self.setHeaderHidden(True)
         self.setDragDropMode(QAbstractItemView.DragDropMode.InternalMove)
         self.setDefaultDropAction(Qt.DropAction.MoveAction)
@@ -118,7 +132,8 @@ class ProjectTree(QWidget):
                 flags |= Qt.ItemFlag.ItemIsEditable
             for doc in self.project.documents():
                 parent = items.get(doc.parent_id)
-                item = QTreeWidgetItem([doc.title])
+                item = QTreeWidgetItem([doc.title, doc.kind])
+                item.setForeground(1, self.palette().placeholderText())
                 item.setData(0, ID_ROLE, doc.id)
                 item.setToolTip(0, f"{doc.kind} · {len(doc.text.split())} words")
                 item.setFlags(flags)
@@ -127,6 +142,9 @@ class ProjectTree(QWidget):
                 if first_with_text is None and doc.text.strip():
                     first_with_text = item
             self.tree.expandAll()
+            self.tree.resizeColumnToContents(1)
+            self.tree.header().setStretchLastSection(False)
+            self.tree.header().setSectionResizeMode(0, self.tree.header().ResizeMode.Stretch)
             target = items.get(select) if select is not None else None
             if target is None and items:  # open on the first page with words, not a part title
                 target = first_with_text or next(iter(items.values()))
@@ -158,18 +176,21 @@ class ProjectTree(QWidget):
         return out
 
     # -- changes ----------------------------------------------------------------------------
-    def add_document(self, title: str = "New chapter", child: bool = False) -> int | None:
+    def add_document(self, title: str | None = None, child: bool = False) -> int | None:
+        """After the current document (the same kind), or inside it (a chapter's child is a
+        scene, a part's a chapter)."""
         if self.project is None or self.project.readonly:
             return None
         current = self.current_id()
-        parent_id, position = None, None
+        parent_id, position, kind = None, None, "chapter"
         if current is not None:
             doc = self.project.document(current)
             if child:
-                parent_id = doc.id
+                parent_id, kind = doc.id, new_kind(doc.kind, None)
             else:
-                parent_id, position = doc.parent_id, doc.position + 1
-        doc = self.project.add_document(title, parent_id=parent_id, position=position)
+                parent_id, position, kind = doc.parent_id, doc.position + 1, doc.kind
+        title = title or f"New {kind}"
+        doc = self.project.add_document(title, parent_id=parent_id, position=position, kind=kind)
         self.reload(select=doc.id)
         self.changed.emit()
         item = self.tree.currentItem()
@@ -182,6 +203,13 @@ class ProjectTree(QWidget):
             return
         with contextlib.suppress(ProjectError):  # an empty title: the old one comes back
             self.project.rename(doc_id, title)
+        self.reload(select=doc_id)
+        self.changed.emit()
+
+    def set_kind(self, doc_id: int, kind: str) -> None:
+        if self.project is None:
+            return
+        self.project.set_kind(doc_id, kind)
         self.reload(select=doc_id)
         self.changed.emit()
 
@@ -219,10 +247,17 @@ class ProjectTree(QWidget):
         if not self._rebuilding and current is not None:
             self.document_selected.emit(current.data(0, ID_ROLE))
 
-    def _on_item_changed(self, item: QTreeWidgetItem, _column: int) -> None:
+    def _on_item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if self._rebuilding or self.project is None:
             return
         doc_id = item.data(0, ID_ROLE)
+        if column == 1:  # the kind typed in: one of the kinds, else the old one comes back
+            kind = item.text(1).strip().lower()
+            if kind in DOCUMENT_KINDS:
+                QTimer.singleShot(0, lambda: self.set_kind(doc_id, kind))
+            else:
+                QTimer.singleShot(0, lambda: self.reload(select=doc_id))
+            return
         title = item.text(0)
         if self.project.document(doc_id).title != title.strip():
             QTimer.singleShot(0, lambda: self.rename(doc_id, title))  # not inside this signal
@@ -236,6 +271,12 @@ class ProjectTree(QWidget):
         item = self.tree.itemAt(pos)
         if item is not None:
             menu.addAction("Rename", lambda: self.tree.editItem(item))
+            kinds = menu.addMenu("Kind")
+            doc_id = item.data(0, ID_ROLE)
+            for kind in DOCUMENT_KINDS:
+                action = kinds.addAction(kind.capitalize(), lambda k=kind: self.set_kind(doc_id, k))
+                action.setCheckable(True)
+                action.setChecked(item.text(1) == kind)
             menu.addAction("Synopsis…", lambda: self.synopsis_requested.emit(self.current_id()))
             menu.addSeparator()
             menu.addAction("Delete…", self.delete_current)

@@ -167,6 +167,7 @@ class ToolsMixin:
         worker.failed.connect(self._on_import_failed)
         thread.finished.connect(self._import_ended)
         self._import = (thread, worker, progress)
+        self._import_count = 0  # told by `import_done` once the thread has ended
         thread.start()
         return True
 
@@ -176,7 +177,6 @@ class ToolsMixin:
         worker = self._import[1] if self._import else None
         if worker is None or worker.should_stop() or self.project is None:
             self.statusBar().showMessage("Import cancelled: nothing was added", 8000)
-            self.import_done.emit(0)
             return
         try:
             added = import_sections(self.project, sections)
@@ -185,17 +185,18 @@ class ToolsMixin:
             return
         self.tree.reload(select=added[0].id if added else None)
         self.statusBar().showMessage(f"Imported {len(added)} document(s)", 8000)
-        self.import_done.emit(len(added))
+        self._import_count = len(added)
 
     def _on_import_failed(self, message: str) -> None:
         self.show_error("Import failed", message)
-        self.import_done.emit(0)
 
     def _import_ended(self) -> None:
+        """Only now is `import_done` sent: a next import may start from its slot."""
         thread, _, progress = self._import
         self._import = None
         progress.close()
         thread.deleteLater()
+        self.import_done.emit(self._import_count)
 
     def wait_for_import(self, ms: int = 30000) -> None:
         """Before the project closes: a running import is cancelled and waited for."""

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.store import targets
+from swiftwriter.store import planning
 from swiftwriter.words import count_words
 
 
@@ -65,8 +65,8 @@ class WordCounter(QWidget):
         project = self.window.project
         if project is None:
             return
-        goal = targets.project_target(project)
-        doc_goal = targets.document_targets(project).get(self.window.doc_id, 0)
+        goal = planning.project_target(project)
+        doc_goal = planning.document_targets(project).get(self.window.doc_id, 0)
         parts = []
         if self.window.doc_id is not None:
             parts.append(f"{self.current:,}" + (f" / {doc_goal:,}" if doc_goal else "") + " words")
@@ -93,13 +93,13 @@ class TargetsDialog(QDialog):
         self.document = QSpinBox()
         self.project = QSpinBox()
         for box in (self.document, self.project):
-            box.setRange(0, targets.MAX_TARGET)
+            box.setRange(0, planning.MAX_TARGET)
             box.setSingleStep(500)
             box.setSpecialValueText("none")
             box.setSuffix(" words")
-        self.document.setValue(targets.document_targets(project).get(window.doc_id, 0))
+        self.document.setValue(planning.document_targets(project).get(window.doc_id, 0))
         self.document.setEnabled(window.doc_id is not None)
-        self.project.setValue(targets.project_target(project))
+        self.project.setValue(planning.project_target(project))
         form = QFormLayout(self)
         form.addRow("This document", self.document)
         form.addRow("Whole project", self.project)
@@ -112,8 +112,8 @@ class TargetsDialog(QDialog):
 
     def accept(self) -> None:
         project, doc_id = self.window.project, self.window.doc_id
-        targets.set_project_target(project, self.project.value())
+        planning.set_project_target(project, self.project.value())
         if doc_id is not None:
-            targets.set_document_target(project, doc_id, self.document.value())
+            planning.set_document_target(project, doc_id, self.document.value())
         self.window.word_counter.show_counts()
         super().accept()

@@ -1,5 +1,6 @@
-"""Word targets: one for the whole project and one per document, kept in the project's
-metadata (so they travel with the file). 0 means no target."""
+"""The writer's plan, kept in the project's metadata (so it travels with the file): word
+targets (one for the whole project, one per document; 0 means none) and each document's
+status (draft, revised, final)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from swiftwriter.store.records import ProjectError
 
 MAX_TARGET = 10_000_000
+STATUSES = ("", "draft", "revised", "final")
 
 
 def _checked(words) -> int:
@@ -47,3 +49,22 @@ def set_document_target(project, doc_id: int, words) -> None:
     else:
         targets.pop(int(doc_id), None)
     project.update_meta(document_targets=json.dumps({str(k): v for k, v in targets.items()}))
+
+
+def statuses(project) -> dict[int, str]:
+    try:
+        raw = json.loads(project.meta.get("document_status", "{}"))
+        return {int(k): v for k, v in raw.items() if v in STATUSES and v}
+    except (ValueError, AttributeError):
+        return {}
+
+
+def set_status(project, doc_id: int, status: str) -> None:
+    if status not in STATUSES:
+        raise ProjectError(f"Unknown status '{status}' (use {', '.join(s for s in STATUSES if s)})")
+    current = statuses(project)
+    if status:
+        current[int(doc_id)] = status
+    else:
+        current.pop(int(doc_id), None)
+    project.update_meta(document_status=json.dumps({str(k): v for k, v in current.items()}))

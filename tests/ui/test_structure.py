@@ -1,0 +1,71 @@
+"""Structure: a document's kind is set in the tree (context menu, the Kind column), "Add inside"
+a chapter makes a scene (which exports as a scene), and the Outline edits titles, kinds,
+synopses and statuses in place."""
+
+from __future__ import annotations
+
+from swiftwriter.export.docx_out import build_document
+from swiftwriter.export.markdown_out import render_markdown
+from swiftwriter.export.model import manuscript_from_project
+from swiftwriter.store import planning
+from swiftwriter.ui.outline import KIND, STATUS, SYNOPSIS, TITLE, WORDS
+
+
+def kinds(window):
+    return [(d.title, d.kind, d.depth) for d in window.project.documents()]
+
+
+def test_add_inside_a_chapter_makes_a_scene_that_exports_as_one(qtbot, window, make_project):
+    window.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
+    tree = window.tree
+    scene = tree.add_document(child=True)
+    window.project.update_text(scene, "Later, the wind.")
+    tree.add_document()  # after a scene: another scene
+    tree.select(window.project.documents()[0].id)
+    tree.add_document()  # after the chapter: a chapter
+    assert kinds(window) == [
+        ("Chapter 1", "chapter", 0),
+        ("New scene", "scene", 1),
+        ("New scene", "scene", 1),
+        ("New chapter", "chapter", 0),
+    ]
+    item = tree.tree.topLevelItem(0).child(0)
+    assert item.text(1) == "scene"  # the Kind column
+    manuscript = manuscript_from_project(window.project)
+    assert [(s.kind, s.level) for s in manuscript.sections][:2] == [("chapter", 1), ("scene", 2)]
+    assert "## New scene" in render_markdown(manuscript)  # under the chapter, not beside it
+    novel = build_document(manuscript, style="novel")  # a novel's scene: a break, no heading
+    styles = [(p.style.name, p.text) for p in novel.paragraphs]
+    assert ("Heading 2", "New scene") not in styles and ("Heading 1", "Chapter 1") in styles
+    assert any(name == "Scene Break" for name, _ in styles)
+
+
+def test_the_kind_is_set_from_the_tree(qtbot, window, make_project):
+    window.open_project(make_project(docs=(("One", "a"), ("Two", "b"))))
+    tree = window.tree
+    two = tree.ids_in_order()[1]
+    tree.set_kind(two, "part")
+    assert window.project.document(two).kind == "part"
+    item = tree.tree.topLevelItem(1)
+    item.setText(1, "Scene")  # typed into the Kind column
+    qtbot.waitUntil(lambda: window.project.document(two).kind == "scene")
+    tree.tree.topLevelItem(1).setText(1, "epilogue")  # not a kind: the old one comes back
+    qtbot.waitUntil(lambda: tree.tree.topLevelItem(1).text(1) == "scene")
+
+
+def test_outline_edits_in_place(qtbot, window, make_project):
+    window.open_project(make_project(docs=(("One", "one two three"), ("Two", "four"))))
+    outline = window.actions_by_name["outline"].trigger() or window._dialogs[-1]
+    table = outline.table
+    assert [table.item(r, TITLE).text() for r in range(2)] == ["One", "Two"]
+    assert [table.item(r, WORDS).text() for r in range(2)] == ["3", "1"]
+    two = outline.doc_id(1)
+    table.item(1, TITLE).setText("The Second")
+    table.item(1, SYNOPSIS).setText("Elena reads the letter.")
+    table.cellWidget(1, KIND).setCurrentText("part")
+    table.cellWidget(1, STATUS).setCurrentText("revised")
+    doc = window.project.document(two)
+    assert (doc.title, doc.synopsis, doc.kind) == ("The Second", "Elena reads the letter.", "part")
+    assert planning.statuses(window.project) == {two: "revised"}
+    assert window.tree.tree.topLevelItem(1).text(0) == "The Second"  # the tree follows
+    outline.close()
