@@ -125,3 +125,28 @@ def test_cli_exports_an_empty_store_project(tmp_path):
     assert main(["export", str(path), "--out", str(out), "--style", "report"]) == 0
     document = docx.Document(str(out))
     assert [p.style.name for p in document.paragraphs if p.text] == ["TOC Heading", "Normal"]
+
+
+def test_cli_export_takes_the_export_dialogs_options(tmp_path, capsys):
+    path, chapter_id, other_id = store_project(tmp_path)
+    template = docx.Document()
+    template.styles["Normal"].font.name = "Garamond"
+    template.save(str(tmp_path / "house.docx"))
+    out = tmp_path / "submission.docx"
+    args = ["export", str(path), "--out", str(out), "--style", "manuscript"]
+    args += ["--page-size", "a4", "--docs", f"{chapter_id},{other_id}", "--author", "A. N. Other"]
+    args += ["--contact", "A. N. Other | 1 Quay Street | other@example.org", "--no-page-breaks"]
+    assert main(args) == 0
+    document = docx.Document(str(out))
+    texts = [p.text for p in document.paragraphs]
+    assert texts[:3] == ["A. N. Other\tabout 100 words", "1 Quay Street", "other@example.org"]
+    assert "by A. N. Other" in texts and "Part A" not in texts  # only the chosen documents
+    assert document.sections[0].header.paragraphs[0].text.startswith("Other / STORE BOOK / ")
+    assert abs(document.sections[0].page_width - docx.shared.Mm(210)) < 635
+    chapter_b = next(p for p in document.paragraphs if p.text == "Chapter B")
+    assert not chapter_b.paragraph_format.page_break_before  # --no-page-breaks
+    styled = tmp_path / "styled.docx"
+    args = ["export", str(path), "--out", str(styled), "--template", str(tmp_path / "house.docx")]
+    assert main(args) == 0
+    assert docx.Document(str(styled)).styles["Normal"].font.name == "Garamond"
+    assert "Exported 3 document(s)" in capsys.readouterr().out  # with the scene below

@@ -135,11 +135,17 @@ def test_novel_style_scenes_indents_and_page_breaks(manuscript, tmp_path):
     assert breaks == ["Part One", "The Storm", "Morning"]
 
 
-def test_no_page_breaks_unless_asked(manuscript, tmp_path):
-    out = tmp_path / "novel.docx"
-    export_docx(manuscript, out, style="novel")
-    breaks = [p.text for p in read(out).paragraphs if p.paragraph_format.page_break_before]
-    assert breaks == ["Part One"]  # only the title page ends with one
+def test_chapters_start_new_pages_in_novels_not_in_reports_unless_asked(manuscript, tmp_path):
+    def breaks(**options):
+        out = tmp_path / "out.docx"
+        export_docx(manuscript, out, **options)
+        return [p.text for p in read(out).paragraphs if p.paragraph_format.page_break_before]
+
+    assert breaks(style="novel", page_breaks=False) == ["Part One"]  # the title page's own
+    novel = breaks(style="novel")  # on by default for a novel
+    assert novel[0] == "Part One" and len(novel) > 1
+    report = breaks(style="report")
+    assert breaks(style="report", page_breaks=True) != report
 
 
 def test_report_numbers_headings_and_has_a_toc_field(manuscript, tmp_path):

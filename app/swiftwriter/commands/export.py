@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sqlite3
 import sys
 import time
@@ -31,17 +32,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--docs",
         nargs="+",
         metavar="ID",
-        help="export only these documents (and the documents below them)",
+        help="export only these documents (and the documents below them): ids, separated by "
+        "spaces or commas",
     )
     parser.add_argument(
         "--style",
-        choices=("novel", "report"),
+        choices=("novel", "report", "manuscript"),
         default="novel",
-        help="DOCX look: novel (indented paragraphs, scene breaks) or report "
-        "(numbered headings, table of contents); default novel",
+        help="DOCX look: novel (indented paragraphs, scene breaks), report (numbered headings, "
+        "table of contents) or manuscript (Standard Manuscript Format for agents and "
+        "publishers); default novel",
     )
     parser.add_argument(
-        "--page-breaks", action="store_true", help="DOCX: start every chapter on a new page"
+        "--page-breaks",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="DOCX: start every chapter on a new page (default: on for novels and manuscripts, "
+        "off for reports)",
+    )
+    parser.add_argument(
+        "--page-size",
+        choices=("a4", "letter"),
+        help="DOCX paper (default: from your locale, Letter in the US and Canada, else A4)",
+    )
+    parser.add_argument(
+        "--template", metavar="FILE.docx", help="DOCX: use this Word document's styles"
+    )
+    parser.add_argument("--title", help="the title on the title page (default: the project's)")
+    parser.add_argument("--author", help="the author's name (default: the project's)")
+    parser.add_argument(
+        "--contact",
+        help="manuscript title page: your name and address, lines separated by '|'",
     )
     parser.add_argument(
         "--strict",
@@ -69,16 +90,28 @@ def run(args: argparse.Namespace) -> int:
     if not project_path.exists():
         raise UserError(f"No such project: {project_path}")
     start = time.perf_counter()
-    manuscript = load_manuscript(project_path, args.docs)
+    docs = [d for part in args.docs or () for d in part.split(",") if d.strip()]
+    manuscript = load_manuscript(project_path, docs or None)
+    overrides = {k: getattr(args, k) for k in ("title", "author") if getattr(args, k)}
+    if overrides:
+        manuscript = dataclasses.replace(manuscript, **overrides)
     if fmt == "md":
         from swiftwriter.export.markdown_out import export_markdown
 
         removed = export_markdown(manuscript, out, strict=args.strict)
     else:
         from swiftwriter.export.docx_out import export_docx
+        from swiftwriter.export.layout import PageSetup
 
+        contact = "\n".join(line.strip() for line in (args.contact or "").split("|"))
         removed = export_docx(
-            manuscript, out, style=args.style, page_breaks=args.page_breaks, strict=args.strict
+            manuscript,
+            out,
+            style=args.style,
+            page_breaks=args.page_breaks,
+            strict=args.strict,
+            page=PageSetup(page_size=args.page_size or "", contact=contact),
+            template=args.template,
         )
     if removed:
         print(

@@ -1,10 +1,19 @@
-"""Manuscript to DOCX with python-docx, in one of two house styles.
+"""Manuscript to DOCX with python-docx, in one of three house styles.
 
-novel:  a manuscript look: serif text, first-line indents (none after a heading or a scene
-        break), centred chapter headings; scenes carry no heading and are set apart by a
-        centred scene break, as in a printed novel.
-report: block paragraphs, headings numbered 1 / 1.1 / 1.1.1 by Word itself (outline numbering
-        on the heading styles, so the titles stay clean) and a table-of-contents field.
+novel:      a book look: serif text, first-line indents (none after a heading or a scene
+            break), centred chapter headings; scenes carry no heading and are set apart by a
+            centred scene break, as in a printed novel.
+report:     block paragraphs, headings numbered 1 / 1.1 / 1.1.1 by Word itself (outline
+            numbering on the heading styles, so the titles stay clean) and a table-of-contents
+            field.
+manuscript: Standard Manuscript Format, for agents and publishers: 12 pt Courier New, double
+            spaced, 1-inch margins, a header with surname / title / page number, a title page
+            with the contact details and the rounded word count, chapters a third down a new
+            page, scene breaks as a centred '#'.
+
+Pages: A4 or Letter (by default from the locale), 1-inch margins, page numbers (layout.py).
+With a template (a .docx whose styles are used), the template's own styles stay as they are
+and only the styles the export needs and the template lacks are added.
 
 Every section body is parsed as Markdown (see mdparse); headings inside a body sit below the
 section's own heading level."""
@@ -16,7 +25,7 @@ from pathlib import Path
 
 import docx
 from docx.enum.style import WD_STYLE_TYPE
-from docx.enum.text import WD_ALIGN_PARAGRAPH
+from docx.enum.text import WD_ALIGN_PARAGRAPH, WD_TAB_ALIGNMENT
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from docx.shared import Inches, Pt, RGBColor
@@ -25,40 +34,96 @@ from docx.text.paragraph import Paragraph
 from swiftwriter.errors import UserError
 from swiftwriter.export import ooxml
 from swiftwriter.export.files import write_atomically
+from swiftwriter.export.layout import (
+    PageSetup,
+    add_page_numbers,
+    apply_page,
+    manuscript_header,
+    rounded_word_count,
+)
 from swiftwriter.export.mdparse import Block, MarkdownParser, Span
 from swiftwriter.export.model import CHAPTER_KINDS, Manuscript, Section, check_text, fallback_title
+from swiftwriter.words import count_words
 
-STYLES = ("novel", "report")
+STYLES = ("novel", "report", "manuscript")
 SCENE_BREAK = "* * *"
+MANUSCRIPT_SCENE_BREAK = "#"
 MONO = "Courier New"
+# Paragraph styles the writer uses, with what each is based on when a template lacks it.
+REQUIRED_STYLES = (
+    ("Body Text", "Normal"),
+    ("Title", "Normal"),
+    ("Subtitle", "Normal"),
+    ("TOC Heading", "Normal"),
+    ("List Paragraph", "Normal"),
+    ("List Continue", "Normal"),
+    ("List Continue 2", "Normal"),
+    ("List Continue 3", "Normal"),
+    *((f"Heading {level}", "Normal") for level in range(1, 10)),
+)
 
 
 def export_docx(
     manuscript: Manuscript,
     out: Path | str,
     style: str = "novel",
-    page_breaks: bool = False,
+    page_breaks: bool | None = None,
     strict: bool = False,
+    page: PageSetup | None = None,
+    template: Path | str | None = None,
 ) -> int:
-    """Write `out`; returns how many control characters were dropped (see model.check_text)."""
+    """Write `out`; returns how many control characters were dropped (see model.check_text).
+    `page_breaks` None: chapters start new pages in novels and manuscripts, not in reports."""
     clean, removed = check_text(manuscript, strict=strict)
-    document = build_document(clean, style=style, page_breaks=page_breaks)
+    document = build_document(clean, style, page_breaks, page, template)
     write_atomically(out, document.save)
     return removed
 
 
-def build_document(manuscript: Manuscript, style: str = "novel", page_breaks: bool = False):
+def build_document(
+    manuscript: Manuscript,
+    style: str = "novel",
+    page_breaks: bool | None = None,
+    page: PageSetup | None = None,
+    template: Path | str | None = None,
+):
     if style not in STYLES:
         raise UserError(f"Unknown style '{style}'; choose one of {', '.join(STYLES)}")
-    return _Writer(manuscript, style, page_breaks).run()
+    if page_breaks is None:
+        page_breaks = style != "report"
+    return _Writer(manuscript, style, page_breaks, page or PageSetup(), template).run()
+
+
+def open_template(template: Path | str | None):
+    """A fresh document, or the template's styles, page set-up and headers with its body
+    emptied (its text is not the manuscript's)."""
+    if template is None:
+        return docx.Document()
+    path = Path(template).expanduser()
+    try:
+        document = docx.Document(str(path))
+    except (OSError, ValueError, KeyError) as exc:
+        raise UserError(f"Cannot use {path.name} as a template: {exc}") from exc
+    except Exception as exc:  # noqa: BLE001 - a broken zip or XML: a clear message instead
+        raise UserError(f"{path.name} is not a Word document ({type(exc).__name__})") from exc
+    body = document.element.body
+    for child in list(body):
+        if child.tag != qn("w:sectPr"):
+            body.remove(child)
+    return document
 
 
 class _Writer:
-    def __init__(self, manuscript: Manuscript, style: str, page_breaks: bool) -> None:
+    def __init__(
+        self, manuscript: Manuscript, style: str, page_breaks: bool, page: PageSetup, template
+    ) -> None:
         self.ms = manuscript
-        self.novel = style == "novel"
+        self.smf = style == "manuscript"
+        self.novel = style in ("novel", "manuscript")  # scenes as breaks, indented paragraphs
         self.page_breaks = page_breaks
-        self.doc = docx.Document()
+        self.page = page
+        self.templated = template is not None
+        self.doc = open_template(template)
         self.parser = MarkdownParser()
         self.numbering = ooxml.Numbering(self.doc)
         self.break_pending = False  # the next paragraph starts a new page
@@ -74,6 +139,8 @@ class _Writer:
     # -- set-up ---------------------------------------------------------------------------
     def _styles(self) -> None:
         styles = self.doc.styles
+        for name, base in REQUIRED_STYLES:  # a template may lack some of them
+            self._add_style(name, WD_STYLE_TYPE.PARAGRAPH, base)
         body = styles["Body Text"]
         body.paragraph_format.space_before = Pt(0)
         first = self._add_style("First Paragraph", WD_STYLE_TYPE.PARAGRAPH, "Body Text")
@@ -95,7 +162,13 @@ class _Writer:
         scene.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
         scene.paragraph_format.space_before = Pt(12)
         scene.paragraph_format.space_after = Pt(12)
-        if self.novel:
+        if self.templated:
+            if not self.novel:
+                self.numbering.number_headings(self.doc)
+            return  # the template's own look
+        if self.smf:
+            self._manuscript_styles()
+        elif self.novel:
             ooxml.set_plain_font(ooxml.default_rpr(self.doc), "Times New Roman")
             styles["Normal"].font.size = Pt(12)
             body.paragraph_format.first_line_indent = Inches(0.5)
@@ -119,10 +192,37 @@ class _Writer:
             toc_ppr.get_or_add_numPr().get_or_add_numId().val = 0
             toc_ppr.get_or_add_outlineLvl().val = 9
 
+    def _manuscript_styles(self) -> None:
+        """Standard Manuscript Format: one font, one size, double spacing, indented paragraphs,
+        plain centred chapter headings a third down the page."""
+        styles = self.doc.styles
+        ooxml.set_plain_font(ooxml.default_rpr(self.doc), MONO)
+        styles["Normal"].font.size = Pt(12)
+        body, first = styles["Body Text"], styles["First Paragraph"]
+        for style in (body, first, styles["Scene Break"], styles["Block Text"]):
+            style.paragraph_format.line_spacing = 2.0
+            style.paragraph_format.space_after = Pt(0)
+            style.paragraph_format.space_before = Pt(0)
+        body.paragraph_format.first_line_indent = Inches(0.5)
+        first.paragraph_format.first_line_indent = Inches(0.5)
+        for level in range(1, 10):
+            heading = styles[f"Heading {level}"]
+            ooxml.set_plain_font(heading.element.get_or_add_rPr(), MONO)
+            heading.font.size = Pt(12)
+            heading.font.bold = level > 2
+            heading.font.italic = False
+            heading.font.color.rgb = RGBColor(0, 0, 0)
+            heading.paragraph_format.alignment = (
+                WD_ALIGN_PARAGRAPH.CENTER if level <= 2 else WD_ALIGN_PARAGRAPH.LEFT
+            )
+            heading.paragraph_format.space_before = Inches(2) if level <= 2 else Pt(12)
+            heading.paragraph_format.space_after = Pt(24)
+
     def _add_style(self, name: str, kind, base: str | None):
         styles = self.doc.styles
-        style = styles[name] if name in [s.name for s in styles] else styles.add_style(name, kind)
-        if base:
+        exists = name in [s.name for s in styles]
+        style = styles[name] if exists else styles.add_style(name, kind)
+        if base and not (exists and self.templated):
             style.base_style = styles[base]
         return style
 
@@ -136,10 +236,37 @@ class _Writer:
         now = dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None)
         props.created = props.modified = now
         props.revision = 1
-        self._title_page()
+        apply_page(self.doc, self.page, self.smf)
+        if self.smf:
+            self._manuscript_title_page()
+        else:
+            self._title_page()
         self.text_since_heading = False
         self._sections()
+        if self.page.page_numbers:
+            header = manuscript_header(self.ms.author, self.ms.title) if self.smf else ""
+            add_page_numbers(self.doc, header)
         return self.doc
+
+    def _manuscript_title_page(self) -> None:
+        """Contact details at the top left, the rounded word count at the top right, the title
+        and the author's name centred halfway down; the text starts on the next page."""
+        words = sum(count_words(s.body) for s in self.ms.sections)
+        section = self.doc.sections[0]
+        text_width = section.page_width - section.left_margin - section.right_margin
+        contact = [line for line in self.page.contact.splitlines() if line.strip()]
+        contact = contact or [_one_line(self.ms.author) or "Author"]
+        first = self._para("Normal", f"{contact[0]}\t{rounded_word_count(words)}")
+        first.paragraph_format.tab_stops.add_tab_stop(text_width, WD_TAB_ALIGNMENT.RIGHT)
+        for line in contact[1:]:
+            self._para("Normal", line)
+        title = self._para("Normal", _one_line(self.ms.title) or "Untitled")
+        title.alignment = WD_ALIGN_PARAGRAPH.CENTER
+        title.paragraph_format.space_before = Inches(3)
+        if self.ms.author.strip():
+            by = self._para("Normal", f"by {_one_line(self.ms.author)}")
+            by.alignment = WD_ALIGN_PARAGRAPH.CENTER
+        self.break_pending = True
 
     def _title_page(self) -> None:
         if not (self.ms.title.strip() or self.ms.author.strip()):
@@ -189,7 +316,7 @@ class _Writer:
         self.text_since_heading = False
 
     def _scene_break(self) -> None:
-        self._para("Scene Break", SCENE_BREAK)
+        self._para("Scene Break", MANUSCRIPT_SCENE_BREAK if self.smf else SCENE_BREAK)
         self.indent_next = False
         self.text_since_heading = False
 

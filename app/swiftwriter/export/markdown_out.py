@@ -11,11 +11,13 @@ import re
 from pathlib import Path
 
 from swiftwriter.export.files import write_atomically
+from swiftwriter.export.mdparse import mark_scene_breaks
 from swiftwriter.export.model import Manuscript, check_text, fallback_title
 
 SCENE_BREAK = "* * *"
 _TITLE_SPECIALS = re.compile(r"([\\`*_\[\]#])")
 _TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
+_BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 def escape_title(title: str) -> str:
@@ -45,7 +47,9 @@ def render_markdown(manuscript: Manuscript) -> str:
             title = fallback_title(section, counters[section.kind])
             parts.append(f"{'#' * level} {escape_title(title)}")
             text_since_heading = False
-        body = section.body.replace("\r\n", "\n").strip("\n")
+        # a writer's lone '#' scene break would be an empty heading in other Markdown tools
+        body = mark_scene_breaks(section.body.replace("\r\n", "\n"))
+        body = _BLANK_RUNS.sub("\n\n", body).strip("\n")
         if body.strip():
             parts.append(body)
             text_since_heading = True

@@ -56,7 +56,7 @@ _LONE_HASH = re.compile(r"^ {0,3}#\s*$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-def _mark_scene_breaks(text: str) -> str:
+def mark_scene_breaks(text: str) -> str:
     """A line holding only '#' is a scene break for writers; Markdown would make it an empty
     heading, so it is rewritten as a rule outside fenced code."""
     out = []
@@ -284,7 +284,7 @@ class MarkdownParser:
 
     def blocks(self, text: str) -> list[Block]:
         self._md.reset()
-        html = self._md.convert(_mark_scene_breaks(text.replace("\r\n", "\n")))
+        html = self._md.convert(mark_scene_breaks(text.replace("\r\n", "\n")))
         walker = _Walker()
         walker.feed(html)
         walker.close()
