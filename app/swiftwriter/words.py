@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-WORD = re.compile(r"\S+")
+WORD = re.compile(r"\S*\w\S*")  # a scene break (#, * * *) or a lone dash is no word
 DEFAULT_TOKENS_PER_WORD = 1.4
 
 

@@ -41,7 +41,9 @@ def main() -> int:
 
     def shoot() -> None:
         target = HERE / "models-dialog.png"
-        subprocess.run(["import", "-window", "root", "-crop", "920x660+180+100", str(target)], check=True)
+        subprocess.run(
+            ["import", "-window", "root", "-crop", "920x660+180+100", str(target)], check=True
+        )
         print(f"wrote {target}", flush=True)
 
     QTimer.singleShot(800, open_dialog)

@@ -67,8 +67,9 @@ def test_format_from_extension(tmp_path):
     assert choose_format(None, tmp_path / "a.MD") == "md"
     assert choose_format(None, tmp_path / "a.docx") == "docx"
     assert choose_format("md", tmp_path / "a.txt") == "md"
+    assert choose_format(None, tmp_path / "a.pdf") == "pdf"  # through LibreOffice
     with pytest.raises(UserError, match="--format"):
-        choose_format(None, tmp_path / "a.pdf")
+        choose_format(None, tmp_path / "a.rtf")
 
 
 def test_missing_project_is_one_clear_line(tmp_path, capsys):

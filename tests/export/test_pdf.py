@@ -54,3 +54,21 @@ def test_libreoffice_converts_exported_docx_to_pdf(manuscript, tmp_path):
     # last chapter each on their own page.
     novel = (tmp_path / "pdf" / "novel.pdf").read_bytes()
     assert len(re.findall(rb"/Type\s*/Page(?![s\w])", novel)) >= 5
+
+
+def test_the_app_exports_odt_and_pdf_through_libreoffice(manuscript, tmp_path):
+    """The one export path (ExportRequest) for every style: a real PDF with its pages, and an
+    ODT LibreOffice reads back."""
+    from swiftwriter.export.request import ExportRequest, export_manuscript
+
+    for style in ("novel", "report", "manuscript"):
+        pdf = tmp_path / f"{style}.pdf"
+        export_manuscript(manuscript, pdf, ExportRequest(fmt="pdf", style=style))
+        data = pdf.read_bytes()
+        assert data.startswith(b"%PDF") and len(re.findall(rb"/Type\s*/Page(?![s\w])", data)) >= 2
+    odt = tmp_path / "novel.odt"
+    export_manuscript(manuscript, odt, ExportRequest(fmt="odt"))
+    assert (
+        odt.read_bytes()[:2] == b"PK"
+        and b"application/vnd.oasis.opendocument.text" in (odt.read_bytes()[:200])
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sqlite3
 import sys
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 
 from swiftwriter.errors import UserError
 
-FORMATS = ("md", "docx")
+FORMATS = ("md", "docx", "odt", "pdf")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--format",
         choices=FORMATS,
-        help="md or docx (default: from the --out file's extension)",
+        help="md, docx, or odt / pdf through LibreOffice where it is installed (default: from "
+        "the --out file's extension)",
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="file to write")
     parser.add_argument(
@@ -78,9 +78,9 @@ def choose_format(fmt: str | None, out: Path) -> str:
     suffix = out.suffix.lower().lstrip(".")
     if suffix in ("md", "markdown"):
         return "md"
-    if suffix == "docx":
-        return "docx"
-    raise UserError(f"Cannot tell the format from '{out.name}'; add --format md or --format docx")
+    if suffix in ("docx", "odt", "pdf"):
+        return suffix
+    raise UserError(f"Cannot tell the format from '{out.name}'; add --format md, docx, odt or pdf")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,27 +92,21 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     docs = [d for part in args.docs or () for d in part.split(",") if d.strip()]
     manuscript = load_manuscript(project_path, docs or None)
-    overrides = {k: getattr(args, k) for k in ("title", "author") if getattr(args, k)}
-    if overrides:
-        manuscript = dataclasses.replace(manuscript, **overrides)
-    if fmt == "md":
-        from swiftwriter.export.markdown_out import export_markdown
+    from swiftwriter.export.layout import PageSetup
+    from swiftwriter.export.request import ExportRequest, export_manuscript
 
-        removed = export_markdown(manuscript, out, strict=args.strict)
-    else:
-        from swiftwriter.export.docx_out import export_docx
-        from swiftwriter.export.layout import PageSetup
-
-        contact = "\n".join(line.strip() for line in (args.contact or "").split("|"))
-        removed = export_docx(
-            manuscript,
-            out,
-            style=args.style,
-            page_breaks=args.page_breaks,
-            strict=args.strict,
-            page=PageSetup(page_size=args.page_size or "", contact=contact),
-            template=args.template,
-        )
+    contact = "\n".join(line.strip() for line in (args.contact or "").split("|"))
+    request = ExportRequest(
+        fmt=fmt,
+        style=args.style,
+        page_breaks=args.page_breaks,
+        page=PageSetup(page_size=args.page_size or "", contact=contact),
+        template=args.template,
+        title=args.title,
+        author=args.author,
+        strict=args.strict,
+    )
+    removed = export_manuscript(manuscript, out, request)
     if removed:
         print(
             f"swiftwriter: dropped {removed} control character(s) a document cannot hold",

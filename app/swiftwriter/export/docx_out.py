@@ -175,6 +175,14 @@ class _Writer:
             body.paragraph_format.space_after = Pt(0)
             body.paragraph_format.line_spacing = 1.5
             first.paragraph_format.first_line_indent = Inches(0)
+            for name, size in (("Title", 28), ("Subtitle", 16)):  # a book's title page
+                title = styles[name]
+                ooxml.set_plain_font(title.element.get_or_add_rPr(), "Times New Roman")
+                title.font.color.rgb = RGBColor(0, 0, 0)
+                title.font.size = Pt(size)
+                title.font.italic = False
+                ooxml.remove_borders(title)
+                title.paragraph_format.space_before = Inches(2) if name == "Title" else Pt(12)
             for level in range(1, 10):
                 heading = styles[f"Heading {level}"]
                 ooxml.set_plain_font(heading.element.get_or_add_rPr(), "Times New Roman")

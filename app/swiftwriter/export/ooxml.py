@@ -204,3 +204,10 @@ def default_rpr(document):
     """The document-wide default run properties (docDefaults), which python-docx hides."""
     defaults = document.styles.element.find(qn("w:docDefaults"))
     return defaults.find(qn("w:rPrDefault")).find(qn("w:rPr"))
+
+
+def remove_borders(style) -> None:
+    """Drop a paragraph style's borders (the default Title has a rule under it)."""
+    ppr = style.element.get_or_add_pPr()
+    for border in ppr.findall(qn("w:pBdr")):
+        ppr.remove(border)

@@ -137,8 +137,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("backups", "Backups…", self.open_backups)
         a("save", "Save", lambda: self.save_now(force=True), QKeySequence.StandardKey.Save)
         a("import", "Import…", self.import_dialog)
-        a("export_md", "Export as Markdown…", lambda: self.export_dialog("md"))
-        a("export_docx", "Export as Word (.docx)…", lambda: self.export_dialog("docx"))
+        a("export", "Export…", self.export_dialog, QKeySequence("Ctrl+E"))
         a("quit", "Quit", self.close, QKeySequence.StandardKey.Quit)
         a("find", "Find…", self._open_find, QKeySequence.StandardKey.Find)
         a("replace", "Replace…", lambda: self._open_find(replace=True), QKeySequence("Ctrl+H"))
@@ -250,7 +249,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.recent_menu = file_menu.addMenu("Open recent")
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         file_menu.addSeparator()
-        for name in ("save", "backups", "import", "export_md", "export_docx", "close_project"):
+        for name in ("save", "backups", "import", "export", "close_project"):
             file_menu.addAction(act[name])
         file_menu.addSeparator()
         file_menu.addAction(act["quit"])
@@ -313,7 +312,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         act["regenerate"].setEnabled(can_write)
         act["undo"].setEnabled(writable and not busy)
         act["stop"].setEnabled(busy)
-        for name in ("import", "export_md", "export_docx", "close_project", "history", "save",
+        for name in ("import", "export", "close_project", "history", "save",
                      "backups", "memory", "show_context"):  # fmt: skip
             act[name].setEnabled(self.project is not None)
         act["import"].setEnabled(self.project is not None and not self.project.readonly)

@@ -115,29 +115,29 @@ class ToolsMixin:
         self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
 
     # -- import and export ------------------------------------------------------------------
-    def export_dialog(self, fmt: str) -> None:
+    def export_dialog(self):
+        """File > Export…: the dialog with every choice (ui/export_dialog.py)."""
         if self.project is None:
-            return
-        suffix = ".md" if fmt == "md" else ".docx"
-        start = str(self.project.path.with_suffix(suffix))
-        path, _ = QFileDialog.getSaveFileName(self, "Export", start, f"*{suffix}")
-        if path:
-            self.export_to(path, fmt)
+            return None
+        from swiftwriter.ui.export_dialog import ExportDialog
 
-    def export_to(self, path, fmt: str) -> bool:
+        self.save_now()  # the dialog counts words from the store
+        dialog = ExportDialog(self)
+        dialog.open()
+        return dialog
+
+    def export_to(self, path, request="docx", doc_ids=None) -> bool:
+        """Export the project (or the documents `doc_ids` with what is below them) as
+        `request` asks (an ExportRequest, or just a format name)."""
         from swiftwriter.export import manuscript_from_project
+        from swiftwriter.export.request import ExportRequest, export_manuscript
 
+        if isinstance(request, str):
+            request = ExportRequest(fmt=request)
         self.save_now()
         try:
-            manuscript = manuscript_from_project(self.project)
-            if fmt == "md":
-                from swiftwriter.export.markdown_out import export_markdown
-
-                export_markdown(manuscript, path)
-            else:
-                from swiftwriter.export.docx_out import export_docx
-
-                export_docx(manuscript, path)
+            manuscript = manuscript_from_project(self.project, doc_ids)
+            export_manuscript(manuscript, path, request)
         except (UserError, OSError) as exc:
             self.show_error("Export failed", str(exc))
             return False

@@ -1,0 +1,62 @@
+"""One export, as the Export dialog and `swiftwriter export` both describe it: the format, the
+look, which documents, the page set-up and the title-page fields. `export_manuscript` is the one
+path both take; ODT and PDF go through LibreOffice where it is installed (office.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from swiftwriter.errors import UserError
+from swiftwriter.export.layout import PageSetup
+from swiftwriter.export.model import Manuscript
+
+FORMATS = ("md", "docx", "odt", "pdf")
+STYLES = ("novel", "report", "manuscript")
+
+
+@dataclass(frozen=True)
+class ExportRequest:
+    fmt: str = "docx"
+    style: str = "novel"
+    page_breaks: bool | None = None  # None: on for novels and manuscripts, off for reports
+    page: PageSetup = PageSetup()
+    template: str | None = None
+    title: str | None = None  # None: the project's own
+    author: str | None = None
+    strict: bool = False
+
+    def check(self) -> None:
+        if self.fmt not in FORMATS:
+            raise UserError(f"Unknown format '{self.fmt}'; choose one of {', '.join(FORMATS)}")
+        if self.style not in STYLES:
+            raise UserError(f"Unknown style '{self.style}'; choose one of {', '.join(STYLES)}")
+        if self.template and not Path(self.template).expanduser().is_file():
+            raise UserError(f"No such template: {self.template}")
+
+
+def export_manuscript(manuscript: Manuscript, out: Path | str, request: ExportRequest) -> int:
+    """Write `out` as asked; returns how many control characters were dropped."""
+    request.check()
+    overrides = {k: v for k, v in (("title", request.title), ("author", request.author)) if v}
+    if overrides:
+        manuscript = dataclasses.replace(manuscript, **overrides)
+    if request.fmt == "md":
+        from swiftwriter.export.markdown_out import export_markdown
+
+        return export_markdown(manuscript, out, strict=request.strict)
+    from swiftwriter.export.docx_out import export_docx
+
+    options = dict(
+        style=request.style,
+        page_breaks=request.page_breaks,
+        strict=request.strict,
+        page=request.page,
+        template=request.template,
+    )
+    if request.fmt == "docx":
+        return export_docx(manuscript, out, **options)
+    from swiftwriter.export import office
+
+    return office.export_via_libreoffice(manuscript, out, request.fmt, **options)

@@ -1,0 +1,162 @@
+"""File > Export…: one dialog for every export. Format (Markdown, Word, and ODT or PDF where
+LibreOffice is installed), style (novel, report, Standard Manuscript Format), which documents,
+chapter page breaks, paper size, a Word template whose styles are used, and the title page
+(title, author, contact details, and the word count publishers expect). The choices become one
+`ExportRequest`, the same the command line builds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
+)
+
+from swiftwriter.export import office
+from swiftwriter.export.layout import PageSetup, default_page_size, rounded_word_count
+from swiftwriter.export.request import ExportRequest
+from swiftwriter.words import count_words
+
+FORMAT_NAMES = {"md": "Markdown (.md)", "docx": "Word (.docx)", "odt": "OpenDocument (.odt)",
+                "pdf": "PDF (.pdf)"}  # fmt: skip
+STYLE_NAMES = {"novel": "Novel", "report": "Report", "manuscript": "Standard Manuscript Format"}
+ID_ROLE = Qt.ItemDataRole.UserRole
+
+
+class ExportDialog(QDialog):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        project = window.project
+        meta = project.meta
+        self.setWindowTitle("Export")
+        self.format = QComboBox()
+        formats = ["md", "docx"] + (["odt", "pdf"] if office.soffice() else [])
+        for fmt in formats:
+            self.format.addItem(FORMAT_NAMES[fmt], fmt)
+        self.format.setCurrentIndex(1)
+        self.style = QComboBox()
+        for style, name in STYLE_NAMES.items():
+            self.style.addItem(name, style)
+        self.page_breaks = QCheckBox("Start each chapter on a new page")
+        self.page_breaks.setChecked(True)
+        self.page_size = QComboBox()
+        self.page_size.addItem("A4", "a4")
+        self.page_size.addItem("Letter", "letter")
+        self.page_size.setCurrentIndex(0 if default_page_size() == "a4" else 1)
+        self.template = QLineEdit(placeholderText="none: SwiftWriter's own look")
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse_template)
+        template_row = QHBoxLayout()
+        template_row.addWidget(self.template, 1)
+        template_row.addWidget(browse)
+        self.title = QLineEdit(meta.get("title") or project.path.stem)
+        self.author = QLineEdit(meta.get("author") or "")
+        self.contact = QPlainTextEdit()
+        self.contact.setPlaceholderText("Name, address, e-mail, phone (manuscript title page)")
+        self.contact.setMaximumHeight(80)
+        self.documents = QTreeWidget()
+        self.documents.setHeaderHidden(True)
+        self._fill_documents()
+        self.words = QLabel("")
+        form = QFormLayout(self)
+        form.addRow("Format", self.format)
+        form.addRow("Style", self.style)
+        form.addRow("Documents", self.documents)
+        form.addRow("", self.page_breaks)
+        form.addRow("Paper", self.page_size)
+        form.addRow("Template", template_row)
+        form.addRow("Title", self.title)
+        form.addRow("Author", self.author)
+        form.addRow("Contact", self.contact)
+        form.addRow("Word count", self.words)
+        buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
+        )
+        buttons.button(QDialogButtonBox.StandardButton.Save).setText("Export…")
+        buttons.accepted.connect(self._choose_file)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.format.currentIndexChanged.connect(self._update)
+        self.style.currentIndexChanged.connect(self._style_changed)
+        self.documents.itemChanged.connect(self._update)
+        self._update()
+        self.resize(560, 640)
+
+    # -- what the writer chose ----------------------------------------------------------------
+    def _fill_documents(self) -> None:
+        items: dict[int, QTreeWidgetItem] = {}
+        for doc in self.window.project.documents():
+            item = QTreeWidgetItem([doc.title])
+            item.setData(0, ID_ROLE, doc.id)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(0, Qt.CheckState.Checked)
+            parent = items.get(doc.parent_id)
+            (parent.addChild(item) if parent else self.documents.addTopLevelItem(item))
+            items[doc.id] = item
+        self.documents.expandAll()
+        self._items = items
+
+    def chosen_ids(self) -> list[int] | None:
+        """The checked documents (a checked one takes what is below it); None: all of them."""
+        checked = [
+            i for i, item in self._items.items() if item.checkState(0) == Qt.CheckState.Checked
+        ]
+        return None if len(checked) == len(self._items) else checked
+
+    def request(self) -> ExportRequest:
+        fmt, style = self.format.currentData(), self.style.currentData()
+        return ExportRequest(
+            fmt=fmt,
+            style=style,
+            page_breaks=self.page_breaks.isChecked(),
+            page=PageSetup(self.page_size.currentData(), self.contact.toPlainText().strip()),
+            template=self.template.text().strip() or None,
+            title=self.title.text().strip() or None,
+            author=self.author.text().strip() or None,
+        )
+
+    def _style_changed(self) -> None:
+        self.page_breaks.setChecked(self.style.currentData() != "report")
+        self._update()
+
+    def _update(self) -> None:
+        word_doc = self.format.currentData() != "md"
+        for widget in (self.style, self.page_breaks, self.page_size, self.template, self.contact):
+            widget.setEnabled(word_doc)
+        self.contact.setEnabled(word_doc and self.style.currentData() == "manuscript")
+        chosen = self.chosen_ids()
+        docs = self.window.project.documents()
+        words = sum(count_words(d.text) for d in docs if chosen is None or d.id in chosen)
+        self.words.setText(f"{words:,} ({rounded_word_count(words)} on a manuscript title page)")
+
+    def _browse_template(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Word template", "", "Word (*.docx)")
+        if path:
+            self.template.setText(path)
+
+    def _choose_file(self) -> None:
+        fmt = self.format.currentData()
+        start = str(self.window.project.path.with_suffix(f".{fmt}"))
+        path, _ = QFileDialog.getSaveFileName(self, "Export", start, f"*.{fmt}")
+        if path:
+            self.export_to(path)
+
+    def export_to(self, path: str | Path) -> bool:
+        if self.window.export_to(path, self.request(), self.chosen_ids()):
+            self.accept()
+            return True
+        return False

@@ -1,0 +1,57 @@
+"""File > Export…: the dialog's choices (format, style, documents, page breaks, paper,
+template, title page) reach the file, read back with python-docx."""
+
+from __future__ import annotations
+
+import docx
+from PySide6.QtCore import Qt
+from swiftwriter.export import office
+
+DOCS = (
+    ("Chapter 1", "The sea was grey.\n\n#\n\nLater, the wind."),
+    ("Chapter 2", "The letter came on Tuesday."),
+    ("Notes to self", "Not for the agent."),
+)
+
+
+def test_the_dialogs_choices_reach_the_file(qtbot, window, make_project, tmp_path):
+    window.open_project(make_project(docs=DOCS))
+    dialog = window.actions_by_name["export"].trigger() or window.findChild(
+        __import__("swiftwriter.ui.export_dialog", fromlist=["ExportDialog"]).ExportDialog
+    )
+    assert dialog is not None and dialog.format.currentData() == "docx"
+    assert dialog.page_breaks.isChecked()  # on by default for a novel
+    dialog.style.setCurrentIndex(dialog.style.findData("report"))
+    assert not dialog.page_breaks.isChecked()  # off by default for a report
+    dialog.style.setCurrentIndex(dialog.style.findData("manuscript"))
+    assert dialog.page_breaks.isChecked() and dialog.contact.isEnabled()
+    dialog._items[window.tree.ids_in_order()[2]].setCheckState(0, Qt.CheckState.Unchecked)
+    assert dialog.words.text().startswith("12 (about 100 words")
+    dialog.page_size.setCurrentIndex(dialog.page_size.findData("letter"))
+    dialog.title.setText("The Grey Sea")
+    dialog.author.setText("Elena Marsh")
+    dialog.contact.setPlainText("Elena Marsh\nThe Lighthouse, Aldermouth")
+    out = tmp_path / "submission.docx"
+    assert dialog.export_to(out)
+    document = docx.Document(str(out))
+    texts = [p.text for p in document.paragraphs]
+    assert texts[:2] == ["Elena Marsh\tabout 100 words", "The Lighthouse, Aldermouth"]
+    assert "The Grey Sea" in texts and "by Elena Marsh" in texts
+    assert "Not for the agent." not in texts and "#" in texts  # chosen documents only
+    section = document.sections[0]
+    assert section.page_width == docx.shared.Inches(8.5)
+    assert section.header.paragraphs[0].text.startswith("Marsh / THE GREY SEA / ")
+    chapter2 = next(p for p in document.paragraphs if p.text == "Chapter 2")
+    assert chapter2.paragraph_format.page_break_before
+
+
+def test_markdown_and_office_formats(qtbot, window, make_project, tmp_path):
+    window.open_project(make_project(docs=DOCS))
+    dialog = window.export_dialog()
+    dialog.format.setCurrentIndex(dialog.format.findData("md"))
+    assert not dialog.style.isEnabled() and not dialog.template.isEnabled()
+    out = tmp_path / "book.md"
+    assert dialog.export_to(out)
+    assert "* * *" in out.read_text(encoding="utf-8")
+    has_office = office.soffice() is not None
+    assert (dialog.format.findData("pdf") >= 0) == has_office  # offered only where it works
