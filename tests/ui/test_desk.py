@@ -273,3 +273,19 @@ def test_no_two_actions_share_a_shortcut(qtbot, window):
                 owners.setdefault(key.toString(), []).append(action.text())
     assert {k: v for k, v in owners.items() if len(v) > 1} == {}
     assert "Ctrl+Return" in owners and "Esc" in owners
+
+
+def test_the_highlighter_reads_the_export_dialect(qtbot, window, make_project):
+    """What the editor shows is what exports: strikethrough is struck, a word_with_underscores
+    is no emphasis, a quote is muted."""
+    text = "It was ~~red~~ grey.\n\nsnake_case_name stays plain.\n\n> a quote"
+    window.open_project(make_project(docs=(("A", text),)))
+    doc = window.editor.document()
+
+    def formats(block_no):
+        return doc.findBlockByNumber(block_no).layout().formats()
+
+    struck = [f for f in formats(0) if f.format.fontStrikeOut()]
+    assert [(f.start, f.length) for f in struck] == [(7, len("~~red~~"))]
+    assert not any(f.format.fontItalic() for f in formats(2))
+    assert formats(4) and all(f.format.fontItalic() for f in formats(4))

@@ -36,7 +36,7 @@ CODE_STYLES = {"source code", "macro", "html preformatted", "plain text"}
 SKIP_STYLES = {"toc heading", "subtitle"}
 # A paragraph holding only a few '*', '#', '~' or bullets, or the asterism, is a scene break.
 _SCENE = re.compile(r"(?:[*#~\u2022\u00b7]\s*){1,5}|\u2042")
-_ESCAPE = re.compile(r"([\\`*\[\]]|(?<!\w)_|_(?!\w))")
+_ESCAPE = re.compile(r"([\\`*\[\]~]|(?<!\w)_|_(?!\w))")
 _ENTITY_LIKE = re.compile(r"&(?=#?\w+;)")
 _TAG_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
 _LINE_START = re.compile(r"^([#>]|[-+](?=\s))")
@@ -51,6 +51,7 @@ class _Piece:
     italic: bool
     code: bool
     href: str | None
+    strike: bool = False
 
 
 MAX_PARAGRAPHS = 500_000  # ten times the longest novels; a file with more is refused
@@ -59,12 +60,18 @@ MAX_PARAGRAPHS = 500_000  # ten times the longest novels; a file with more is re
 def docx_to_manuscript(path: Path) -> Manuscript:
     document = docx.Document(str(path))
     reader = _Reader(document)
-    for count, p in enumerate(document.element.body.iter(qn("w:p")), 1):
-        if count > MAX_PARAGRAPHS:
-            raise UserError(
-                f"{path.name} has more than {MAX_PARAGRAPHS:,} paragraphs: too many to import"
-            )
-        reader.paragraph(Paragraph(p, document._body))
+    count = 0
+    for element in document.element.body:
+        if element.tag == qn("w:tbl"):  # a table becomes a Markdown table
+            reader.table(element, document._body)
+            continue
+        for p in element.iter(qn("w:p")):  # a paragraph, or those inside a content control
+            count += 1
+            if count > MAX_PARAGRAPHS:
+                raise UserError(
+                    f"{path.name} has more than {MAX_PARAGRAPHS:,} paragraphs: too many to import"
+                )
+            reader.paragraph(Paragraph(p, document._body))
     props = document.core_properties
     return Manuscript(
         title=props.title or reader.title,
@@ -100,6 +107,27 @@ class _Reader:
             blocks.append("\n" if joined else ("\n>\n" if kind == self.kind == "quote" else "\n\n"))
         blocks.append(text)
         self.kind = kind
+
+    def table(self, tbl, parent) -> None:
+        """A pipe table: the first row is the header; a cell's paragraphs join with spaces."""
+        rows = []
+        for tr in tbl.iter(qn("w:tr")):
+            cells = []
+            for tc in tr.iter(qn("w:tc")):
+                parts = [
+                    _to_markdown(list(_pieces(Paragraph(p, parent), self.styles)))
+                    for p in tc.iter(qn("w:p"))
+                ]
+                cells.append(" ".join(x for x in parts if x).replace("|", "\\|"))
+            if cells:
+                rows.append(cells)
+        if not rows:
+            return
+        width = max(len(r) for r in rows)
+        rows = [r + [""] * (width - len(r)) for r in rows]
+        lines = ["| " + " | ".join(r) + " |" for r in rows]
+        lines.insert(1, "|" + " --- |" * width)
+        self._emit("table", "\n".join(lines))
 
     def paragraph(self, p) -> None:
         sid = p._p.style or self.styles.default_paragraph
@@ -291,7 +319,7 @@ def _pieces(p, styles: _Styles):
                 bold = run.bold if run.bold is not None else bold
                 italic = run.italic if run.italic is not None else italic
                 mono = mono or (run.font.name or "").lower() in MONO_FONTS
-                yield _Piece(text, bool(bold), bool(italic), mono, href)
+                yield _Piece(text, bool(bold), bool(italic), mono, href, bool(run.font.strike))
             elif child.tag == qn("w:hyperlink"):
                 link = Hyperlink(child, p)
                 yield from walk(child, link.address or None)
@@ -307,15 +335,18 @@ def _to_markdown(pieces: list[_Piece]) -> str:
     for piece in pieces:
         text = piece.text.replace("\t", " ")
         last = merged[-1] if merged else None
-        if last and (last.bold, last.italic, last.code, last.href) == (
+        if last and (last.bold, last.italic, last.code, last.href, last.strike) == (
             piece.bold,
             piece.italic,
             piece.code,
             piece.href,
+            piece.strike,
         ):
             last.text += text
         else:
-            merged.append(_Piece(text, piece.bold, piece.italic, piece.code, piece.href))
+            merged.append(
+                _Piece(text, piece.bold, piece.italic, piece.code, piece.href, piece.strike)
+            )
     out: list[str] = []
     link_text: list[str] = []
     link = None
@@ -344,6 +375,8 @@ def _inline(piece: _Piece) -> str:
         core = _TAG_LIKE.sub("&lt;", _ENTITY_LIKE.sub("&amp;", core))
         wrap = _WRAPPERS[int(piece.italic) + 2 * int(piece.bold)] if core else ""
         marked = f"{wrap}{core}{wrap}"
+        if piece.strike and core:
+            marked = f"~~{marked}~~"
     lead = text[: len(text) - len(text.lstrip())]
     trail = text[len(text.rstrip()) :] if text.strip() else ""
     return lead + marked + trail

@@ -338,6 +338,8 @@ class _Writer:
                 self.text_since_heading = False
             elif block.kind == "rule":
                 self._scene_break()
+            elif block.kind == "table":
+                self._table(block)
             elif block.kind == "code":
                 p = self._para("Source Code")
                 run = p.add_run()
@@ -358,6 +360,22 @@ class _Writer:
                 self.indent_next = False
             else:
                 self._paragraph(block)
+
+    def _table(self, block: Block) -> None:
+        """A Markdown table as a Word table with a bold header row, in place."""
+        width = max(len(row) for row in block.rows)
+        table = self.doc.add_table(rows=len(block.rows), cols=width)
+        if "Table Grid" in [s.name for s in self.doc.styles]:
+            table.style = self.doc.styles["Table Grid"]
+        for r, row in enumerate(block.rows):
+            for c, cell in enumerate(row):
+                p = table.cell(r, c).paragraphs[0]
+                self._runs(p, cell.spans)
+                if r == 0:
+                    for run in p.runs:
+                        run.bold = True
+        self.written = True
+        self.indent_next = False
 
     def _ordered_num(self, block: Block, ilvl: int) -> int:
         """One numbering instance per Markdown list, so every list counts from its own start."""

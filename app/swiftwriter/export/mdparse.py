@@ -1,8 +1,12 @@
-"""Markdown to a flat list of blocks with formatted spans, for the DOCX writer.
+"""Markdown to a flat list of blocks with formatted spans: the one Markdown dialect of the app
+(the DOCX export, the importers and the editor's highlighter all read Markdown here).
 
-Python-Markdown does the parsing (so the writer sees exactly the Markdown the app renders);
-its HTML is then walked with the standard library's HTMLParser, which also decodes entities.
-Scene-break lines ('***', '* * *', '---', and a lone '#') become `rule` blocks."""
+markdown-it-py parses CommonMark with tables, strikethrough and footnotes (chosen over
+Python-Markdown by measurement on a corpus of tricky inputs, resources/dev/markdown_dialects.py:
+a list right after a paragraph line, lists nested by two or three spaces, ~~strike~~ and tables
+are what writers type); its HTML is walked with the standard library's HTMLParser, which also
+decodes entities. Scene-break lines ('***', '* * *', '---', and a lone '#') become `rule`
+blocks; footnotes become a numbered list at the end."""
 
 from __future__ import annotations
 
@@ -10,9 +14,19 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-import markdown
+from markdown_it import MarkdownIt
+from mdit_py_plugins.footnote import footnote_plugin
 
-EXTENSIONS = ["sane_lists", "fenced_code"]
+
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark").enable(["table", "strikethrough"]).use(footnote_plugin)
+
+
+_MD = _parser()
+
+
+def render_html(text: str) -> str:
+    return _MD.render(text)
 
 
 @dataclass
@@ -46,6 +60,7 @@ class Block:
     start: int = 1
     in_item: bool = False
     text: str = ""  # for 'code'
+    rows: list[list[Block]] = field(default_factory=list)  # for 'table': cells, header first
 
     def plain(self) -> str:
         return "".join(s.text for s in self.spans)
@@ -91,6 +106,8 @@ class _Walker(HTMLParser):
         self.href: list[str | None] = []
         self.pre: list[str] | None = None
         self.next_list_id = 1
+        self.table: list[list[Block]] | None = None
+        self.skip = 0  # inside markup that shows nothing (a footnote's back-link)
 
     # -- blocks ---------------------------------------------------------------------------
     def _open(self, kind: str, level: int = 0) -> Block:
@@ -115,23 +132,33 @@ class _Walker(HTMLParser):
         self.current = None
         if block is None:
             return
-        # Trim the whitespace HTML would not show at the ends of a block.
-        while block.spans and not block.spans[0].is_break and not block.spans[0].text.strip():
-            block.spans.pop(0)
-        while block.spans and not block.spans[-1].is_break and not block.spans[-1].text.strip():
-            block.spans.pop()
-        if block.spans:
-            block.spans[0].text = block.spans[0].text.lstrip(" ")
-            block.spans[-1].text = block.spans[-1].text.rstrip(" ")
-        while block.spans and block.spans[-1].is_break:
-            block.spans.pop()
+        if block.kind == "cell":  # a cell ended by the next tag: it stays in its row
+            _trim(block)
+            if self.table:
+                self.table[-1].append(block)
+            return
+        _trim(block)
         if block.spans or block.kind == "heading":
             self.blocks.append(block)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self.pre is not None:
             return
-        if tag in ("p", "div"):
+        css = dict(attrs).get("class") or ""
+        if self.skip or (tag == "a" and "footnote-backref" in css):
+            self.skip += tag == "a"
+            return
+        if tag == "table":
+            self._close()
+            self.table = []
+        elif tag == "tr" and self.table is not None:
+            self.table.append([])
+        elif tag in ("td", "th") and self.table is not None:
+            self._close()
+            self.current = Block(kind="cell")
+        elif tag == "hr" and "footnotes-sep" in css:
+            self._close()
+        elif tag in ("p", "div"):
             self._open("para")
         elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self._open("heading", int(tag[1]))
@@ -171,7 +198,8 @@ class _Walker(HTMLParser):
             if alt:
                 self._add(alt)
         elif tag == "a":
-            self.href.append(dict(attrs).get("href"))
+            href = dict(attrs).get("href")
+            self.href.append(None if href and href.startswith("#") else href)  # in-page: text
         elif tag in self._INLINE:
             self.fmt[self._INLINE[tag]] += 1
         elif tag in self._STRIKE:
@@ -187,7 +215,18 @@ class _Walker(HTMLParser):
                 self.pre = None
                 self.blocks.append(Block(kind="code", quote=self.quote, text=text.rstrip("\n")))
             return
-        if tag in ("p", "div") or (len(tag) == 2 and tag[0] == "h" and tag[1] in "123456"):
+        if self.skip:
+            self.skip -= tag == "a"
+            return
+        if tag in ("td", "th") and self.table is not None:
+            cell, self.current = self.current or Block(kind="cell"), None
+            _trim(cell)
+            if self.table:
+                self.table[-1].append(cell)
+        elif tag == "table" and self.table is not None:
+            rows, self.table = [r for r in self.table if r], None
+            self.blocks.append(Block(kind="table", quote=self.quote, rows=rows))
+        elif tag in ("p", "div") or (len(tag) == 2 and tag[0] == "h" and tag[1] in "123456"):
             self._close()
         elif tag == "li":
             self._close()
@@ -226,6 +265,8 @@ class _Walker(HTMLParser):
         if self.pre is not None:
             self.pre.append(data)
             return
+        if self.skip or (self.table is not None and self.current is None):
+            return  # a back-link, or the whitespace between table cells
         # HTML whitespace rules: runs of spaces and newlines show as one space (not in code).
         text = data.replace("\n", " ") if self.fmt["code"] else _SPACES.sub(" ", data)
         if self.current is None:
@@ -266,6 +307,19 @@ class _Walker(HTMLParser):
         self._close()
 
 
+def _trim(block: Block) -> None:
+    """Drop the whitespace HTML would not show at the ends of a block."""
+    while block.spans and not block.spans[0].is_break and not block.spans[0].text.strip():
+        block.spans.pop(0)
+    while block.spans and not block.spans[-1].is_break and not block.spans[-1].text.strip():
+        block.spans.pop()
+    if block.spans:
+        block.spans[0].text = block.spans[0].text.lstrip(" ")
+        block.spans[-1].text = block.spans[-1].text.rstrip(" ")
+    while block.spans and block.spans[-1].is_break:
+        block.spans.pop()
+
+
 def _same_format(a: Span, b: Span) -> bool:
     return (a.bold, a.italic, a.code, a.strike, a.href) == (
         b.bold,
@@ -277,14 +331,10 @@ def _same_format(a: Span, b: Span) -> bool:
 
 
 class MarkdownParser:
-    """Reusable: one Python-Markdown instance parses many sections (much faster than one each)."""
-
-    def __init__(self) -> None:
-        self._md = markdown.Markdown(extensions=EXTENSIONS)
+    """Markdown text to blocks (one parser instance serves every section)."""
 
     def blocks(self, text: str) -> list[Block]:
-        self._md.reset()
-        html = self._md.convert(mark_scene_breaks(text.replace("\r\n", "\n")))
+        html = render_html(mark_scene_breaks(text.replace("\r\n", "\n")))
         walker = _Walker()
         walker.feed(html)
         walker.close()

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from swiftwriter.export.mdparse import MarkdownParser
 from swiftwriter.words import count_words
 
 
@@ -44,20 +45,20 @@ def text_before(text: str, qt_position: int) -> str:
     return text.encode("utf-16-le")[: 2 * qt_position].decode("utf-16-le", errors="ignore")
 
 
-class MarkdownHighlighter(QSyntaxHighlighter):
-    """Headings, emphasis, scene breaks and block quotes; nothing that hides the text."""
+_MAY_BE_MARKED = re.compile(r"[*_~#>]|^\s*-{3,}\s*$")
 
-    RULES = (
-        (re.compile(r"^#{1,6}\s.*$"), "heading"),
-        (re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__"), "bold"),
-        (re.compile(r"(?<![*\w])\*[^*\n]+\*(?!\*)|(?<![_\w])_[^_\n]+_(?!_)"), "italic"),
-        (re.compile(r"^\s*(\* \* \*|\*\*\*|---|#)\s*$"), "break"),
-        (re.compile(r"^>.*$"), "quote"),
-    )
+
+class MarkdownHighlighter(QSyntaxHighlighter):
+    """Headings, emphasis, strikethrough, scene breaks and block quotes, read line by line by
+    the app's one Markdown parser (export.mdparse: what is shown is what exports); nothing that
+    hides the text."""
+
+    MARKUP = "*_~"
 
     def __init__(self, document: QTextDocument, dark: bool = False):
         super().__init__(document)
         self.formats: dict[str, QTextCharFormat] = {}
+        self.parser = MarkdownParser()
         self.set_dark(dark)
 
     def set_dark(self, dark: bool) -> None:
@@ -70,6 +71,8 @@ class MarkdownHighlighter(QSyntaxHighlighter):
         bold.setFontWeight(QFont.Weight.Bold)
         italic = QTextCharFormat()
         italic.setFontItalic(True)
+        strike = QTextCharFormat()
+        strike.setFontStrikeOut(True)
         brk = QTextCharFormat()
         brk.setForeground(muted)
         quote = QTextCharFormat()
@@ -79,15 +82,51 @@ class MarkdownHighlighter(QSyntaxHighlighter):
             "heading": heading,
             "bold": bold,
             "italic": italic,
+            "strike": strike,
             "break": brk,
             "quote": quote,
         }
         self.rehighlight()
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt's name)
-        for pattern, name in self.RULES:
-            for match in pattern.finditer(text):
-                self.setFormat(match.start(), match.end() - match.start(), self.formats[name])
+        if not _MAY_BE_MARKED.search(text):  # most lines of prose: nothing to parse
+            return
+        blocks = self.parser.blocks(text)
+        if not blocks:
+            return
+        block = blocks[0]
+        whole = {"heading": "heading", "rule": "break"}.get(block.kind)
+        if whole is None and block.quote:
+            whole = "quote"
+        if whole is not None:
+            self.setFormat(0, len(text), self.formats[whole])
+        if block.kind in ("rule", "code", "table"):
+            return
+        self._inline(text, block, whole)
+
+    def _inline(self, text: str, block, whole: str | None) -> None:
+        """Each formatted span found in the line in order, with its own markup around it."""
+        pos = 0
+        for span in block.spans:
+            if span.is_break or not span.text:
+                continue
+            start = text.find(span.text, pos)
+            if start < 0:
+                continue
+            end = start + len(span.text)
+            pos = end
+            names = [n for n in ("bold", "italic", "strike") if getattr(span, n)]
+            if not names:
+                continue
+            while start > 0 and text[start - 1] in self.MARKUP:
+                start -= 1
+            while end < len(text) and text[end] in self.MARKUP:
+                end += 1
+            fmt = QTextCharFormat()
+            for name in ([whole] if whole else []) + names:
+                fmt.merge(self.formats[name])
+            self.setFormat(start, end - start, fmt)
+            pos = end
 
 
 class Editor(QPlainTextEdit):
