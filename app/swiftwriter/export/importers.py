@@ -7,7 +7,6 @@ that start at 1 and never skip one, so they always make a valid tree."""
 from __future__ import annotations
 
 import json
-import re
 import zipfile
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from lxml import etree
 
 from swiftwriter.errors import UserError
 from swiftwriter.export.docx_in import docx_to_manuscript
-from swiftwriter.export.mdparse import MarkdownParser
+from swiftwriter.export.mdparse import MarkdownParser, render_tokens
 from swiftwriter.export.model import Manuscript, Section
 
 SUFFIXES = (".md", ".markdown", ".txt", ".docx")
@@ -25,11 +24,6 @@ MAX_DOCX_BYTES = 64 << 20
 MAX_DOCX_UNPACKED = 256 << 20  # all parts together, as the zip's directory declares them
 MAX_DOCX_RATIO = 100  # a part that unpacks to this many times its packed size is a bomb
 MAX_DOCX_PARTS = 5000
-
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?=[ \t]|$)")  # the rest is split by `_atx_title`, in one pass
-_SETEXT = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_NOT_SETEXT_TEXT = re.compile(r"^\s*([-+*>]|\d+[.)])(\s|$)|^ {4}|^\t")
 
 
 def import_file(path: Path | str, encoding: str | None = None) -> list[tuple[int, str, str]]:
@@ -154,40 +148,27 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
 
 
 def markdown_to_manuscript(text: str) -> Manuscript:
-    """Split Markdown at its ATX ('# Title') and setext ('Title' over '===') headings."""
+    """Split Markdown at its top-level headings, ATX ('# Title') and setext ('Title' over
+    '==='), as the app's one Markdown parser finds them (so a '#' inside a fence, a quote or a
+    list item is no heading); bodies keep their Markdown line for line. A lone '#' is a scene
+    break, not an empty heading."""
     meta, lines = _front_matter(text.replace("\r\n", "\n").split("\n"))
     parser = MarkdownParser()
+    headings = []  # (first line, line after, level, title)
+    tokens = render_tokens("\n".join(lines))
+    for token, inline in zip(tokens, tokens[1:], strict=False):
+        if token.type == "heading_open" and token.level == 0 and token.map:
+            title = parser.plain(inline.content) if inline.content.strip() else ""
+            if not title and token.markup == "#":
+                continue  # a lone '#': the writer's scene break
+            headings.append((token.map[0], token.map[1], int(token.tag[1]), title))
     sections: list[tuple[int, str, list[str]]] = [(0, "", [])]  # level 0: text before a heading
-    fence = None
-    for line in lines:
-        body = sections[-1][2]
-        m = _FENCE.match(line)
-        if m:
-            mark = m.group(1)[0]
-            fence = mark if fence is None else (None if mark == fence else fence)
-            body.append(line)
-            continue
-        if fence is not None:
-            body.append(line)
-            continue
-        atx = _ATX.match(line)
-        heading = _atx_title(line, atx.end()) if atx else ""
-        if atx and not (len(atx.group(1)) == 1 and not heading.strip()):
-            title = parser.plain(heading)
-            sections.append((len(atx.group(1)), title, []))
-            continue
-        setext = _SETEXT.match(line)
-        if (
-            setext
-            and body
-            and body[-1].strip()
-            and not _NOT_SETEXT_TEXT.match(body[-1])
-            and (len(body) < 2 or not body[-2].strip())
-        ):
-            title = parser.plain(body.pop())
-            sections.append((1 if setext.group(1)[0] == "=" else 2, title, []))
-            continue
-        body.append(line)
+    at = 0
+    for first, after, level, title in headings:
+        sections[-1][2].extend(lines[at:first])
+        sections.append((level, title, []))
+        at = after
+    sections[-1][2].extend(lines[at:])
     top = min((level for level, _, _ in sections[1:]), default=1)
     out = []
     for level, title, body in sections:
@@ -197,17 +178,6 @@ def markdown_to_manuscript(text: str) -> Manuscript:
         # Text before the first heading stands beside the top headings, not above them.
         out.append(Section(level=level or top, title=title, body=text_body))
     return Manuscript(title=meta.get("title", ""), author=meta.get("author", ""), sections=out)
-
-
-def _atx_title(line: str, start: int) -> str:
-    """The title of an ATX heading line after its opening #s: surrounding blanks and an
-    optional closing run of #s (preceded by a blank) removed. String methods, not a regex
-    with a lazy group, so a long line costs linear time."""
-    rest = line[start:].strip(" \t")
-    stripped = rest.rstrip("#")
-    if stripped != rest and (not stripped or stripped[-1] in " \t"):
-        rest = stripped.rstrip(" \t")
-    return rest
 
 
 def normalize_levels(sections: list[Section]) -> list[Section]:

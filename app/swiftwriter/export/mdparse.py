@@ -29,6 +29,11 @@ def render_html(text: str) -> str:
     return _MD.render(text)
 
 
+def render_tokens(text: str) -> list:
+    """markdown-it's block tokens (with their source lines in `map`), for the importer."""
+    return _MD.parse(text)
+
+
 @dataclass
 class Span:
     text: str
