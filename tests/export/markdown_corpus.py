@@ -37,10 +37,12 @@ CASES = [
     (
         "a table",
         "| Name | Age |\n| --- | --- |\n| Elena | 34 |\n| Tom | 31 |",
-        lambda b: len(b) == 1
-        and b[0].kind == "table"
-        and [[c.plain() for c in row] for row in b[0].rows]
-        == [["Name", "Age"], ["Elena", "34"], ["Tom", "31"]],
+        lambda b: (
+            len(b) == 1
+            and b[0].kind == "table"
+            and [[c.plain() for c in row] for row in b[0].rows]
+            == [["Name", "Age"], ["Elena", "34"], ["Tom", "31"]]
+        ),
     ),
     (
         "a footnote",

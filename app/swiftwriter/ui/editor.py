@@ -59,7 +59,12 @@ class MarkdownHighlighter(QSyntaxHighlighter):
         super().__init__(document)
         self.formats: dict[str, QTextCharFormat] = {}
         self.parser = MarkdownParser()
+        self.speller = None  # a spelling.Speller while spell checking is on
         self.set_dark(dark)
+
+    def set_speller(self, speller) -> None:
+        self.speller = speller
+        self.rehighlight()
 
     def set_dark(self, dark: bool) -> None:
         accent = QColor("#8fb3d9" if dark else "#2f5d8a")
@@ -78,6 +83,9 @@ class MarkdownHighlighter(QSyntaxHighlighter):
         quote = QTextCharFormat()
         quote.setForeground(muted)
         quote.setFontItalic(True)
+        misspelt = QTextCharFormat()
+        misspelt.setUnderlineStyle(QTextCharFormat.UnderlineStyle.SpellCheckUnderline)
+        misspelt.setUnderlineColor(QColor("#e06c75" if dark else "#c0392b"))
         self.formats = {
             "heading": heading,
             "bold": bold,
@@ -85,27 +93,34 @@ class MarkdownHighlighter(QSyntaxHighlighter):
             "strike": strike,
             "break": brk,
             "quote": quote,
+            "misspelt": misspelt,
         }
         self.rehighlight()
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt's name)
-        if not _MAY_BE_MARKED.search(text):  # most lines of prose: nothing to parse
-            return
+        marks: list[tuple[int, int, str]] = []  # (start, end, format name)
+        if _MAY_BE_MARKED.search(text):  # most lines of prose have no markup to parse
+            marks += self._markdown(text)
+        if self.speller is not None:
+            marks += [(a, b, "misspelt") for a, b in self.speller.misspelt(text)]
+        self._apply(len(text), marks)
+
+    def _markdown(self, text: str) -> list[tuple[int, int, str]]:
         blocks = self.parser.blocks(text)
         if not blocks:
-            return
+            return []
         block = blocks[0]
         whole = {"heading": "heading", "rule": "break"}.get(block.kind)
         if whole is None and block.quote:
             whole = "quote"
-        if whole is not None:
-            self.setFormat(0, len(text), self.formats[whole])
-        if block.kind in ("rule", "code", "table"):
-            return
-        self._inline(text, block, whole)
+        marks = [(0, len(text), whole)] if whole else []
+        if block.kind not in ("rule", "code", "table"):
+            marks += self._inline(text, block)
+        return marks
 
-    def _inline(self, text: str, block, whole: str | None) -> None:
+    def _inline(self, text: str, block) -> list[tuple[int, int, str]]:
         """Each formatted span found in the line in order, with its own markup around it."""
+        marks = []
         pos = 0
         for span in block.spans:
             if span.is_break or not span.text:
@@ -122,17 +137,30 @@ class MarkdownHighlighter(QSyntaxHighlighter):
                 start -= 1
             while end < len(text) and text[end] in self.MARKUP:
                 end += 1
-            fmt = QTextCharFormat()
-            for name in ([whole] if whole else []) + names:
-                fmt.merge(self.formats[name])
-            self.setFormat(start, end - start, fmt)
+            marks += [(start, end, name) for name in names]
             pos = end
+        return marks
+
+    def _apply(self, length: int, marks: list[tuple[int, int, str]]) -> None:
+        """One merged format per stretch of characters that carry the same marks."""
+        if not marks:
+            return
+        cuts = sorted({0, length, *(a for a, _, _ in marks), *(b for _, b, _ in marks)})
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            names = [n for s, e, n in marks if s <= a and b <= e]
+            if not names or a >= b:
+                continue
+            fmt = QTextCharFormat()
+            for name in names:
+                fmt.merge(self.formats[name])
+            self.setFormat(a, b - a, fmt)
 
 
 class Editor(QPlainTextEdit):
     """QPlainTextEdit plus generated spans and a debounced word count."""
 
     word_count_changed = Signal(int)
+    word_added = Signal(str)  # "Add to dictionary" in the context menu
 
     def __init__(self, parent=None, dark: bool = False):
         super().__init__(parent)
@@ -151,6 +179,28 @@ class Editor(QPlainTextEdit):
         self._count_timer.timeout.connect(self._count)
         self.document().contentsChange.connect(self._on_change)
         self.textChanged.connect(self._schedule_count)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        self.context_menu(event.pos()).exec(event.globalPos())
+
+    def context_menu(self, pos):
+        """Qt's menu, led by corrections when the word under the pointer is misspelt."""
+        menu = self.createStandardContextMenu(pos)
+        cursor = self.cursorForPosition(pos)
+        cursor.select(QTextCursor.SelectionType.WordUnderCursor)
+        word = cursor.selectedText()
+        speller = self.highlighter.speller
+        if speller is not None and word and not speller.known(word) and not word[0].isupper():
+            first = menu.actions()[0] if menu.actions() else None
+            for suggestion in speller.suggestions(word) or []:
+                action = menu.addAction(suggestion)
+                action.triggered.connect(lambda _=False, c=cursor, s=suggestion: c.insertText(s))
+                menu.insertAction(first, action)
+            add = menu.addAction(f"Add “{word}” to the dictionary")
+            add.triggered.connect(lambda _=False, w=word: self.word_added.emit(w))
+            menu.insertAction(first, add)
+            menu.insertSeparator(first)
+        return menu
 
     def set_measure(self, chars: int | None) -> None:
         """Centre the text in a column about `chars` characters wide (None: the full width)."""

@@ -40,6 +40,7 @@ from swiftwriter.ui.panel_state import Presets, PresetsMixin, apply_state, load_
 from swiftwriter.ui.project_tree import ProjectTree
 from swiftwriter.ui.safekeeping import SafekeepingMixin
 from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
+from swiftwriter.ui.spelling_control import SpellingControl
 from swiftwriter.ui.stats_dock import StatsDock
 from swiftwriter.ui.tools import ToolsMixin
 from swiftwriter.ui.welcome import WelcomePage, create_sample_project
@@ -97,6 +98,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self._build_ui()
         self.focus = FocusMode(self)
         self.focus.set_typewriter(self.settings.typewriter)
+        self.spelling = SpellingControl(self)
+        self.spelling.apply()
         self._build_menus()
         self._docks_sized = self.settings.restore_layout(self)
         self._update_actions()
@@ -158,8 +161,12 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("fullscreen", "Full screen", lambda: self.focus.toggle_fullscreen(), QKeySequence("F11"))
         a("typewriter", "Typewriter scrolling",
           lambda: self.focus.set_typewriter(self.actions_by_name["typewriter"].isChecked()))  # fmt: skip
-        for name in ("focus", "fullscreen", "typewriter"):
+        a("spelling", "Check spelling",
+          lambda: self.spelling.toggle(self.actions_by_name["spelling"].isChecked()),
+          QKeySequence("F7"))  # fmt: skip
+        for name in ("focus", "fullscreen", "typewriter", "spelling"):
             self.actions_by_name[name].setCheckable(True)
+        self.actions_by_name["spelling"].setChecked(self.settings.spelling)
         self.actions_by_name["typewriter"].setChecked(self.settings.typewriter)
         a("manual", "Manual", lambda: help_windows.show_manual(self), QKeySequence("F1"))
         a("shortcuts", "Keyboard shortcuts",
@@ -269,7 +276,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for dock in self.docks.values():
             view.addAction(dock.toggleViewAction())
         view.addSeparator()
-        for name in ("outline", "focus", "fullscreen", "typewriter"):
+        for name in ("outline", "focus", "fullscreen", "typewriter", "spelling"):
             view.addAction(act[name])
         tools = bar.addMenu("&Tools")
         for name in ("history", "memory", "targets", "models", "settings"):

@@ -104,6 +104,25 @@ class AppSettings:
         self.qs.setValue("editor/autosave_s", int(seconds))
 
     @property
+    def spelling(self) -> bool:
+        return self._get("spelling/on", True, bool)
+
+    @spelling.setter
+    def spelling(self, on: bool) -> None:
+        self.qs.setValue("spelling/on", bool(on))
+
+    @property
+    def spelling_language(self) -> str:
+        from swiftwriter.spelling import LANGUAGES
+
+        value = self._get("spelling/language", "en")
+        return value if value in LANGUAGES else "en"
+
+    @spelling_language.setter
+    def spelling_language(self, language: str) -> None:
+        self.qs.setValue("spelling/language", language)
+
+    @property
     def typewriter(self) -> bool:
         """Typewriter scrolling: the cursor's line stays in the middle of the editor."""
         return self._get("editor/typewriter", False, bool)
@@ -262,11 +281,17 @@ class SettingsDialog(QDialog):
         self.preset = QComboBox()
         self.preset.addItems(PRESETS)
         self.preset.setCurrentText(settings.default_preset)
+        from swiftwriter.spelling import LANGUAGES
+
+        self.language = QComboBox()
+        self.language.addItems(LANGUAGES)
+        self.language.setCurrentText(settings.spelling_language)
         form.addRow("Theme", self.theme)
         form.addRow("Editor font", self.font_box)
         form.addRow("Font size", self.font_size)
         form.addRow("Autosave after", self.autosave)
         form.addRow("Default strategy", self.preset)
+        form.addRow("Spelling language", self.language)
         buttons = QDialogButtonBox(
             QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
         )
@@ -281,5 +306,6 @@ class SettingsDialog(QDialog):
         self.settings.editor_font = font
         self.settings.autosave_s = self.autosave.value()
         self.settings.default_preset = self.preset.currentText()
+        self.settings.spelling_language = self.language.currentText()
         self.settings.sync()
         super().accept()

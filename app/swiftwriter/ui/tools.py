@@ -113,6 +113,7 @@ class ToolsMixin:
         self.editor.set_dark(is_dark(self.settings.theme))
         self.editor.setFont(self.settings.editor_font)
         self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
+        self.spelling.apply()
 
     # -- import and export ------------------------------------------------------------------
     def export_dialog(self):

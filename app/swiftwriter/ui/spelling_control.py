@@ -1,0 +1,50 @@
+"""Spell checking in the window: on or off (View > Check spelling, F7), the language from the
+settings, the writer's own word list in the config folder, and a missing dictionary said once
+in the status bar (never an error)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject
+
+from swiftwriter import paths
+from swiftwriter.spelling import Speller, load_words, save_words
+
+WORDS_FILE = "dictionary.txt"
+
+
+class SpellingControl(QObject):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.speller: Speller | None = None
+        self._told = set()
+        window.editor.word_added.connect(self.add_word)
+
+    @property
+    def words_path(self):
+        return paths.config_dir() / WORDS_FILE
+
+    def apply(self) -> None:
+        """Follow the settings: on with the chosen language, or off."""
+        settings, editor = self.window.settings, self.window.editor
+        if not settings.spelling:
+            self.speller = None
+        elif self.speller is None or self.speller.language != settings.spelling_language:
+            self.speller = Speller(settings.spelling_language, load_words(self.words_path))
+            if self.speller.problem:
+                if self.speller.problem not in self._told:  # said once, not on every start
+                    self._told.add(self.speller.problem)
+                    self.window.statusBar().showMessage(self.speller.problem, 10000)
+                self.speller = None
+        editor.highlighter.set_speller(self.speller)
+
+    def toggle(self, on: bool) -> None:
+        self.window.settings.spelling = on
+        self.apply()
+
+    def add_word(self, word: str) -> None:
+        if self.speller is None:
+            return
+        self.speller.add(word)
+        save_words(self.words_path, self.speller.own)
+        self.window.editor.highlighter.rehighlight()
