@@ -167,29 +167,23 @@ class Run:
     def accept(self, trie: Trie) -> tuple[list[int], list[int]]:
         """Follow the target's choices down the trie: (accepted nodes, new tokens), cut where a
         stop string first holds."""
-        walk = self._walk_chosen if self.batched else self._walk
-        path, new = walk(trie, self.room())
+        path, new = self._walk(trie, self.room())
         if self.request.stop_on_text is not None:
             new, path = cut_at_stop(self.produced, new, path, self.request.stop_on_text)
         return path, new
 
-    def _walk(self, trie: Trie, remaining: int) -> tuple[list[int], list[int]]:
+    def _walk(self, trie: Trie, remaining: int):
         """At each node the token plain decoding would choose there (the pipeline with that
-        node's own penalty context, one draw per node when sampling); descend while a child
-        holds it. End-of-text is forbidden for the request's first `min_new_tokens` tokens."""
-        banned = max(0, self.request.min_new_tokens - len(self.produced))
-        pipeline, sampling, eos_ids = self.gen.pipeline, self.sampling, self.gen.eos_ids
-        eos = sorted(eos_ids)
+        node's own penalty context; when sampling, the uniform of that token's index in the
+        text); descend while a child holds it. Each choice is computed when the walk gets
+        there, or, `batched`, every node's at once with one read from the device. End-of-text
+        is forbidden for the request's first `min_new_tokens` tokens. Returns (accepted nodes,
+        new tokens)."""
+        choose = self._choose_all(trie).__getitem__ if self.batched else self._chooser(trie)
+        eos_ids = self.gen.eos_ids
         node, path, new = 0, [], []
         while True:
-            logits = self.runner.logits_at(node, trie)
-            if len(new) < banned and eos:
-                logits = logits.clone()
-                logits[..., eos] = float("-inf")
-            above = trie.path_to(node)  # plain decoding's context here: history + these
-            presence = self.window.presence(above) if sampling.penalty != 1.0 else None
-            context = self.window.context(above) if sampling.dry_multiplier > 0 else None
-            token = pipeline.choose(pipeline.process(logits, presence, context), self.rng)
+            token = choose(node)
             child = trie.children[node].get(token)
             new.append(token)
             if child is None or len(new) >= remaining or token in eos_ids:
@@ -197,11 +191,28 @@ class Run:
             path.append(child)
             node = child
 
-    def _walk_chosen(self, trie: Trie, remaining: int) -> tuple[list[int], list[int]]:
-        """`_walk` for greedy runs without DRY, with every node's choice made at once on the
-        model's device and read back in the step's one synchronisation (with the states the
-        drafters will read): a node's choice depends on its own path only, never on the
-        walk."""
+    def _chooser(self, trie: Trie):
+        """Plain decoding's choice after one node, computed when the walk gets there."""
+        pipeline, sampling = self.gen.pipeline, self.sampling
+        banned = max(0, self.request.min_new_tokens - len(self.produced))
+        eos = sorted(self.gen.eos_ids)
+
+        def choose(node: int) -> int:
+            logits = self.runner.logits_at(node, trie)
+            if trie.depths[node] < banned and eos:
+                logits = logits.clone()
+                logits[..., eos] = float("-inf")
+            above = trie.path_to(node)  # plain decoding's context here: history + these
+            presence = self.window.presence(above) if sampling.penalty != 1.0 else None
+            context = self.window.context(above) if sampling.dry_multiplier > 0 else None
+            return pipeline.choose(pipeline.process(logits, presence, context), self.rng)
+
+        return choose
+
+    def _choose_all(self, trie: Trie) -> list[int]:
+        """For greedy runs without DRY: every node's choice made at once on the model's
+        device and read back in the step's one synchronisation (with the states the drafters
+        will read); a node's choice depends on its own path only, never on the walk."""
         n, eos_ids = len(trie), self.gen.eos_ids
         logits = self.runner.logits_rows(list(range(n)))
         banned = max(0, self.request.min_new_tokens - len(self.produced))
@@ -221,16 +232,7 @@ class Run:
         states = {kind: state for kind, state in states.items() if state is not None}
         read = to_host(chosen, *states.values())
         self._read_features = dict(zip(states, read[1:], strict=True))
-        chosen = read[0].tolist()
-        node, path, new = 0, [], []
-        while True:
-            token = chosen[node]
-            child = trie.children[node].get(token)
-            new.append(token)
-            if child is None or len(new) >= remaining or token in eos_ids:
-                return path, new
-            path.append(child)
-            node = child
+        return read[0].tolist()
 
     def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float) -> None:
         """The accepted path kept in the cache, drafters fed, estimates and costs learned, the

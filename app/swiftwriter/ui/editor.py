@@ -45,6 +45,9 @@ def text_before(text: str, qt_position: int) -> str:
     return text.encode("utf-16-le")[: 2 * qt_position].decode("utf-16-le", errors="ignore")
 
 
+# Qt highlights a whole paragraph on every change to it; past this length the cost of
+# parsing and spell-checking it on each keystroke (or each streamed piece) would show.
+LONGEST_HIGHLIGHTED = 6000
 _MAY_BE_MARKED = re.compile(r"[*_~#>]|^\s*-{3,}\s*$")
 
 
@@ -98,6 +101,8 @@ class MarkdownHighlighter(QSyntaxHighlighter):
         self.rehighlight()
 
     def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt's name)
+        if len(text) > LONGEST_HIGHLIGHTED:
+            return  # a pasted blob or a take without paragraph breaks: typing stays instant
         marks: list[tuple[int, int, str]] = []  # (start, end, format name)
         if _MAY_BE_MARKED.search(text):  # most lines of prose have no markup to parse
             marks += self._markdown(text)
