@@ -33,10 +33,11 @@ MUTATIONS = [
         "tests/engine/test_sampling_by_hand.py",
     ),
     (
-        "5% bias in the fast draw",
+        "5% bias in the draw",
         "app/swiftwriter/engine/logits.py",
-        "        probs = processed[kept].softmax(dim=-1)\n",
-        "        probs = processed[kept].softmax(dim=-1)\n        probs[0] = probs[0] * 1.05\n",
+        "    probs = processed.softmax(dim=-1)\n",
+        "    probs = processed.softmax(dim=-1)\n    probs = probs.clone()\n"
+        "    probs[probs.argmax()] *= 1.05\n",
         "tests/engine/test_sampling_by_hand.py",
     ),
     (

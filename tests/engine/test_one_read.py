@@ -10,6 +10,7 @@ import pytest
 import torch
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, run
 from swiftwriter.engine.logits import PenaltyWindow
+from swiftwriter.engine.sources import Candidate, CandidateSource
 
 from tests.conftest import build_tiny
 
@@ -66,15 +67,62 @@ def test_a_greedy_step_reads_from_the_device_once(tiny_llama, monkeypatch):
     tokens(gen, repetitive_prompt(2), 120)
     assert len(reads) == gen.stats.forward_passes  # once per step, never more
     assert reads[0] == 1  # only the choices: no drafter reads a state here
-    # sampled and DRY runs walk node by node (their choices depend on the random stream or
-    # the whole context): no batched read
-    reads.clear()
+    # sampled and DRY steps too: their rows are processed one by one, still on the device
     for settings in (
-        SamplingSettings(greedy=False, seed=3),
+        SamplingSettings(greedy=False, seed=3, penalty=1.2, window=64),
         SamplingSettings(greedy=True, dry_multiplier=0.8),
     ):
-        tokens(Generator(tiny_llama, settings, SOURCES, batched_accept=True), [5, 6, 7], 30)
-    assert reads == []
+        reads.clear()
+        gen = Generator(tiny_llama, settings, SOURCES, batched_accept=True)
+        tokens(gen, repetitive_prompt(3), 60)
+        assert len(reads) == gen.stats.forward_passes
+    reads.clear()
+    tokens(Generator(tiny_llama, SamplingSettings(greedy=False, seed=3), SOURCES), [5, 6], 20)
+    assert reads == []  # on a CPU the walk reads node by node, as it goes
+
+
+class Oracle(CandidateSource):
+    """Proposes what plain decoding will write next (half right, half a wrong branch beside
+    it), so sampled steps accept several drafts and reject others."""
+
+    name = "oracle"
+
+    def __init__(self, prompt_len: int, text: list[int]):
+        self.prompt_len, self.text = prompt_len, text
+
+    def observe(self, tokens):
+        pass
+
+    def propose(self, context, max_candidates):
+        done = len(context) - self.prompt_len
+        ahead = tuple(self.text[done : done + 4])
+        wrong = tuple((t + 1) % 250 for t in ahead[:2])
+        return [Candidate(self.name, ahead, 0), Candidate(self.name, wrong, 1)] if ahead else []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        SamplingSettings(greedy=False, seed=11, penalty=1.2, window=32, temperature=0.8,
+                         top_p=0.95, min_p=0.05),
+        SamplingSettings(greedy=False, seed=12, penalty=1.0, min_p=0.1),
+        SamplingSettings(greedy=True, penalty=1.2, window=32, dry_multiplier=0.8),
+    ],
+    ids=["creative", "tokenswift-sampler", "greedy-dry"],
+)  # fmt: skip
+def test_sampled_and_dry_steps_read_once_and_write_plain_decodings_text(dtype, settings):
+    """The same seed writes the same text in plain decoding, the node-by-node walk and the
+    one-read step: each token's uniform comes from its position, not from a stream."""
+    model = build_tiny("llama", seed=4).to(dtype)
+    prompt = repetitive_prompt(6)
+    plain = tokens(Generator(model, settings, DraftSettings.plain()), prompt, 120)
+    drafting = DraftSettings(sources=(), max_nodes=12, adaptive=False)
+    for batched in (False, True):
+        oracle = [Oracle(len(prompt), plain)]
+        gen = Generator(model, settings, drafting, sources=oracle, batched_accept=batched)
+        assert tokens(gen, prompt, 120) == plain
+        assert gen.stats.tokens / gen.stats.forward_passes > 2  # many drafts taken
 
 
 def test_the_default_is_the_walk_on_a_cpu_and_one_read_elsewhere(tiny_llama):

@@ -7,7 +7,7 @@ import random
 
 import pytest
 import torch
-from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow, PipelineLogitsProcessor
+from swiftwriter.engine.logits import Draws, LogitsPipeline, PenaltyWindow, PipelineLogitsProcessor
 from swiftwriter.engine.settings import SamplingSettings
 from swiftwriter.errors import UserError
 
@@ -87,20 +87,20 @@ def test_absurd_settings_are_refused(kwargs):
 
 
 def test_a_draw_among_the_kept_tokens_has_the_filtered_distribution():
-    """`choose` draws among the tokens the filters kept (the fast path after min-p): the
-    frequencies match the softmax of the processed row and filtered ids never appear."""
+    """`choose` draws among the tokens the filters kept: the frequencies match the softmax of
+    the processed row and filtered ids never appear."""
     pipeline = LogitsPipeline(SamplingSettings(greedy=False, min_p=0.2))
     logits = torch.full((64,), -5.0)
     logits[[3, 10, 40, 41]] = torch.tensor([2.0, 1.5, 1.0, 0.4])
     processed = pipeline.process(logits, None)
     kept = torch.nonzero(processed != float("-inf")).squeeze(-1).tolist()
-    assert kept == [3, 10, 40, 41]  # a few of 64: the fast path
+    assert kept == [3, 10, 40, 41]
     want = processed.softmax(-1)
-    rng = torch.Generator().manual_seed(5)
+    draws = Draws(5)
     n = 20_000
     counts = torch.zeros(64)
-    for _ in range(n):
-        counts[pipeline.choose(processed, rng)] += 1
+    for i in range(n):
+        counts[pipeline.choose(processed, draws.uniform(i))] += 1
     assert counts.sum() == counts[kept].sum()
     total_variation = 0.5 * float((counts / n - want).abs().sum())
     assert total_variation < 0.015, total_variation

@@ -1,14 +1,15 @@
 """The sampler against numbers computed by hand, not by the pipeline under test: temperature
 divides, top-p keeps the smallest head with the mass asked for, min-p cuts relative to the top,
-and the fast draw among the kept tokens has exactly that distribution (60,000 draws with
-production-like settings, a chi-square test that a 5% bias on one token fails)."""
+and the draw (inverse CDF at the run's position-hashed uniforms) has exactly that distribution
+(60,000 draws with production-like settings, a chi-square test that a 5% bias on one token
+fails)."""
 
 from __future__ import annotations
 
 import math
 
 import torch
-from swiftwriter.engine.logits import LogitsPipeline
+from swiftwriter.engine.logits import Draws, LogitsPipeline
 from swiftwriter.engine.settings import SamplingSettings
 
 LOGITS = [3.0, 2.6, 2.2, 1.9, 1.5, 1.0, 0.2, -0.5] + [-4.0] * 56
@@ -52,16 +53,16 @@ def test_processed_logits_match_the_hand_computation():
     assert len(by_hand(LOGITS, 0.7, 0.5, 0.0)) < len(by_hand(LOGITS, 0.7, 0.99, 0.0))
 
 
-def test_the_fast_draw_has_the_hand_computed_distribution():
+def test_the_draw_has_the_hand_computed_distribution():
     want = by_hand(LOGITS, 0.7, 0.9, 0.05)
     pipeline = LogitsPipeline(SETTINGS)
     processed = pipeline.process(torch.tensor(LOGITS), None)
-    assert len(want) * 2 <= len(LOGITS)  # few kept: `choose` takes its fast path
-    rng = torch.Generator().manual_seed(11)
+    assert len(want) * 2 <= len(LOGITS)  # most tokens filtered out: never drawn
+    draws = Draws(11)
     n = 60_000
     counts: dict[int, int] = {}
-    for _ in range(n):
-        token = pipeline.choose(processed, rng)
+    for i in range(n):
+        token = pipeline.choose(processed, draws.uniform(i))
         counts[token] = counts.get(token, 0) + 1
     assert set(counts) <= set(want)
     chi2 = sum((counts.get(i, 0) - n * p) ** 2 / (n * p) for i, p in want.items())
@@ -72,3 +73,18 @@ def test_the_fast_draw_has_the_hand_computed_distribution():
     biased[top] *= 1.05  # what a 5% bias would look like in the same counts
     shift = sum((n * biased[i] - n * p) ** 2 / (n * p) for i, p in want.items())
     assert shift > 2 * 24.3  # so the test above has the power to see it
+
+
+def test_the_uniforms_are_uniform_and_differ_by_seed():
+    """The position-hashed uniforms: mean 1/2, variance 1/12, in [0, 1), no correlation
+    between neighbours, and another seed gives other numbers."""
+    n = 50_000
+    u = [Draws(3).uniform(i) for i in range(n)]
+    assert all(0.0 <= x < 1.0 for x in u)
+    mean = sum(u) / n
+    var = sum((x - mean) ** 2 for x in u) / n
+    lag = sum((u[i] - mean) * (u[i + 1] - mean) for i in range(n - 1)) / (n * var)
+    assert abs(mean - 0.5) < 0.005 and abs(var - 1 / 12) < 0.002 and abs(lag) < 0.02
+    other = [Draws(4).uniform(i) for i in range(100)]
+    assert sum(a == b for a, b in zip(u[:100], other, strict=True)) == 0
+    assert Draws(3).uniform(17) == u[17]  # by position, not by how many were drawn before

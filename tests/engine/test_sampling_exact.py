@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
-from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow
+from swiftwriter.engine.logits import Draws, LogitsPipeline, PenaltyWindow
 from swiftwriter.engine.run import Run
 from swiftwriter.engine.sources import Candidate, CandidateSource
 
@@ -87,10 +87,11 @@ class LongestMatchRun(Run):
     leaf path and the longest agreeing path wins. Biased toward the drafts."""
 
     def _walk(self, trie, remaining):
-        runner, window, rng, pipeline = self.runner, self.window, self.rng, self.gen.pipeline
+        runner, window, pipeline = self.runner, self.window, self.gen.pipeline
         leaves = [i for i in range(len(trie)) if not trie.children[i]]
         best_path, best_new = None, None
-        for leaf in leaves:
+        for k, leaf in enumerate(leaves):
+            draws = Draws(self.draws.seed * 1009 + k)  # independent samples for every leaf
             chain = []
             node = leaf
             while node > 0:
@@ -101,7 +102,8 @@ class LongestMatchRun(Run):
             while True:
                 logits = runner.logits_at(node, trie)
                 token = pipeline.choose(
-                    pipeline.process(logits, window.presence(trie.path_to(node))), rng
+                    pipeline.process(logits, window.presence(trie.path_to(node))),
+                    draws.uniform(len(self.produced) + len(new)),
                 )
                 new.append(token)
                 nxt = chain[len(path)] if len(path) < len(chain) else None

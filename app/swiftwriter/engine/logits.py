@@ -182,20 +182,51 @@ class LogitsPipeline:
             x = x.masked_fill(probs < limit, float("-inf"))
         return x
 
-    def choose(self, processed: torch.Tensor, generator: torch.Generator | None) -> int:
-        """Pick the next token from one row of processed logits."""
+    def choose(self, processed: torch.Tensor, uniform: float | None = None) -> int:
+        """The next token from one row of processed logits: the argmax, or the draw at
+        `uniform` (read back to the host: one read per call)."""
+        return int(self.pick(processed, uniform))
+
+    def pick(self, processed: torch.Tensor, uniform: float | None = None) -> torch.Tensor:
+        """`choose` left on the device (a 0-d tensor), so a step can read many at once."""
         if self.s.greedy:
-            return int(processed.argmax())
-        if generator is not None and generator.device != processed.device:
-            processed = processed.to(generator.device)  # the run's one random stream (host)
-        # Draw among the tokens the filters kept: the same distribution (a filtered entry has
-        # probability 0), and after min-p often a few dozen of 49K ids, which makes the draw
-        # an order of magnitude cheaper on every visited node.
-        kept = torch.nonzero(processed != float("-inf")).squeeze(-1)
-        if kept.numel() * 2 > processed.numel():
-            return int(torch.multinomial(processed.softmax(dim=-1), 1, generator=generator))
-        probs = processed[kept].softmax(dim=-1)
-        return int(kept[torch.multinomial(probs, 1, generator=generator)])
+            return processed.argmax()
+        return draw(processed, uniform)
+
+
+def draw(processed: torch.Tensor, uniform: float) -> torch.Tensor:
+    """The token at `uniform` in [0, 1) of the row's distribution (inverse CDF): exactly the
+    softmax's probabilities; a filtered entry has probability 0 and is never drawn."""
+    probs = processed.softmax(dim=-1)
+    cdf = probs.cumsum(dim=-1)
+    index = torch.searchsorted(cdf, cdf[-1:] * uniform, right=True)[0]
+    positions = torch.arange(probs.shape[-1], device=probs.device)
+    last = torch.where(probs > 0, positions, 0).max()  # rounding may run past the end
+    return torch.minimum(index, last)
+
+
+_MASK = (1 << 64) - 1
+
+
+def _mix(z: int) -> int:
+    """SplitMix64's finaliser: every bit of the output depends on every bit of the input."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+class Draws:
+    """A run's random numbers, by position: the uniform for the t-th new token is a hash of
+    (seed, t). Plain decoding and speculation therefore use the same number for the same token
+    however many trie nodes a step visits, and a step can draw for every node at once."""
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        self._key = _mix((seed & _MASK) ^ 0x5DEECE66D)
+
+    def uniform(self, index: int) -> float:
+        z = _mix((self._key + (index + 1) * 0x9E3779B97F4A7C15) & _MASK)
+        return (z >> 11) * (1.0 / (1 << 53))
 
 
 class PipelineLogitsProcessor(LogitsProcessor):

@@ -1,10 +1,11 @@
 """One generation's state and the stages of its step: propose -> build trie -> verify -> accept
 -> commit. The generator (generator.py) creates a Run per call and loops over its steps; the
 Run owns what lives for one generation only (the KV cache, the sources' run state, the
-penalty window, the random stream, the estimates' run parts and the statistics)."""
+penalty window, the sampling seed's draws, the estimates' run parts and the statistics)."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -14,7 +15,7 @@ import torch
 
 from swiftwriter.engine import quality
 from swiftwriter.engine.estimate import AcceptanceEstimator, ShadowLearner, SourceGate
-from swiftwriter.engine.logits import PenaltyWindow
+from swiftwriter.engine.logits import Draws, PenaltyWindow
 from swiftwriter.engine.sources import Candidate, CandidateSource
 from swiftwriter.engine.stats import RunStats, StepStats
 from swiftwriter.engine.trie import Trie, best_size, build_trie, prune
@@ -48,11 +49,8 @@ class Run:
         self.estimator = AcceptanceEstimator()
         self.learner = ShadowLearner(self.estimator)
         self.window = PenaltyWindow(gen.vocab_size, self.sampling.window, device=self.runner.device)
-        self.rng = self._random_stream(request.seed)
-        # every node's greedy choice in one read per step (a GPU's queue never waits twice)
-        self.batched = (
-            gen.batched_accept and self.sampling.greedy and self.sampling.dry_multiplier <= 0
-        )
+        self.draws = self._draws(request.seed)
+        self.batched = gen.batched_accept  # every node's choice in one read per step
         self._read_features: dict[str, torch.Tensor] = {}
         self.committed = list(request.prompt)
         self.produced: list[int] = []
@@ -62,13 +60,12 @@ class Run:
         self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
         self._gated_s: dict[int, float] = {}
 
-    def _random_stream(self, seed: int | None):
+    def _draws(self, seed: int | None) -> Draws | None:
+        """The run's uniforms (sampling only): the call's seed, the settings', or a fresh one."""
         if self.sampling.greedy:
             return None
-        rng = torch.Generator(device="cpu")
         seed = seed if seed is not None else self.sampling.seed
-        rng.manual_seed(seed if seed is not None else torch.seed())
-        return rng
+        return Draws(seed if seed is not None else secrets.randbits(63))
 
     # -- set-up ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -205,27 +202,48 @@ class Run:
             above = trie.path_to(node)  # plain decoding's context here: history + these
             presence = self.window.presence(above) if sampling.penalty != 1.0 else None
             context = self.window.context(above) if sampling.dry_multiplier > 0 else None
-            return pipeline.choose(pipeline.process(logits, presence, context), self.rng)
+            processed = pipeline.process(logits, presence, context)
+            return pipeline.choose(processed, self.uniform(trie.depths[node]))
 
         return choose
 
+    def uniform(self, depth: int) -> float | None:
+        """The uniform of the token a node at `depth` would write (None when greedy)."""
+        return None if self.draws is None else self.draws.uniform(len(self.produced) + depth)
+
     def _choose_all(self, trie: Trie) -> list[int]:
-        """For greedy runs without DRY: every node's choice made at once on the model's
-        device and read back in the step's one synchronisation (with the states the drafters
-        will read); a node's choice depends on its own path only, never on the walk."""
-        n, eos_ids = len(trie), self.gen.eos_ids
+        """Every node's choice made on the model's device and read back in the step's one
+        synchronisation, with the states the drafters will read: a node's choice depends on
+        its own path (and, sampling, on its depth's uniform), never on the walk. Greedy rows
+        go through the pipeline together; sampled and DRY rows one by one, as plain decoding
+        computes them, still without a read."""
+        n = len(trie)
         logits = self.runner.logits_rows(list(range(n)))
         banned = max(0, self.request.min_new_tokens - len(self.produced))
-        eos = sorted(eos_ids)
+        eos = sorted(self.gen.eos_ids)
         rows = [i for i in range(n) if trie.depths[i] < banned] if eos else []
         if rows:  # a node at depth d writes the step's (d + 1)-th token
             index = torch.tensor(rows, device=logits.device)[:, None]
             logits = logits.clone()  # an inference tensor of the runner's
             logits[index, torch.tensor(eos, device=logits.device)] = float("-inf")
-        presence = None
-        if self.sampling.penalty != 1.0:
-            presence = self.window.presences([trie.path_to(i) for i in range(n)])
-        chosen = self.gen.pipeline.process(logits, presence).argmax(-1)
+        paths = [trie.path_to(i) for i in range(n)]
+        presence = self.window.presences(paths) if self.sampling.penalty != 1.0 else None
+        pipeline = self.gen.pipeline
+        if self.sampling.greedy and self.sampling.dry_multiplier <= 0:
+            chosen = pipeline.process(logits, presence).argmax(-1)
+        else:
+            dry = self.sampling.dry_multiplier > 0
+            chosen = torch.stack([
+                pipeline.pick(
+                    pipeline.process(
+                        logits[i],
+                        None if presence is None else presence[i],
+                        self.window.context(paths[i]) if dry else None,
+                    ),
+                    self.uniform(trie.depths[i]),
+                )
+                for i in range(n)
+            ])  # fmt: skip
         states = {
             kind: self.runner.features(kind, n) for kind in {s.wants_feature for s in self.readers}
         }
