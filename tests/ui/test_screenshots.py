@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from PySide6.QtCore import QObject, Slot
 from PySide6.QtGui import QImage
 
 COMMITTED = Path(__file__).resolve().parents[2] / "resources" / "screenshots"
@@ -28,12 +29,20 @@ def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
     window.panel.set_target(160, "tokens")
     shots: dict[str, Path] = {}
 
-    def during(stats) -> None:
-        if "during" not in shots and stats.tokens >= 60:
-            shots["during"] = SHOTS / "main-window-generating.png"
-            assert window.grab().save(str(shots["during"]))
+    class Shooter(QObject):
+        """Lives in the GUI thread, so the worker's stats reach it queued: a widget may only
+        be painted (grabbed) there; a plain function would run in the worker's thread."""
 
-    window.generation.started.connect(lambda: window.generation.worker.stats.connect(during))
+        @Slot(object)
+        def during(self, stats) -> None:
+            if "during" not in shots and stats.tokens >= 60:
+                shots["during"] = SHOTS / "main-window-generating.png"
+                assert window.grab().save(str(shots["during"]))
+
+    shooter = Shooter()
+    window.generation.started.connect(
+        lambda: window.generation.worker.stats.connect(shooter.during)
+    )
     with qtbot.waitSignal(window.generation.finished, timeout=30000):
         window.actions_by_name["generate"].trigger()
     qtbot.waitUntil(lambda: not window.generation.busy, timeout=30000)
