@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 
-WORD = re.compile(r"\S*\w\S*")  # a scene break (#, * * *) or a lone dash is no word
+_LETTER = re.compile(r"\w")  # a scene break (#, * * *) or a lone dash is no word
 DEFAULT_TOKENS_PER_WORD = 1.4
 
 
 def count_words(text: str) -> int:
-    return sum(1 for _ in WORD.finditer(text))
+    """Whitespace-separated pieces holding a letter or digit (linear in the text's length)."""
+    return sum(1 for piece in text.split() if _LETTER.search(piece))
 
 
 def tokens_per_word(encode, text: str) -> float:

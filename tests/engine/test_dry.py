@@ -139,8 +139,11 @@ class Recorder:
         self.rows.append(out)
         return out
 
-    def choose(self, processed, rng):
-        return self.inner.choose(processed, rng)
+    def choose(self, processed, uniform):
+        return self.inner.choose(processed, uniform)
+
+    def pick(self, processed, uniform):
+        return self.inner.pick(processed, uniform)
 
 
 def test_sampled_nodes_are_scored_like_plain_decoding(tiny_vocab_model):

@@ -41,3 +41,24 @@ def test_strike_tables_and_nested_lists_survive_the_round_trip_through_docx(tmp_
         (1, "sea", False), (2, "harbour", False), (3, "wall", False), (1, "town", False),
         (1, "first", True), (2, "inner", True), (1, "second", True),
     ]  # fmt: skip
+
+
+def test_a_word_table_with_a_line_break_and_a_nested_table_imports_as_one_table(tmp_path):
+    import docx
+
+    document = docx.Document()
+    document.add_heading("One", level=1)
+    table = document.add_table(rows=2, cols=2)
+    table.cell(0, 0).text, table.cell(0, 1).text = "Name", "Notes"
+    table.cell(1, 0).text = "Elena"
+    run = table.cell(1, 1).paragraphs[0].add_run("keeps the light")
+    run.add_break()
+    run.add_text("since 1953")
+    inner = table.cell(1, 1).add_table(rows=1, cols=1)
+    inner.cell(0, 0).text = "inner"
+    path = tmp_path / "table.docx"
+    document.save(str(path))
+    body = docx_to_manuscript(path).sections[-1].body
+    (table_block,) = [b for b in parse(body) if b.kind == "table"]
+    rows = [[c.plain() for c in row] for row in table_block.rows]
+    assert rows == [["Name", "Notes"], ["Elena", "keeps the light since 1953 inner"]]

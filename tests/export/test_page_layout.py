@@ -90,6 +90,21 @@ def test_a_templates_styles_are_used(manuscript, tmp_path):
         p.text for p in document.paragraphs
     ]
     assert "The Storm" in [p.text for p in document.paragraphs]
+    # a report on the template: its contents heading stays unnumbered
+    report = export(manuscript, tmp_path, template=path, style="report")
+    toc = report.styles["TOC Heading"].element.pPr
+    assert toc.numPr.numId.val == 0 and toc.outlineLvl.val == 9
+    # the template's margins and its own page numbers stay; the paper is the one chosen
+    numbered = docx.Document()
+    numbered.sections[0].left_margin = Inches(1.75)
+    ooxml.add_field(numbered.sections[0].footer.paragraphs[0], "PAGE", "1")
+    numbered.save(str(tmp_path / "numbered.docx"))
+    out = export(manuscript, tmp_path, template=tmp_path / "numbered.docx",
+                 page=PageSetup(page_size="letter"))  # fmt: skip
+    section = out.sections[0]
+    assert section.left_margin == Inches(1.75) and section.page_width == Inches(8.5)
+    footer = " ".join(ooxml.field_instructions(p) for p in section.footer.paragraphs)
+    assert footer.count("PAGE") == 1
     broken = tmp_path / "broken.docx"
     broken.write_bytes(b"not a zip")
     with pytest.raises(UserError, match="broken.docx"):

@@ -55,3 +55,13 @@ def test_markdown_and_office_formats(qtbot, window, make_project, tmp_path):
     assert "* * *" in out.read_text(encoding="utf-8")
     has_office = office.soffice() is not None
     assert (dialog.format.findData("pdf") >= 0) == has_office  # offered only where it works
+
+
+def test_no_document_ticked_exports_nothing(qtbot, window, make_project, tmp_path):
+    window.open_project(make_project(docs=DOCS))
+    dialog = window.export_dialog()
+    for item in dialog._items.values():
+        item.setCheckState(0, Qt.CheckState.Unchecked)
+    out = tmp_path / "nothing.docx"
+    assert not dialog.export_to(out) and not out.exists()
+    assert dialog.words.text() == "Tick at least one document to export"

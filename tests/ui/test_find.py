@@ -76,3 +76,18 @@ def test_find_in_project_lists_every_match_and_opens_one(qtbot, window, make_pro
     third = window.tree.ids_in_order()[2]
     assert selection(window) == (third, 13, "sea")
     dialog.close()
+
+
+def test_shift_f3_from_the_first_document_goes_to_the_last_that_holds_the_phrase(
+    qtbot, window, make_project
+):
+    window.open_project(make_project(docs=DOCS))
+    first, _, third = window.tree.ids_in_order()
+    window.show_document(first)
+    cursor = window.editor.textCursor()
+    cursor.setPosition(0)
+    window.editor.setTextCursor(cursor)
+    window.find_bar.find_edit.setText("sea")
+    window.find_bar.whole.setChecked(True)
+    window.actions_by_name["find_previous"].trigger()
+    assert selection(window) == (third, 13, "sea")

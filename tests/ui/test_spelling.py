@@ -62,3 +62,20 @@ def test_a_missing_dictionary_is_said_once(qtbot, window, monkeypatch):
     window.spelling.apply()
     assert messages == ["No spelling dictionary for 'xx': spell checking is off"]
     assert window.editor.highlighter.speller is None
+
+
+def test_marks_land_on_their_word_after_an_emoji(qtbot, window, make_project):
+    window.open_project(make_project(docs=(("A", "🌊🌊 the *sea* and teh wind"),)))
+    layout = window.editor.document().findBlockByNumber(0).layout()
+    text = window.editor.document().findBlockByNumber(0).text()  # Qt's text: UTF-16 units
+    units = text.encode("utf-16-le")
+
+    def marked(check):
+        return [
+            units[2 * f.start : 2 * (f.start + f.length)].decode("utf-16-le")
+            for f in layout.formats()
+            if check(f.format)
+        ]
+
+    assert marked(lambda f: f.underlineStyle() == WAVY) == ["teh"]
+    assert marked(lambda f: f.fontItalic()) == ["*sea*"]

@@ -96,26 +96,40 @@ def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
 
 def test_preferences_live_in_the_one_config_folder_and_old_ones_move_once(tmp_path, monkeypatch):
     """An earlier version's Qt per-organisation file (another folder, `SwiftWriter`) is moved
-    into `settings.ini` in the config folder once; later starts read only the new file."""
-    from PySide6.QtCore import QSettings
+    into `settings.ini` in the config folder once (the old file kept beside it as a backup);
+    later starts read only the new file; a moved config folder never takes the old file."""
+    from PySide6.QtCore import QSettings, QStandardPaths
+    from swiftwriter import paths
     from swiftwriter.ui import settings as settings_mod
 
-    old_root = tmp_path / "old-config"
+    old_root, new_dir = tmp_path / "old-config", tmp_path / "swiftwriter"
+    new_dir.mkdir()
     monkeypatch.delenv("SWIFTWRITER_SETTINGS_PATH")
-    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "swiftwriter"))
-    for scope_format in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+    formats = (QSettings.Format.NativeFormat, QSettings.Format.IniFormat)
+    default = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
+    for scope_format in formats:
         QSettings.setPath(scope_format, QSettings.Scope.UserScope, str(old_root))
-    old = QSettings(settings_mod.ORGANISATION, settings_mod.APPLICATION)
-    old.setValue("appearance/theme", "Dark")
-    old.sync()
-    old_file = old.fileName()
-    del old
-    assert (tmp_path / "old-config").exists()
+    try:
+        old = QSettings(settings_mod.ORGANISATION, settings_mod.APPLICATION)
+        old.setValue("appearance/theme", "Dark")
+        old.sync()
+        del old
+        assert (old_root / "SwiftWriter").exists()
 
-    moved = settings_mod.AppSettings()
-    assert moved.theme == "Dark"
-    assert moved.qs.fileName() == str(tmp_path / "swiftwriter" / "settings.ini")
-    assert not (tmp_path / "old-config" / "SwiftWriter").exists(), old_file
-    moved.theme = "Light"
-    moved.qs.sync()
-    assert settings_mod.AppSettings().theme == "Light"  # no second migration
+        monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "elsewhere"))
+        assert settings_mod.AppSettings().theme == "Auto"  # a moved folder: nothing taken
+        assert (old_root / "SwiftWriter").exists()
+
+        monkeypatch.delenv("SWIFTWRITER_CONFIG_DIR")
+        monkeypatch.setattr(paths, "config_dir", lambda: new_dir)
+        moved = settings_mod.AppSettings()
+        assert moved.theme == "Dark"
+        assert moved.qs.fileName() == str(new_dir / "settings.ini")
+        assert not (old_root / "SwiftWriter").exists()  # one config folder left
+        assert "Dark" in (new_dir / "settings-before-move.conf").read_text()  # the old file kept
+        moved.theme = "Light"
+        moved.qs.sync()
+        assert settings_mod.AppSettings().theme == "Light"  # no second migration
+    finally:
+        for scope_format in formats:
+            QSettings.setPath(scope_format, QSettings.Scope.UserScope, default)

@@ -69,3 +69,18 @@ def test_outline_edits_in_place(qtbot, window, make_project):
     assert planning.statuses(window.project) == {two: "revised"}
     assert window.tree.tree.topLevelItem(1).text(0) == "The Second"  # the tree follows
     outline.close()
+
+
+def test_the_outline_goes_with_its_project(qtbot, window, make_project):
+    first = make_project("First", docs=(("One", "a"), ("Two", "b")))
+    second = make_project("Second", docs=(("Uno", "c"), ("Dos", "d")))
+    window.open_project(first)
+    outline = window.open_outline()
+    doc_id = outline.doc_id(1)
+    window.close_project()
+    assert not outline.isVisible() and outline not in window._dialogs
+    window.open_project(second)
+    outline._set_status(doc_id, "final")  # a late edit must not land in another project
+    outline._set_kind(doc_id, "part")
+    assert planning.statuses(window.project) == {}
+    assert [d.kind for d in window.project.documents()] == ["chapter", "chapter"]

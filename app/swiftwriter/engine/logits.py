@@ -195,14 +195,17 @@ class LogitsPipeline:
 
 
 def draw(processed: torch.Tensor, uniform: float) -> torch.Tensor:
-    """The token at `uniform` in [0, 1) of the row's distribution (inverse CDF): exactly the
-    softmax's probabilities; a filtered entry has probability 0 and is never drawn."""
+    """The token at `uniform` in [0, 1) of the row's distribution (inverse CDF): the first
+    token whose cumulative probability passes it. The sum runs in float64 (not on Apple's MPS,
+    which has none), so the uniform keeps its resolution; a filtered entry (probability 0) is
+    never drawn, even where a parallel scan's rounding makes the sum wobble."""
     probs = processed.softmax(dim=-1)
-    cdf = probs.cumsum(dim=-1)
-    index = torch.searchsorted(cdf, cdf[-1:] * uniform, right=True)[0]
+    wide = probs if probs.device.type == "mps" else probs.double()
+    cdf = wide.cumsum(dim=-1)
+    hit = (cdf > cdf[-1] * uniform) & (probs > 0)
     positions = torch.arange(probs.shape[-1], device=probs.device)
     last = torch.where(probs > 0, positions, 0).max()  # rounding may run past the end
-    return torch.minimum(index, last)
+    return torch.where(hit.any(), hit.int().argmax(), last)
 
 
 _MASK = (1 << 64) - 1

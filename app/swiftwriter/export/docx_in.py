@@ -60,17 +60,16 @@ MAX_PARAGRAPHS = 500_000  # ten times the longest novels; a file with more is re
 def docx_to_manuscript(path: Path) -> Manuscript:
     document = docx.Document(str(path))
     reader = _Reader(document)
-    count = 0
-    for element in document.element.body:
+    body = document.element.body
+    if sum(1 for _ in body.iter(qn("w:p"))) > MAX_PARAGRAPHS:  # tables' paragraphs included
+        raise UserError(
+            f"{path.name} has more than {MAX_PARAGRAPHS:,} paragraphs: too many to import"
+        )
+    for element in body:
         if element.tag == qn("w:tbl"):  # a table becomes a Markdown table
             reader.table(element, document._body)
             continue
         for p in element.iter(qn("w:p")):  # a paragraph, or those inside a content control
-            count += 1
-            if count > MAX_PARAGRAPHS:
-                raise UserError(
-                    f"{path.name} has more than {MAX_PARAGRAPHS:,} paragraphs: too many to import"
-                )
             reader.paragraph(Paragraph(p, document._body))
     props = document.core_properties
     return Manuscript(
@@ -111,14 +110,15 @@ class _Reader:
     def table(self, tbl, parent) -> None:
         """A pipe table: the first row is the header; a cell's paragraphs join with spaces."""
         rows = []
-        for tr in tbl.iter(qn("w:tr")):
-            cells = []
-            for tc in tr.iter(qn("w:tc")):
+        for tr in tbl.iterchildren(qn("w:tr")):  # this table's own rows and cells: a table
+            cells = []  # nested in a cell gives its text to that cell
+            for tc in tr.iterchildren(qn("w:tc")):
                 parts = [
                     _to_markdown(list(_pieces(Paragraph(p, parent), self.styles)))
                     for p in tc.iter(qn("w:p"))
                 ]
-                cells.append(" ".join(x for x in parts if x).replace("|", "\\|"))
+                text = " ".join(x for x in parts if x).replace("  \n", " ")  # one line a row
+                cells.append(text.replace("|", "\\|"))
             if cells:
                 rows.append(cells)
         if not rows:

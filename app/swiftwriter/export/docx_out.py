@@ -95,8 +95,8 @@ def build_document(
 
 
 def open_template(template: Path | str | None):
-    """A fresh document, or the template's styles, page set-up and headers with its body
-    emptied (its text is not the manuscript's)."""
+    """A fresh document, or the template's styles, margins, headers and footers with its body
+    emptied (its text is not the manuscript's); the export sets the paper size."""
     if template is None:
         return docx.Document()
     path = Path(template).expanduser()
@@ -139,32 +139,40 @@ class _Writer:
     # -- set-up ---------------------------------------------------------------------------
     def _styles(self) -> None:
         styles = self.doc.styles
-        for name, base in REQUIRED_STYLES:  # a template may lack some of them
+        # a template's own styles stay as they are; ours are added where it lacks them
+        keep = {s.name for s in styles} if self.templated else set()
+        for name, base in REQUIRED_STYLES:
             self._add_style(name, WD_STYLE_TYPE.PARAGRAPH, base)
         body = styles["Body Text"]
-        body.paragraph_format.space_before = Pt(0)
+        if "Body Text" not in keep:
+            body.paragraph_format.space_before = Pt(0)
         first = self._add_style("First Paragraph", WD_STYLE_TYPE.PARAGRAPH, "Body Text")
         quote = self._add_style("Block Text", WD_STYLE_TYPE.PARAGRAPH, "Body Text")
-        quote.paragraph_format.left_indent = Inches(0.5)
-        quote.paragraph_format.right_indent = Inches(0.5)
-        quote.paragraph_format.first_line_indent = Inches(0)
-        quote.paragraph_format.space_after = Pt(6)
+        if "Block Text" not in keep:
+            quote.paragraph_format.left_indent = Inches(0.5)
+            quote.paragraph_format.right_indent = Inches(0.5)
+            quote.paragraph_format.first_line_indent = Inches(0)
+            quote.paragraph_format.space_after = Pt(6)
         code = self._add_style("Source Code", WD_STYLE_TYPE.PARAGRAPH, "Normal")
-        ooxml.set_plain_font(code.element.get_or_add_rPr(), MONO)
-        code.font.size = Pt(10)
-        code.paragraph_format.space_after = Pt(6)
+        if "Source Code" not in keep:
+            ooxml.set_plain_font(code.element.get_or_add_rPr(), MONO)
+            code.font.size = Pt(10)
+            code.paragraph_format.space_after = Pt(6)
         verbatim = self._add_style("Verbatim Char", WD_STYLE_TYPE.CHARACTER, None)
-        ooxml.set_plain_font(verbatim.element.get_or_add_rPr(), MONO)
+        if "Verbatim Char" not in keep:
+            ooxml.set_plain_font(verbatim.element.get_or_add_rPr(), MONO)
         link = self._add_style("Hyperlink", WD_STYLE_TYPE.CHARACTER, None)
-        link.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
-        link.font.underline = True
+        if "Hyperlink" not in keep:
+            link.font.color.rgb = RGBColor(0x05, 0x63, 0xC1)
+            link.font.underline = True
         scene = self._add_style("Scene Break", WD_STYLE_TYPE.PARAGRAPH, "Normal")
-        scene.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
-        scene.paragraph_format.space_before = Pt(12)
-        scene.paragraph_format.space_after = Pt(12)
+        if "Scene Break" not in keep:
+            scene.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
+            scene.paragraph_format.space_before = Pt(12)
+            scene.paragraph_format.space_after = Pt(12)
         if self.templated:
             if not self.novel:
-                self.numbering.number_headings(self.doc)
+                self._number_headings()
             return  # the template's own look
         if self.smf:
             self._manuscript_styles()
@@ -194,11 +202,15 @@ class _Writer:
         else:
             body.paragraph_format.space_after = Pt(6)
             body.paragraph_format.line_spacing = 1.15
-            self.numbering.number_headings(self.doc)
-            # 'TOC Heading' is based on Heading 1 but must stay unnumbered and out of the TOC.
-            toc_ppr = styles["TOC Heading"].element.get_or_add_pPr()
-            toc_ppr.get_or_add_numPr().get_or_add_numId().val = 0
-            toc_ppr.get_or_add_outlineLvl().val = 9
+            self._number_headings()
+
+    def _number_headings(self) -> None:
+        """A report's headings numbered 1 / 1.1 by Word; 'TOC Heading' (based on Heading 1)
+        stays unnumbered and out of the table of contents."""
+        self.numbering.number_headings(self.doc)
+        toc_ppr = self.doc.styles["TOC Heading"].element.get_or_add_pPr()
+        toc_ppr.get_or_add_numPr().get_or_add_numId().val = 0
+        toc_ppr.get_or_add_outlineLvl().val = 9
 
     def _manuscript_styles(self) -> None:
         """Standard Manuscript Format: one font, one size, double spacing, indented paragraphs,
@@ -244,7 +256,7 @@ class _Writer:
         now = dt.datetime.now(dt.UTC).replace(microsecond=0, tzinfo=None)
         props.created = props.modified = now
         props.revision = 1
-        apply_page(self.doc, self.page, self.smf)
+        apply_page(self.doc, self.page, self.smf, margins=not self.templated)
         if self.smf:
             self._manuscript_title_page()
         else:

@@ -56,15 +56,17 @@ def rounded_word_count(words: int) -> str:
     return f"about {rounded:,} words"
 
 
-def apply_page(document, setup: PageSetup, manuscript_format: bool) -> None:
-    """Paper size and margins on every section of the document."""
+def apply_page(document, setup: PageSetup, manuscript_format: bool, margins: bool = True):
+    """The paper size on every section, and (unless a template keeps its own) 1-inch
+    margins."""
     width, height = PAGE_SIZES[setup.size()]
     for section in document.sections:
         section.page_width, section.page_height = width, height
-        margin = Inches(1)
-        section.left_margin = section.right_margin = margin
-        section.top_margin = section.bottom_margin = margin
-        section.header_distance = section.footer_distance = Inches(0.5)
+        if margins:
+            margin = Inches(1)
+            section.left_margin = section.right_margin = margin
+            section.top_margin = section.bottom_margin = margin
+            section.header_distance = section.footer_distance = Inches(0.5)
         section.different_first_page_header_footer = manuscript_format
 
 
@@ -72,6 +74,9 @@ def add_page_numbers(document, header_text: str = "") -> None:
     """Page numbers (a PAGE field): centred in the footer, or at the right of a header that
     starts with `header_text` ("Surname / TITLE / "), as manuscript format puts them."""
     for section in document.sections:
+        parts = (section.header, section.footer)
+        if any("PAGE" in ooxml.field_instructions(p) for x in parts for p in x.paragraphs):
+            continue  # a template that numbers its pages already
         if header_text:
             p = section.header.paragraphs[0]
             p.alignment = WD_ALIGN_PARAGRAPH.RIGHT

@@ -96,7 +96,7 @@ def mark_scene_breaks(text: str) -> str:
 
 
 class _Walker(HTMLParser):
-    """Turns Python-Markdown's HTML into Blocks; unknown tags keep their text."""
+    """Turns markdown-it's HTML into Blocks; unknown tags keep their text."""
 
     _INLINE = {"em": "italic", "i": "italic", "strong": "bold", "b": "bold", "code": "code"}
     _STRIKE = {"del", "s", "strike"}
@@ -287,7 +287,7 @@ class _Walker(HTMLParser):
             self._open("para")
         spans = self.current.spans
         if text != "\n" and spans and spans[-1].is_break:
-            text = text.lstrip(" ")  # the newline Python-Markdown writes after <br />
+            text = text.lstrip(" ")  # the newline the renderer writes after <br />
             if not text:
                 return
         if text != "\n" and spans and spans[-1].text.endswith(" ") and text.startswith(" "):

@@ -93,7 +93,7 @@ def manuscript_from_project(proj, doc_ids=None) -> Manuscript:
     Levels are made relative to the shallowest document taken, so exporting one chapter makes
     it a top-level heading."""
     docs = list(proj.documents())
-    if doc_ids:
+    if doc_ids is not None:
         wanted = {str(i) for i in doc_ids}
         known = {str(d.id) for d in docs}
         missing = sorted(wanted - known)

@@ -108,7 +108,14 @@ class MarkdownHighlighter(QSyntaxHighlighter):
             marks += self._markdown(text)
         if self.speller is not None:
             marks += [(a, b, "misspelt") for a, b in self.speller.misspelt(text)]
-        self._apply(len(text), marks)
+        if marks and any(ord(c) > 0xFFFF for c in text):  # Qt counts UTF-16 units
+            units = [0]
+            for c in text:
+                units.append(units[-1] + (2 if ord(c) > 0xFFFF else 1))
+            marks = [(units[a], units[b], name) for a, b, name in marks]
+            self._apply(units[-1], marks)
+        else:
+            self._apply(len(text), marks)
 
     def _markdown(self, text: str) -> list[tuple[int, int, str]]:
         blocks = self.parser.blocks(text)

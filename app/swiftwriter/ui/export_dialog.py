@@ -149,6 +149,9 @@ class ExportDialog(QDialog):
             self.template.setText(path)
 
     def _choose_file(self) -> None:
+        if self.chosen_ids() == []:
+            self.words.setText("Tick at least one document to export")
+            return
         fmt = self.format.currentData()
         start = str(self.window.project.path.with_suffix(f".{fmt}"))
         path, _ = QFileDialog.getSaveFileName(self, "Export", start, f"*.{fmt}")
@@ -156,7 +159,11 @@ class ExportDialog(QDialog):
             self.export_to(path)
 
     def export_to(self, path: str | Path) -> bool:
-        if self.window.export_to(path, self.request(), self.chosen_ids()):
+        chosen = self.chosen_ids()
+        if chosen == []:
+            self.words.setText("Tick at least one document to export")
+            return False
+        if self.window.export_to(path, self.request(), chosen):
             self.accept()
             return True
         return False

@@ -27,6 +27,7 @@ class FocusMode(QObject):
     def enter(self) -> bool:
         window = self.window
         if window.project is None:
+            window.actions_by_name["focus"].setChecked(False)
             return False
         self._docks_shown = [n for n, d in window.docks.items() if d.isVisible()]
         for dock in window.docks.values():

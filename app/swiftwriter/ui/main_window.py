@@ -8,6 +8,7 @@ window says so; closing while a generation runs asks first."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from pathlib import Path
 
@@ -322,7 +323,10 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for name in ("import", "export", "close_project", "history", "save",
                      "backups", "memory", "show_context"):  # fmt: skip
             act[name].setEnabled(self.project is not None)
-        act["import"].setEnabled(self.project is not None and not self.project.readonly)
+        writable_project = self.project is not None and not self.project.readonly
+        act["import"].setEnabled(writable_project)
+        act["targets"].setEnabled(writable_project)
+        act["outline"].setEnabled(self.project is not None)
         act["undo_delete"].setEnabled(self._last_deleted is not None)
         self.tree.setEnabled(not busy)
 
@@ -444,6 +448,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             self.focus.leave()
         if self.project is None:
             return True
+        for dialog in [d for d in self._dialogs if getattr(d, "project_bound", False)]:
+            dialog.close()  # an outline or a search of this project: it goes with it
         if self.generation.busy:
             if not self.ask("Generation running", "A generation is running. Stop it and close?"):
                 return False
@@ -636,7 +642,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if self.doc_id not in ids:
             return False
         here = ids.index(self.doc_id)
-        order = ids[here - 1 :: -1] + ids[:here:-1] if backward else ids[here + 1 :] + ids[:here]
+        before, after = ids[:here], ids[here + 1 :]
+        order = before[::-1] + after[::-1] if backward else after + before
         holding = {
             m.doc_id for m in find_in_documents(docs, self.find_bar.find_edit.text(), case, whole)
         }
@@ -655,9 +662,18 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.save_now(quiet=True)  # the word counts read the store
         dialog = OutlineDialog(self)
         self.tree.changed.connect(dialog.fill)
+        dialog.finished.connect(lambda _=0: self._forget(dialog, dialog.fill))
         self._dialogs.append(dialog)
         dialog.show()
         return dialog
+
+    def _forget(self, dialog, refill=None) -> None:
+        """A project's tool window closed: no more refills, no reference kept."""
+        if refill is not None:
+            with contextlib.suppress(RuntimeError, TypeError):
+                self.tree.changed.disconnect(refill)
+        if dialog in self._dialogs:
+            self._dialogs.remove(dialog)
 
     def search_project(self):
         if self.project is None:
@@ -667,6 +683,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         case, whole = self.find_bar.options()
         needle = self.editor.textCursor().selectedText() or self.find_bar.find_edit.text()
         dialog = ProjectSearchDialog(self, needle.split("\u2029")[0], case, whole)
+        dialog.finished.connect(lambda _=0: self._forget(dialog))
         self._dialogs.append(dialog)
         dialog.show()
         if needle:

@@ -16,9 +16,12 @@ ID_ROLE = Qt.ItemDataRole.UserRole
 
 
 class OutlineDialog(QDialog):
+    project_bound = True  # closed with its project (main_window.close_project)
+
     def __init__(self, window):
         super().__init__(window)
         self.window = window
+        self.project = window.project
         self.setWindowTitle("Outline")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -36,7 +39,9 @@ class OutlineDialog(QDialog):
         self.fill()
 
     def fill(self) -> None:
-        project = self.window.project
+        project = self.project
+        if project is not self.window.project:
+            return  # its project is closed (the window closes this dialog with it)
         self._filling = True
         try:
             docs = project.documents() if project is not None else []
@@ -87,16 +92,21 @@ class OutlineDialog(QDialog):
     def doc_id(self, row: int) -> int:
         return self.table.item(row, TITLE).data(ID_ROLE)
 
+    def _current(self) -> bool:
+        return self.project is not None and self.project is self.window.project
+
     def _set_kind(self, doc_id: int, kind: str) -> None:
-        self.window.tree.set_kind(doc_id, kind)
+        if self._current():
+            self.window.tree.set_kind(doc_id, kind)
 
     def _set_status(self, doc_id: int, status: str) -> None:
-        planning.set_status(self.window.project, doc_id, status)
+        if self._current():
+            planning.set_status(self.project, doc_id, status)
 
     def _on_item_changed(self, item: QTableWidgetItem) -> None:
-        if self._filling:
+        if self._filling or not self._current():
             return
-        project, doc_id = self.window.project, self.doc_id(item.row())
+        project, doc_id = self.project, self.doc_id(item.row())
         try:
             if item.column() == TITLE:
                 project.rename(doc_id, item.text().strip())

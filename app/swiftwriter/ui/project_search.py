@@ -22,7 +22,10 @@ MATCH_ROLE = Qt.ItemDataRole.UserRole
 
 
 class ProjectSearchDialog(QDialog):
-    """Non-modal: the writer keeps it open and walks the results while editing."""
+    """Non-modal: the writer keeps it open and walks the results while editing; closed with
+    its project."""
+
+    project_bound = True
 
     def __init__(self, window, needle: str = "", case: bool = False, whole: bool = False):
         super().__init__(window)

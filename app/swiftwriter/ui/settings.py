@@ -32,8 +32,9 @@ SETTINGS_FILE = "settings.ini"
 
 def migrate_old_settings(target: str) -> bool:
     """Move the preferences an earlier version kept in Qt's per-organisation file (a second
-    folder, `SwiftWriter`, beside `swiftwriter`) into `target`, once: the old file goes only
-    after the new one is written."""
+    folder, `SwiftWriter`, beside `swiftwriter`) into `target`, once. The old file is kept, as
+    `settings-before-move.conf` beside `target`, and only after the new one is written; the
+    old folder goes when nothing else is left in it."""
     old = QSettings(ORGANISATION, APPLICATION)
     keys = old.allKeys()
     if not keys:
@@ -46,7 +47,8 @@ def migrate_old_settings(target: str) -> bool:
         return False
     old_file = Path(old.fileName())
     del old
-    old_file.unlink(missing_ok=True)
+    if old_file.is_file():
+        old_file.replace(Path(target).with_name("settings-before-move.conf"))
     if old_file.parent.is_dir() and not any(old_file.parent.iterdir()):
         old_file.parent.rmdir()
     return True
@@ -61,7 +63,8 @@ class AppSettings:
             from swiftwriter import paths
 
             path = str(paths.config_dir() / SETTINGS_FILE)
-            if not Path(path).exists():
+            # a moved config folder (tests, portable installs) never takes the real old file
+            if not Path(path).exists() and not os.environ.get("SWIFTWRITER_CONFIG_DIR"):
                 migrate_old_settings(path)
         self.qs = QSettings(str(path), QSettings.Format.IniFormat)
 
