@@ -62,3 +62,15 @@ def test_a_word_table_with_a_line_break_and_a_nested_table_imports_as_one_table(
     (table_block,) = [b for b in parse(body) if b.kind == "table"]
     rows = [[c.plain() for c in row] for row in table_block.rows]
     assert rows == [["Name", "Notes"], ["Elena", "keeps the light since 1953 inner"]]
+
+
+def test_imported_titles_keep_what_looks_like_a_list_marker():
+    """A heading's text is inline Markdown: '# 1. Arrival' is titled '1. Arrival' (it was
+    read as a list item and lost its number), emphasis and escapes are dropped."""
+    from swiftwriter.export.importers import markdown_to_manuscript
+
+    text = "# 1. Arrival\n\nThe boat.\n\n## *The* Storm \\#2\n\nRain."
+    assert [s.title for s in markdown_to_manuscript(text).sections] == [
+        "1. Arrival",
+        "The Storm #2",
+    ]

@@ -346,8 +346,12 @@ class MarkdownParser:
         return walker.blocks
 
     def plain(self, text: str) -> str:
-        """The visible text of one line of Markdown (for titles): escapes and markup removed."""
-        return " ".join(b.plain() for b in self.blocks(text) if b.kind != "rule").strip()
+        """The visible text of one line of Markdown (for titles): escapes and inline markup
+        removed, read as inline text only ('1. Arrival' is a title, not a list item)."""
+        walker = _Walker()
+        walker.feed(_MD.renderInline(text.replace("\r\n", "\n")))
+        walker.close()
+        return " ".join(b.plain() for b in walker.blocks).strip()
 
 
 def parse(text: str) -> list[Block]:
