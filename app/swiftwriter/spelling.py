@@ -104,8 +104,10 @@ def load_words(path: Path) -> set[str]:
 
 
 def save_words(path: Path, words: Iterable[str]) -> None:
-    """The writer's word list, one word per line, written atomically."""
+    """The writer's word list, one word per line, written atomically (the export's own safe
+    write: synced, renamed into place, a full disk one clear UserError)."""
+    from swiftwriter.export.files import write_atomically
+
+    text = "\n".join(sorted(set(words))) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(sorted(set(words))) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 
 from swiftwriter import paths
+from swiftwriter.errors import UserError
 from swiftwriter.spelling import Speller, load_words, save_words
 
 WORDS_FILE = "dictionary.txt"
@@ -46,5 +47,8 @@ class SpellingControl(QObject):
         if self.speller is None:
             return
         self.speller.add(word)
-        save_words(self.words_path, self.speller.own)
+        try:
+            save_words(self.words_path, self.speller.own)
+        except UserError as exc:  # known for this session; said, never a crash
+            self.window.statusBar().showMessage(f"Could not keep “{word}”: {exc}", 10000)
         self.window.editor.highlighter.rehighlight()
