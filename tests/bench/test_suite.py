@@ -156,3 +156,24 @@ def test_bad_suite_options_are_one_clear_line(tiny_suite, args, message, capsys)
 def test_prompts_without_a_suite_is_refused(capsys):
     assert main(["bench", "--prompts", "orchard", "--methods", "ar"]) == 2
     assert "--suite" in capsys.readouterr().err
+
+
+def test_the_summary_weighs_the_drafters_hits_by_positions():
+    reports = {
+        "a": {
+            "ar": {
+                **row(10.0),
+                "drafter_accuracy": {"top1": [0.5, 0.2], "top3": [0.9, 0.5], "positions": 300},
+            }
+        },
+        "b": {
+            "ar": {
+                **row(10.0),
+                "drafter_accuracy": {"top1": [0.1, 0.0], "top3": [0.5, 0.1], "positions": 100},
+            }
+        },
+        "c": {"ar": row(10.0)},
+    }
+    hits = suite.summarise(reports)["ar"]["drafter_accuracy"]
+    assert hits == {"top1": [0.4, 0.15], "top3": [0.8, 0.4], "positions": 400}
+    assert "top-1 by position 0.40 / 0.15" in suite.format_summary(suite.summarise(reports))

@@ -91,3 +91,31 @@ def test_a_drafter_for_another_model_is_one_clear_line(tiny_cli, capsys):
 def test_heads_train_needs_text(tiny_cli, capsys):
     assert main(["heads", "train", "--out", str(tiny_cli[0] / "x")]) == 2
     assert "Give training text" in capsys.readouterr().err
+
+
+def test_a_time_budget_stops_training_and_the_same_command_goes_on(tiny_cli, capsys, monkeypatch):
+    from swiftwriter.commands import heads
+
+    tmp_path, text, _state = tiny_cli
+    out = tmp_path / "heads"
+    train = ["heads", "train", "--text", str(text), "--out", str(out), "--row-length", "48"]
+    small = ["--batch", "64", "--draft-vocab", "64", "--kind", "linear", "--steps", "30"]
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(heads, "clock", lambda: float(next(ticks)))  # one second per look
+    assert main([*train, *small, "--hours", str(12 / 3600)]) == 3
+    assert "run the same command again" in capsys.readouterr().err
+    assert not (out / "card.json").exists()
+    done = json.loads((out / "checkpoint" / "state.json").read_text())["step"]
+    assert 0 < done < 30
+    assert main([*train, *small]) == 0
+    card = json.loads((out / "card.json").read_text())
+    assert card["training"]["resumed_from_step"] == done and card["training"]["steps"] == 30
+    assert card["training"]["penalty"] == 1.2
+
+
+def test_absurd_budgets_and_penalties_are_refused(tiny_cli, capsys):
+    tmp_path, text, _state = tiny_cli
+    base = ["heads", "train", "--text", str(text), "--out", str(tmp_path / "h")]
+    assert main([*base, "--hours", "-1"]) != 0
+    assert main([*base, "--penalty", "0.5"]) != 0
+    assert "--penalty" in capsys.readouterr().err

@@ -293,7 +293,25 @@ def run_bench(
             )
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
-    return _report(model, prompt, n, sampling, best, checkpoints)
+    report = _report(model, prompt, n, sampling, best, checkpoints)
+    if drafter is not None and "ar" in best and context_fits(model, prompt, best["ar"].tokens):
+        from swiftwriter.engine.heads import accuracy
+
+        report["ar"]["drafter_accuracy"] = accuracy.on_text(
+            model,
+            drafter,
+            list(prompt) + best["ar"].tokens,
+            len(prompt),
+            sampling.penalty,
+            sampling.window,
+        )
+    return report
+
+
+def context_fits(model, prompt, tokens) -> bool:
+    """Whether prompt and output fit the model's context in one pass (a slid run does not)."""
+    limit = getattr(model.config, "max_position_embeddings", None)
+    return limit is None or len(prompt) + len(tokens) <= int(limit)
 
 
 def output_hash(tokens: Sequence[int]) -> str:

@@ -127,7 +127,21 @@ def summarise(reports: dict[str, dict]) -> dict:
             ),
             "mean_tau": _round(sum(taus) / len(taus)) if taus else None,
         }
+        hits = [row["drafter_accuracy"] for row in rows.values() if row.get("drafter_accuracy")]
+        if hits:
+            out[method]["drafter_accuracy"] = mean_hits(hits)
     return out
+
+
+def mean_hits(hits: Sequence[dict]) -> dict:
+    """Per draft position, the drafter's top-1 / top-3 over several texts, weighted by their
+    positions."""
+    total = sum(h["positions"] for h in hits) or 1
+    depth = min(len(h["top1"]) for h in hits)
+    return {
+        key: [round(sum(h[key][i] * h["positions"] for h in hits) / total, 4) for i in range(depth)]
+        for key in ("top1", "top3")
+    } | {"positions": total}
 
 
 def _round(value: float | None) -> float | None:
@@ -147,6 +161,14 @@ def format_summary(summary: dict) -> str:
             f"{_num(s['mean_tau'], '.2f'):>5} {_num(s['geomean_vs_ar'], '.2f', 'x'):>10} "
             f"{_num(s['geomean_vs_hf'], '.2f', 'x'):>10} {slow:>22} {s['different_from_ar']:>10}"
         )
+    for method, s in summary.items():
+        if s.get("drafter_accuracy"):
+            hits = s["drafter_accuracy"]
+            lines.append(
+                f"drafter on {method}'s text ({hits['positions']} positions): top-1 by position "
+                f"{' / '.join(f'{v:.2f}' for v in hits['top1'])}, top-3 "
+                f"{' / '.join(f'{v:.2f}' for v in hits['top3'])}"
+            )
     return "\n".join(lines)
 
 

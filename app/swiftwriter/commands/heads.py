@@ -15,6 +15,8 @@ from pathlib import Path
 from swiftwriter.commands.common import positive_int, read_text_file
 from swiftwriter.errors import UserError
 
+clock = time.monotonic  # the --hours budget's clock (tests replace it)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("heads", help="train or show drafting heads")
@@ -40,6 +42,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--write-batch", type=positive_int, default=16, help="texts the model writes at once"
     )
+    t.add_argument(
+        "--hours",
+        type=float,
+        default=0.0,
+        help="stop after this many hours, keeping the progress (run again to resume)",
+    )
+    t.add_argument(
+        "--penalty",
+        type=float,
+        default=1.2,
+        help="the contextual penalty the drafter is trained against (1.0: none)",
+    )
+    t.add_argument("--window", type=positive_int, default=1024, help="the penalty's window")
     t.add_argument("--device", default="auto")
     t.add_argument("--dtype", default="float32")
     s = hsub.add_parser("show", help="print a drafter's card")
@@ -103,6 +118,8 @@ def train(args: argparse.Namespace) -> int:
     from swiftwriter.engine.heads.train import TrainSettings
     from swiftwriter.modelstore import loader, registry
 
+    if args.hours < 0 or not 1.0 <= args.penalty <= 3.0:
+        raise UserError("--hours must be 0 or more, --penalty between 1.0 and 3.0")
     if not args.text and args.self_distill <= 0:
         raise UserError("Give training text (--text FILE) or --self-distill N (or both)")
     out = Path(args.out).expanduser()
@@ -116,7 +133,10 @@ def train(args: argparse.Namespace) -> int:
         lr=args.lr,
         depth=args.depth,
         draft_vocab=args.draft_vocab,
+        penalty=args.penalty,
+        window=args.window,
     )
+    deadline = clock() + args.hours * 3600 if args.hours > 0 else None
     bars: dict[str, ProgressBar] = {}
 
     def progress(stage: str, done: int, total: int, loss: float | None) -> None:
@@ -133,7 +153,15 @@ def train(args: argparse.Namespace) -> int:
         row_length=args.row_length,
         write_batch=args.write_batch,
         on_progress=progress,
+        should_stop=(lambda: clock() >= deadline) if deadline else None,
     )
+    if bundle is None:
+        print(
+            f"stopped after {args.hours:g} hours; the progress is kept in {out}: run the same "
+            "command again to go on",
+            file=sys.stderr,
+        )
+        return 3
     val = bundle.card["validation"]
     print(f"saved {bundle.kind} drafter to {out}: held-out top-1 {val['top1']} top-3 {val['top3']}")
     return 0

@@ -37,7 +37,7 @@ def own_text(model, rows=12, length=96, seed=0):
 @pytest.fixture(scope="module")
 def tiny_data(tiny_llama):
     rows = own_text(tiny_llama)
-    data = extract_rows(tiny_llama, rows)
+    data = extract_rows(tiny_llama, rows, penalty=TrainSettings.penalty)
     data["tokens"] = rows
     return data
 
@@ -154,13 +154,21 @@ def test_drafting_with_a_drafter_stays_exact(
     assert not tiny_llama.get_decoder().layers[-1]._forward_hooks
 
 
-def test_drafts_get_half_the_penalty_and_the_models_own_guess_all_of_it(tiny_llama, trained):
-    """The drafter's logits are scored with 1 + (penalty - 1) / 2 (its margins are smaller than
-    the model's: the full penalty knocks out tokens the target keeps); the model's own logits
-    in draft-pass mode get the run's penalty, exactly as the target does."""
+def test_an_older_drafter_gets_half_the_penalty_and_the_models_own_guess_all_of_it(
+    tiny_llama, trained
+):
+    """A drafter trained without the penalty on its own scores (cards before the penalised
+    target) is scored with 1 + (penalty - 1) / 2 (its margins are smaller than the model's: the
+    full penalty knocks out tokens the target keeps); the model's own logits in draft-pass mode
+    get the run's penalty, exactly as the target does."""
+    import dataclasses
+
     from swiftwriter.engine.heads.source import DrafterSource
 
-    source = DrafterSource(trained["recurrent"], tiny_llama)
+    bundle = trained["recurrent"]
+    older = {**bundle.card, "training": {k: v for k, v in bundle.card["training"].items()}}
+    del older["training"]["penalty"]
+    source = DrafterSource(dataclasses.replace(bundle, card=older), tiny_llama)
     source.start(SamplingSettings(greedy=True, penalty=1.2, window=64), 256)
     assert source.penalty == 1.2 and source.draft_penalty == pytest.approx(1.1)
     states = torch.randn(
@@ -185,3 +193,14 @@ def test_drafts_get_half_the_penalty_and_the_models_own_guess_all_of_it(tiny_lla
     first = source.propose([5], 8)[0]
     penalised = torch.where(base > 0, base / 1.2, base * 1.2)
     assert first.tokens == (int(torch.where(full, penalised, base).argmax()),)
+
+
+def test_a_drafter_trained_on_the_penalised_target_gets_the_whole_penalty(tiny_llama, trained):
+    from swiftwriter.engine.heads.source import DrafterSource
+
+    assert trained["recurrent"].card["training"]["penalty"] == 1.2
+    source = DrafterSource(trained["recurrent"], tiny_llama)
+    source.start(SamplingSettings(greedy=True, penalty=1.3, window=64), 256)
+    assert source.draft_penalty == pytest.approx(1.3)
+    source.start(SamplingSettings(greedy=True, penalty=1.0, window=64), 256)
+    assert source.draft_penalty == 1.0

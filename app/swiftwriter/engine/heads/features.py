@@ -1,7 +1,11 @@
 """Teacher features of training text: one pass of the frozen model over each text shard gives
 the hidden states the drafters read (final and pre-norm) and the model's own next-token
 distribution (top 32 ids and probabilities), the self-distillation target. Computed once per
-shard and kept beside the text, so training runs and resumes without the model's forward pass."""
+shard and kept beside the text, so training runs and resumes without the model's forward pass.
+
+The target is the distribution the engine verifies against: the model's logits after the
+contextual penalty over the text's own window (it changes the first choice at about half of the
+positions on prose), so a drafter learns the token the penalised target will accept."""
 
 from __future__ import annotations
 
@@ -10,9 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from swiftwriter.engine.heads.drafters import PrenormCapture
+from swiftwriter.engine.logits import penalise
 
 TOP = 32
 
@@ -21,9 +27,35 @@ def feature_path(text_path: Path) -> Path:
     return text_path.with_name("feat-" + text_path.name)
 
 
+def window_presence(
+    tokens: torch.Tensor,
+    rows: torch.Tensor,
+    positions: torch.Tensor,
+    window: int,
+    index: torch.Tensor | None = None,
+    size: int | None = None,
+) -> torch.Tensor:
+    """Bool [B, size]: which ids occur in tokens[rows[b], positions[b]-window+1 .. positions[b]]
+    (the penalty window of the prediction made at that position). `index` maps a token id to
+    its column (-1: no column), e.g. into a drafter's smaller vocabulary."""
+    offsets = positions[:, None] - torch.arange(window, device=positions.device)[None, :]
+    valid = offsets >= 0
+    ids = tokens[rows[:, None], offsets.clamp_min(0)].long()
+    if index is not None:
+        ids = index[ids]
+        valid &= ids >= 0
+    size = size if size is not None else int(tokens.max()) + 1
+    mask = torch.zeros(len(rows), size + 1, dtype=torch.bool, device=tokens.device)
+    mask.scatter_(1, torch.where(valid, ids, torch.full_like(ids, size)), True)
+    return mask[:, :size]
+
+
 @torch.inference_mode()
-def extract_rows(model, rows: torch.Tensor, chunk: int = 4) -> dict[str, torch.Tensor]:
-    """rows [B, L] token ids -> final/prenorm fp16 [B, L, H], top ids int32 / probs fp16 [B, L, TOP]."""
+def extract_rows(
+    model, rows: torch.Tensor, chunk: int = 4, penalty: float = 1.0, window: int = 1024
+) -> dict[str, torch.Tensor]:
+    """rows [B, L] token ids -> final/prenorm fp16 [B, L, H], top ids int32 / probs fp16
+    [B, L, TOP] of the model's distribution after the penalty over each row's own window."""
     decoder, head = model.get_decoder(), model.get_output_embeddings()
     device = head.weight.device
     capture = PrenormCapture(model)
@@ -32,8 +64,19 @@ def extract_rows(model, rows: torch.Tensor, chunk: int = 4) -> dict[str, torch.T
         for start in range(0, rows.shape[0], chunk):
             ids = rows[start : start + chunk].to(device)
             final = decoder(input_ids=ids).last_hidden_state
-            probs = head(final).float().softmax(-1)
-            top = probs.topk(TOP, dim=-1)
+            logits = head(final).float()
+            if penalty != 1.0:
+                length = ids.shape[1]
+                for b in range(ids.shape[0]):
+                    presence = window_presence(
+                        ids[b : b + 1],
+                        torch.zeros(length, dtype=torch.long, device=device),
+                        torch.arange(length, device=device),
+                        window,
+                        size=logits.shape[-1],
+                    )
+                    logits[b] = penalise(logits[b], presence, penalty)
+            top = logits.softmax(-1).topk(TOP, dim=-1)
             out["final"].append(final.half().cpu())
             out["prenorm"].append(capture.value.half().cpu())
             out["top_ids"].append(top.indices.to(torch.int32).cpu())
@@ -43,23 +86,32 @@ def extract_rows(model, rows: torch.Tensor, chunk: int = 4) -> dict[str, torch.T
     return {k: torch.cat(v) for k, v in out.items()}
 
 
+def _target_of(path: Path) -> dict[str, str] | None:
+    with safe_open(str(path), framework="pt") as f:
+        return f.metadata()
+
+
 def ensure_features(
     model,
     text_paths: list[Path],
     on_progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    penalty: float = 1.0,
+    window: int = 1024,
 ) -> list[Path]:
-    """Feature files for every text shard (computing the missing ones, atomically)."""
+    """Feature files for every text shard (computing the missing ones and those made for
+    another penalty, atomically)."""
+    target = {"penalty": repr(float(penalty)), "window": str(int(window))}
     done = []
     for i, text_path in enumerate(text_paths):
         path = feature_path(text_path)
-        if not path.is_file():
+        if not path.is_file() or _target_of(path) != target:
             if should_stop and should_stop():
                 break
             rows = load_file(str(text_path))["tokens"].long()
-            feats = extract_rows(model, rows)
+            feats = extract_rows(model, rows, penalty=penalty, window=window)
             tmp = path.with_name(path.name + ".tmp")
-            save_file({k: v.contiguous() for k, v in feats.items()}, str(tmp))
+            save_file({k: v.contiguous() for k, v in feats.items()}, str(tmp), metadata=target)
             os.replace(tmp, path)
         done.append(path)
         if on_progress:

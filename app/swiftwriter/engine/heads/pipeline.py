@@ -60,7 +60,12 @@ def train_drafter(
     if not texts:
         return None
     feats = features.ensure_features(
-        model, texts, on_progress=report("features"), should_stop=should_stop
+        model,
+        texts,
+        on_progress=report("features"),
+        should_stop=should_stop,
+        penalty=settings.penalty,
+        window=settings.window,
     )
     if should_stop and should_stop():
         return None

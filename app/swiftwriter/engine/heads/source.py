@@ -28,6 +28,13 @@ CONFIDENCE_BINS = (0.6, 0.3, 0.1)  # rank 0 above 0.6, 1 above 0.3, 2 above 0.1,
 DRAFT_PENALTY_SHARE = 0.5
 
 
+def draft_penalty_share(card: dict) -> float:
+    """A drafter trained with the penalty applied to its own scores (against the penalised
+    target, see heads/train.py) takes the run's whole penalty; an older one half of it."""
+    trained = float(card.get("training", {}).get("penalty", 1.0) or 1.0)
+    return 1.0 if trained > 1.0 else DRAFT_PENALTY_SHARE
+
+
 def confidence_rank(p: float) -> int:
     for rank, edge in enumerate(CONFIDENCE_BINS):
         if p >= edge:
@@ -85,7 +92,8 @@ class DrafterSource(CandidateSource):
         own window (a fresh one when drafting alone, as in tests)."""
         self.feature = self.base_logits = None
         self.penalty = sampling.penalty
-        self.draft_penalty = 1.0 + (sampling.penalty - 1.0) * DRAFT_PENALTY_SHARE
+        share = draft_penalty_share(self.bundle.card)
+        self.draft_penalty = 1.0 + (sampling.penalty - 1.0) * share
         self.own_window = window is None
         if sampling.penalty == 1.0:
             self.window = None

@@ -1,0 +1,102 @@
+"""How often a drafter guesses what the target will accept, per draft position: the drafter is
+unrolled from the model's feature at position t over the true tokens, and its penalised top-1 /
+top-3 at each depth is compared with the model's own penalised first choice there. Used by
+training (validation rows) and by the bench (a suite prompt plus the text `ar` wrote for it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+from torch import nn
+
+from swiftwriter.engine.heads.features import window_presence
+from swiftwriter.engine.logits import penalise
+
+
+def unroll(
+    module: nn.Module, kind: str, data: dict, emb: torch.Tensor, r, t, depth: int
+) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
+    """Yield (i, state, position whose distribution it should match) for i = 1..depth: linear
+    heads from the pre-norm state at t, the recurrent drafter over its own predicted features
+    and the true tokens t+1..t+i."""
+    if kind == "linear":
+        h0 = data["prenorm"][r, t].float()
+        for i, state in enumerate(module(h0), start=1):
+            yield i, state, t + i
+        return
+    p = data["final"][r, t].float()
+    for i in range(1, depth + 1):
+        p = module(p, emb[data["tokens"][r, t + i]].float())
+        yield i, p, t + i
+
+
+def draft_scores(
+    state, w: torch.Tensor, tokens, r, pos, to_draft, penalty: float, window: int
+) -> torch.Tensor:
+    """The drafter's logits over its vocabulary (rows of `w`), penalised over the window that
+    ends at `pos`, as the drafter source scores drafts."""
+    logits = state @ w.T
+    if penalty == 1.0:
+        return logits
+    presence = window_presence(tokens, r, pos, window, to_draft, w.shape[0])
+    return penalise(logits, presence, penalty)
+
+
+@torch.no_grad()
+def hits(
+    module: nn.Module,
+    kind: str,
+    data: dict,
+    emb: torch.Tensor,
+    w: torch.Tensor,
+    vocab: torch.Tensor,
+    r,
+    t,
+    depth: int,
+    penalty: float,
+    window: int,
+) -> dict:
+    """{"top1": [per depth], "top3": [...], "positions": n}: the fraction of positions where the
+    drafter's top-1 (top-3) holds the target's first choice; an id outside the draft
+    vocabulary is a miss."""
+    to_draft = torch.full((emb.shape[0],), -1, dtype=torch.long)
+    to_draft[vocab] = torch.arange(len(vocab))
+    top1, top3 = [], []
+    for _i, state, pos in unroll(module, kind, data, emb, r, t, depth):
+        scores = draft_scores(state, w, data["tokens"], r, pos, to_draft, penalty, window)
+        best = vocab[scores.topk(3, dim=-1).indices]
+        want = data["top_ids"][r, pos, 0].long()
+        top1.append(round(float((best[:, 0] == want).float().mean()), 4))
+        top3.append(round(float((best == want[:, None]).any(-1).float().mean()), 4))
+    return {"top1": top1, "top3": top3, "positions": len(r)}
+
+
+@torch.no_grad()
+def on_text(
+    model, bundle, ids: list[int], start: int, penalty: float, window: int, depth: int = 3
+) -> dict:
+    """A drafter's hits on one text (the prompt and what the model wrote after it), counted at
+    the written positions only (from `start`): one pass of the model gives the features and
+    the target's penalised choices."""
+    from swiftwriter.engine.heads.features import extract_rows
+
+    rows = torch.tensor([ids], dtype=torch.long)
+    data = extract_rows(model, rows, penalty=penalty, window=window)
+    data["tokens"] = rows
+    n = len(ids) - depth - 1
+    t = torch.arange(max(0, start - 1), n)
+    if len(t) == 0:
+        return {"top1": [], "top3": [], "positions": 0}
+    r = torch.zeros_like(t)
+    head = model.get_output_embeddings().weight.detach().cpu()
+    vocab = bundle.vocab
+    w = head[vocab].float()
+    emb = model.get_input_embeddings().weight.detach().cpu()
+    module = bundle.module
+    dtype = next(module.parameters()).dtype
+    module.float()
+    try:
+        return hits(module, bundle.kind, data, emb, w, vocab, r, t, depth, penalty, window)
+    finally:
+        module.to(dtype)
