@@ -304,6 +304,7 @@ def run_bench(
             len(prompt),
             sampling.penalty,
             sampling.window,
+            vocab_limit=(drafting or DraftSettings()).head_vocab,
         )
     return report
 

@@ -74,12 +74,23 @@ def hits(
 
 @torch.no_grad()
 def on_text(
-    model, bundle, ids: list[int], start: int, penalty: float, window: int, depth: int = 3
+    model,
+    bundle,
+    ids: list[int],
+    start: int,
+    penalty: float,
+    window: int,
+    depth: int = 3,
+    vocab_limit: int = 0,
 ) -> dict:
     """A drafter's hits on one text (the prompt and what the model wrote after it), counted at
     the written positions only (from `start`): one pass of the model gives the features and
-    the target's penalised choices."""
+    the target's penalised choices; the drafter's scores get the penalty the drafter source
+    gives them."""
     from swiftwriter.engine.heads.features import extract_rows
+    from swiftwriter.engine.heads.source import draft_penalty_share
+
+    draft_penalty = 1.0 + (penalty - 1.0) * draft_penalty_share(bundle.card)
 
     rows = torch.tensor([ids], dtype=torch.long)
     data = extract_rows(model, rows, penalty=penalty, window=window)
@@ -90,13 +101,13 @@ def on_text(
         return {"top1": [], "top3": [], "positions": 0}
     r = torch.zeros_like(t)
     head = model.get_output_embeddings().weight.detach().cpu()
-    vocab = bundle.vocab
+    vocab = bundle.vocab[:vocab_limit] if vocab_limit > 0 else bundle.vocab  # as the source
     w = head[vocab].float()
     emb = model.get_input_embeddings().weight.detach().cpu()
     module = bundle.module
     dtype = next(module.parameters()).dtype
     module.float()
     try:
-        return hits(module, bundle.kind, data, emb, w, vocab, r, t, depth, penalty, window)
+        return hits(module, bundle.kind, data, emb, w, vocab, r, t, depth, draft_penalty, window)
     finally:
         module.to(dtype)
