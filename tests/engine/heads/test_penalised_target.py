@@ -21,7 +21,7 @@ def test_window_presence_is_the_set_of_the_last_window_tokens():
     tokens = torch.randint(0, 50, (3, 40), generator=g)
     rows = torch.tensor([0, 1, 2, 2, 1])
     positions = torch.tensor([0, 5, 39, 12, 30])
-    got = window_presence(tokens, rows, positions, window=7, size=50)
+    got = window_presence(tokens, rows, positions, 7, None, 50)
     for b, (r, p) in enumerate(zip(rows.tolist(), positions.tolist(), strict=True)):
         want = torch.zeros(50, dtype=torch.bool)
         want[tokens[r, max(0, p - 6) : p + 1]] = True

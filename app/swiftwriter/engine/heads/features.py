@@ -32,8 +32,8 @@ def window_presence(
     rows: torch.Tensor,
     positions: torch.Tensor,
     window: int,
-    index: torch.Tensor | None = None,
-    size: int | None = None,
+    index: torch.Tensor | None,
+    size: int,
 ) -> torch.Tensor:
     """Bool [B, size]: which ids occur in tokens[rows[b], positions[b]-window+1 .. positions[b]]
     (the penalty window of the prediction made at that position). `index` maps a token id to
@@ -44,7 +44,6 @@ def window_presence(
     if index is not None:
         ids = index[ids]
         valid &= ids >= 0
-    size = size if size is not None else int(tokens.max()) + 1
     mask = torch.zeros(len(rows), size + 1, dtype=torch.bool, device=tokens.device)
     mask.scatter_(1, torch.where(valid, ids, torch.full_like(ids, size)), True)
     return mask[:, :size]
@@ -73,7 +72,8 @@ def extract_rows(
                         torch.zeros(length, dtype=torch.long, device=device),
                         torch.arange(length, device=device),
                         window,
-                        size=logits.shape[-1],
+                        None,
+                        logits.shape[-1],
                     )
                     logits[b] = penalise(logits[b], presence, penalty)
             top = logits.softmax(-1).topk(TOP, dim=-1)
