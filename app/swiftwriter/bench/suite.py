@@ -165,12 +165,16 @@ def format_summary(summary: dict) -> str:
         if s.get("drafter_accuracy"):
             hits = s["drafter_accuracy"]
             lines.append(
-                f"drafter on {method}'s text ({hits['positions']} positions): top-1 by position "
-                f"{' / '.join(f'{v:.2f}' for v in hits['top1'])}, top-3 "
-                f"{' / '.join(f'{v:.2f}' for v in hits['top3'])}"
+                f"drafter on {method}'s text ({hits['positions']} positions): " + format_hits(hits)
             )
     return "\n".join(lines)
 
 
 def _num(value: float | None, spec: str, unit: str = "") -> str:
     return "-" if value is None else f"{value:{spec}}{unit}"
+
+
+def format_hits(hits: dict) -> str:
+    """A drafter's hits in one line: top-1 and top-3 by draft position."""
+    top1 = " / ".join(f"{v:.2f}" for v in hits["top1"])
+    return f"top-1 by position {top1}, top-3 " + " / ".join(f"{v:.2f}" for v in hits["top3"])

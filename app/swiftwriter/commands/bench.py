@@ -301,12 +301,9 @@ def run(args: argparse.Namespace) -> int:
             print(bench.format_long_run(seed_report))
             hits = seed_report.get("ar", {}).get("drafter_accuracy")
             if hits:
-                print(
-                    "drafter on ar's text: top-1 by position "
-                    + " / ".join(f"{v:.2f}" for v in hits["top1"])
-                    + ", top-3 "
-                    + " / ".join(f"{v:.2f}" for v in hits["top3"])
-                )
+                from swiftwriter.bench.suite import format_hits
+
+                print("drafter on ar's text: " + format_hits(hits))
         comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
         if comparison:
             print(bench.format_comparison(comparison))
