@@ -167,3 +167,86 @@ class SourceGate:
         self.calls += 1
         self.cost = self.cost * self.decay + seconds
         self.saved = self.saved * self.decay + saved_s
+
+
+class PaceKeeper:
+    """Keeps a run at least as fast as plain decoding, judged by the clock, not by estimates.
+
+    The trie's pricing and the drafter's gate each decide one step from estimates, and on text
+    where drafts rarely hold (sampling, prose that never repeats) their small errors add up:
+    a run paid a few percent more per step than its drafts saved. The keeper measures what a
+    run actually gets: the wall time per token of steps that draft and of plain steps (no
+    source asked, the trie just the root), each a decayed average of its recent steps. A run
+    alternates a drafting stretch with a plain stretch and then decides: while drafting is
+    faster, plain decoding is only re-measured in short trials after ever longer stretches
+    (doubling, fourfold when drafting wins clearly), so the trials cost about a percent; while
+    plain is faster, the run decodes plainly for ever longer stretches and tries drafting
+    again in short trials, so a text that starts repeating wins drafting back."""
+
+    def __init__(
+        self,
+        draft_trial: int = 16,
+        plain_trial: int = 4,
+        first_hold: int = 32,
+        max_hold: int = 1024,
+        max_plain_hold: int = 256,
+        warmup: int = 2,
+        draft_decay: float = 0.98,
+        plain_decay: float = 0.9,
+        clear_win: float = 1.3,
+    ):
+        self.draft_trial, self.plain_trial = draft_trial, plain_trial
+        self.first_hold, self.max_hold = first_hold, max_hold
+        # a text that starts repeating waits at most this many plain steps for drafting
+        self.max_plain_hold = max_plain_hold
+        # drafting's tokens per step come in bursts (a repeated phrase, then nothing): its
+        # rate needs a longer memory than plain steps, which always write one token
+        self.decay = {True: draft_decay, False: plain_decay}
+        self.clear_win, self.warmup = clear_win, warmup
+        self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens and seconds
+        self.seconds = {True: 0.0, False: 0.0}
+        self.holds = {True: first_hold, False: first_hold}
+        self.stretch = [(True, draft_trial), (False, plain_trial)]  # (drafting?, steps) left
+        self.mode = True
+        self._skip = warmup  # first drafting steps pay one-off costs (kernels, allocations)
+        self.plain_steps = 0
+
+    def rate(self, drafting: bool) -> float | None:
+        """Measured tokens per second of drafting (True) or plain (False) steps."""
+        seconds = self.seconds[drafting]
+        return self.tokens[drafting] / seconds if seconds > 0 else None
+
+    def drafting(self) -> bool:
+        """Whether this step drafts (then `observe` its tokens and time)."""
+        while self.stretch and self.stretch[0][1] <= 0:
+            self.stretch.pop(0)
+        if not self.stretch:
+            self._decide()
+        self.mode = self.stretch[0][0]
+        self.stretch[0] = (self.mode, self.stretch[0][1] - 1)
+        self.plain_steps += not self.mode
+        return self.mode
+
+    def observe(self, tokens: int, seconds: float) -> None:
+        """The step `drafting` was last asked for wrote `tokens` in `seconds` of wall time."""
+        if self.mode and self._skip > 0:
+            self._skip -= 1
+            return
+        decay = self.decay[self.mode]
+        self.tokens[self.mode] = self.tokens[self.mode] * decay + tokens
+        self.seconds[self.mode] = self.seconds[self.mode] * decay + seconds
+
+    def _decide(self) -> None:
+        drafted, plain = self.rate(True), self.rate(False)
+        if drafted is None or plain is None or drafted >= plain:
+            grow = 4 if drafted is not None and plain and drafted > self.clear_win * plain else 2
+            hold = self.holds[True]
+            self.holds = {True: min(self.max_hold, hold * grow), False: self.first_hold}
+            self.stretch = [(True, hold), (False, self.plain_trial)]
+        else:
+            hold = self.holds[False]
+            self.holds = {True: self.first_hold, False: min(self.max_plain_hold, hold * 2)}
+            self.stretch = [(False, hold), (True, self.draft_trial)]
+            # the trial judges drafting on the text as it is then, not as it was before
+            self.tokens[True] = self.seconds[True] = 0.0
+            self._skip = self.warmup

@@ -14,7 +14,12 @@ from dataclasses import dataclass
 import torch
 
 from swiftwriter.engine import quality
-from swiftwriter.engine.estimate import AcceptanceEstimator, ShadowLearner, SourceGate
+from swiftwriter.engine.estimate import (
+    AcceptanceEstimator,
+    PaceKeeper,
+    ShadowLearner,
+    SourceGate,
+)
 from swiftwriter.engine.logits import Draws, PenaltyWindow
 from swiftwriter.engine.sources import Candidate, CandidateSource
 from swiftwriter.engine.stats import RunStats, StepStats
@@ -46,6 +51,9 @@ class Run:
         self.sources = sources
         self.readers = [s for s in sources if s.wants_feature]
         self.gates = {id(s): SourceGate() for s in sources if s.gated}
+        drafts = bool(sources) and self.drafting.max_nodes > 0
+        paced = drafts and self.drafting.adaptive and self.drafting.pace
+        self.pace = PaceKeeper() if paced else None
         self.estimator = AcceptanceEstimator()
         self.learner = ShadowLearner(self.estimator)
         self.window = PenaltyWindow(gen.vocab_size, self.sampling.window, device=self.runner.device)
@@ -130,6 +138,8 @@ class Run:
         self._gated_s = {}
         if self.drafting.max_nodes <= 0:
             return []
+        if self.pace is not None and not self.pace.drafting():
+            return []  # a plain step: drafting has not been paying on this text
         out = []
         for src in self.sources:
             gate = self.gates.get(id(src))
@@ -304,6 +314,9 @@ class Run:
             t_model - t_verify,
         )
         stats.add(step)
+        if self.pace is not None:
+            self.pace.observe(len(new), t_end - t_draft)
+            stats.plain_steps = self.pace.plain_steps
         sizes = ((src.name, src.footprint()) for src in self.sources)
         stats.source_sizes = {name: size for name, size in sizes if size}
         return step

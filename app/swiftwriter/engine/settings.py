@@ -64,6 +64,9 @@ class DraftSettings:
     ngram_branches: int = 20  # TokenSwift: top 20 continuations of the 4-gram table
     suffix_max_len: int = 24
     adaptive: bool = True  # choose the trie size by expected tokens per unit of cost
+    # decode plainly while drafting measures slower than plain decoding (estimate.PaceKeeper;
+    # with adaptive pricing only): off, every step drafts, as exactness tests need
+    pace: bool = True
     head_tree: tuple[int, ...] = ()  # drafter children per node and depth; () = the kind's default
     head_beam: int = 4  # recurrent drafter: nodes expanded per depth
     # Draft-vocabulary ids a drafter scores (its most frequent; 0 = all): 2,048 cover 90% of

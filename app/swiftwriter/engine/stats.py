@@ -47,6 +47,7 @@ class RunStats:
     source_sizes: dict = field(default_factory=dict)  # name -> {"entries": n, "cap": c}
     quality: dict = field(default_factory=dict)  # quality.summary of the output, set at the end
     gated_skips: int = 0  # steps on which a costly source (the drafter) was not asked
+    plain_steps: int = 0  # steps that did not draft: plain decoding was measured faster
     # The model's dtype, and whether every pass was batch-invariant (each row computed as the
     # one-token pass computes it): then speculation wrote plain decoding's text exactly.
     dtype: str = ""
@@ -107,6 +108,7 @@ class RunStats:
             "verify_s": round(self.verify_s, 4),
             "overhead_s": round(self.overhead_s, 4),
             "gated_skips": self.gated_skips,
+            "plain_steps": self.plain_steps,
             # per step: the model pass, and everything else the host does (drafting, the
             # acceptance walk, compaction, bookkeeping); on a GPU only with synchronised timing
             "model_ms_per_step": round(1000 * self.model_s / max(1, self.forward_passes), 3),

@@ -1,0 +1,97 @@
+"""The pace keeper: a run is kept at least as fast as plain decoding by the clock."""
+
+from __future__ import annotations
+
+import time
+
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+from swiftwriter.engine.estimate import PaceKeeper
+from swiftwriter.engine.sources import Candidate, CandidateSource
+
+
+def drive(keeper: PaceKeeper, steps: int, draft_rate, plain_rate: float = 20.0) -> list[bool]:
+    """Run `steps` steps at the given tokens per second (draft_rate: a callable of the step
+    index, so the text can change); one token per plain step."""
+    modes = []
+    for i in range(steps):
+        drafting = keeper.drafting()
+        modes.append(drafting)
+        rate = draft_rate(i) if drafting else plain_rate
+        tokens = 2 if drafting else 1
+        keeper.observe(tokens, tokens / rate)
+    return modes
+
+
+def test_drafting_that_pays_keeps_drafting_and_trials_shrink_to_a_percent():
+    keeper = PaceKeeper()
+    modes = drive(keeper, 2000, lambda i: 30.0)
+    assert sum(modes) / len(modes) > 0.98
+    assert keeper.plain_steps == len(modes) - sum(modes)
+    assert not all(modes)  # plain decoding was measured, in short trials
+
+
+def test_drafting_that_costs_time_gives_way_to_plain_decoding():
+    keeper = PaceKeeper()
+    modes = drive(keeper, 2000, lambda i: 18.0)  # drafting 10% slower than plain
+    assert sum(modes) / len(modes) < 0.1
+    assert any(modes[1000:])  # drafting is still tried now and then
+
+
+def test_a_text_that_starts_repeating_wins_drafting_back():
+    keeper = PaceKeeper()
+    modes = drive(keeper, 3000, lambda i: 15.0 if i < 1000 else 40.0)
+    assert sum(modes[:1000]) < 200
+    late = modes[1000 + keeper.max_plain_hold + keeper.draft_trial :]
+    assert sum(late) / len(late) > 0.95
+
+
+def test_the_first_drafting_steps_do_not_count():
+    """One-off costs (kernels, allocations) land on the first drafting steps: a slow start
+    must not send a run whose drafts pay to plain decoding."""
+    keeper = PaceKeeper(warmup=2)
+    modes = drive(keeper, 200, lambda i: 0.5 if i < 2 else 30.0)
+    assert sum(modes) / len(modes) > 0.9
+
+
+class WrongAndSlow(CandidateSource):
+    """Drafts a token the model (almost) never writes, and takes 3 ms to do it."""
+
+    name = "ngram"
+
+    def __init__(self):
+        self.calls = 0
+
+    def observe(self, tokens):
+        pass
+
+    def propose(self, context, max_candidates):
+        self.calls += 1
+        time.sleep(0.003)
+        return [Candidate(self.name, (2,), 0)]
+
+
+def test_the_generator_decodes_plainly_while_drafting_does_not_pay(tiny_llama):
+    """Whatever the trie's pricing thinks, a source that costs 3 ms a step and is never right
+    makes drafting slower than plain decoding: the run stops asking it, and the text is the
+    same as plain decoding's."""
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
+    prompt = list(range(10, 40))
+    plain = Generator(tiny_llama, sampling, DraftSettings.plain(), calibrate=False)
+    want = [t for ev in plain.generate(prompt, 300) for t in ev.tokens]
+    source = WrongAndSlow()
+    gen = Generator(tiny_llama, sampling, DraftSettings(sources=(), max_nodes=1), sources=[source])
+    got = [t for ev in gen.generate(prompt, 300) for t in ev.tokens]
+    assert got == want
+    assert gen.stats.plain_steps > 200
+    assert source.calls + gen.stats.plain_steps == gen.stats.forward_passes
+    assert gen.stats.as_dict()["plain_steps"] == gen.stats.plain_steps
+
+
+def test_without_adaptive_pricing_every_step_drafts(tiny_llama):
+    """adaptive=False (fixed tries, for experiments) leaves the pace alone too."""
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
+    source = WrongAndSlow()
+    drafting = DraftSettings(sources=(), max_nodes=1, adaptive=False)
+    gen = Generator(tiny_llama, sampling, drafting, sources=[source], calibrate=False)
+    list(gen.generate(list(range(10, 40)), 60))
+    assert gen.stats.plain_steps == 0 and source.calls == gen.stats.forward_passes
