@@ -45,6 +45,14 @@ def test_a_text_that_starts_repeating_wins_drafting_back():
     assert sum(late) / len(late) > 0.95
 
 
+def test_drafting_far_ahead_is_hardly_interrupted():
+    """Where drafts are long, each plain trial step costs several tokens: more than twice as
+    fast, drafting holds for the longest stretch at once."""
+    keeper = PaceKeeper()
+    modes = drive(keeper, 1200, lambda i: 60.0)
+    assert len(modes) - sum(modes) == 2 * keeper.plain_trial
+
+
 def test_the_first_drafting_steps_do_not_count():
     """One-off costs (kernels, allocations) land on the first drafting steps: a slow start
     must not send a run whose drafts pay to plain decoding."""

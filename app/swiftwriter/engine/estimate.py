@@ -179,7 +179,8 @@ class PaceKeeper:
     source asked, the trie just the root), each a decayed average of its recent steps. A run
     alternates a drafting stretch with a plain stretch and then decides: while drafting is
     faster, plain decoding is only re-measured in short trials after ever longer stretches
-    (doubling, fourfold when drafting wins clearly), so the trials cost about a percent; while
+    (doubling, fourfold when drafting wins clearly, the longest at once when it is more than
+    twice as fast), so the trials cost about a percent; while
     plain is faster, the run decodes plainly for ever longer stretches and tries drafting
     again in short trials, so a text that starts repeating wins drafting back."""
 
@@ -194,6 +195,7 @@ class PaceKeeper:
         draft_decay: float = 0.98,
         plain_decay: float = 0.9,
         clear_win: float = 1.3,
+        far_ahead: float = 2.0,
     ):
         self.draft_trial, self.plain_trial = draft_trial, plain_trial
         self.first_hold, self.max_hold = first_hold, max_hold
@@ -202,7 +204,7 @@ class PaceKeeper:
         # drafting's tokens per step come in bursts (a repeated phrase, then nothing): its
         # rate needs a longer memory than plain steps, which always write one token
         self.decay = {True: draft_decay, False: plain_decay}
-        self.clear_win, self.warmup = clear_win, warmup
+        self.clear_win, self.far_ahead, self.warmup = clear_win, far_ahead, warmup
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens and seconds
         self.seconds = {True: 0.0, False: 0.0}
         self.holds = {True: first_hold, False: first_hold}
@@ -239,8 +241,10 @@ class PaceKeeper:
     def _decide(self) -> None:
         drafted, plain = self.rate(True), self.rate(False)
         if drafted is None or plain is None or drafted >= plain:
-            grow = 4 if drafted is not None and plain and drafted > self.clear_win * plain else 2
-            hold = self.holds[True]
+            lead = drafted / plain if drafted is not None and plain else 1.0
+            # a plain trial costs the most where drafts are longest: far ahead, stop trying
+            grow = 4 if lead > self.clear_win else 2
+            hold = self.max_hold if lead > self.far_ahead else self.holds[True]
             self.holds = {True: min(self.max_hold, hold * grow), False: self.first_hold}
             self.stretch = [(True, hold), (False, self.plain_trial)]
         else:
