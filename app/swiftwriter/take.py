@@ -61,6 +61,8 @@ class LiveStats:
     decode_s: float = 0.0
     dtype: str = ""
     invariant: bool = False
+    plain_steps: int = 0  # steps decoded plainly because drafting measured slower
+    forward_passes: int = 0
     elapsed_s: float = 0.0
     eta_s: float | None = None
     plain_tokens_per_s: float | None = None
@@ -167,6 +169,8 @@ class Take:
                     "prefill_s": run.prefill_s,
                     "dtype": run.dtype,
                     "invariant": run.invariant,
+                    "plain_steps": run.plain_steps,
+                    "forward_passes": run.forward_passes,
                 }
             )
         )
@@ -204,4 +208,6 @@ LIVE_FIELDS = (
     "decode_s",
     "dtype",
     "invariant",
+    "plain_steps",
+    "forward_passes",
 )

@@ -180,3 +180,20 @@ def test_run_seeds_compares_hf_and_tokenswift(tiny_vocab_model):
         assert len(c["methods"]["hf"][metric]["values"]) == 3
         p = c["tests"]["tokenswift vs hf"][metric]["permutation_p"]
         assert 0 < p <= 1
+
+
+def test_the_warm_up_runs_every_method_of_ours_that_pays_a_first_call(tiny_llama, monkeypatch):
+    """One-off costs (kernels, the pass-cost calibration once per model) land in a short
+    warm-up run of ar and of tokenswift, not in whichever measured run comes first."""
+    from swiftwriter.bench import methods
+
+    calls = []
+    real = methods.run_method
+
+    def spy(method, model, prompt, n, *args, **kwargs):
+        calls.append((method, n))
+        return real(method, model, prompt, n, *args, **kwargs)
+
+    monkeypatch.setattr(methods, "run_method", spy)
+    run_bench(tiny_llama, [5, 9, 12, 5], 16, SamplingSettings(), ["ar", "tokenswift"])
+    assert calls == [("ar", 8), ("tokenswift", 8), ("ar", 16), ("tokenswift", 16)]

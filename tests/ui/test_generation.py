@@ -310,3 +310,18 @@ def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
     assert dock.labels["window"].text() == "all of it in view"
     dock.show_summary({"generation_id": 3, "status": "finished", "stats": {"tokens": 60}})
     assert "windowed" not in dock.summary.text()
+
+
+def test_the_stats_dock_says_when_passes_decoded_plainly(qtbot):
+    from swiftwriter.take import LiveStats
+    from swiftwriter.ui.stats_dock import StatsDock
+
+    dock = StatsDock()
+    qtbot.addWidget(dock)
+    dock.update_stats(LiveStats("generating", target=60, tokens=30, tau=1.07))
+    assert dock.labels["tau"].text() == "1.07"
+    dock.update_stats(
+        LiveStats("generating", target=60, tokens=40, tau=1.05, plain_steps=12, forward_passes=38)
+    )
+    assert dock.labels["tau"].text() == "1.05 (32% of passes plain)"
+    assert "decodes plainly" in dock.labels["tau"].toolTip()

@@ -270,6 +270,8 @@ def run_bench(
     lossless comparison: another dtype writes another text)."""
     if warmup:  # first-call costs (allocator, kernels) should not land on whichever runs first
         run_method("ar", model, prompt, min(8, n), sampling)
+        if "tokenswift" in methods:  # and the once-per-model pass-cost calibration (run.py)
+            run_method("tokenswift", model, prompt, min(8, n), sampling, drafting, drafter=drafter)
     best: dict[str, MethodResult] = {}
     for _ in range(repeat):
         if baseline is not None:

@@ -49,6 +49,19 @@ def fmt_depths(by_source_depth: dict, source: str = "heads") -> str:
     return " · ".join(f"d{d} {depths[d]:,}" for d in sorted(depths))
 
 
+PLAIN_STEPS_TIP = (
+    "Where drafting measures slower than plain decoding on this text, the engine decodes "
+    "plainly and tries drafting again now and then: the text is the same either way."
+)
+
+
+def fmt_plain_steps(stats) -> str:
+    """The share of passes that did not draft (the pace keeper found plain decoding faster)."""
+    if not stats.plain_steps or not stats.forward_passes:
+        return ""
+    return f" ({stats.plain_steps / stats.forward_passes:.0%} of passes plain)"
+
+
 def fmt_window(windowed_from) -> str:
     """Where the output became windowed (the "slide" context policy), in plain words."""
     if windowed_from is None:
@@ -215,7 +228,8 @@ class StatsDock(QDockWidget):
         speedup = stats.speedup_vs_plain
         self.labels["tokens"].setText(f"{tokens:,} / {target:,}" if target else f"{tokens:,}")
         self.labels["rate"].setText(f"{rate:.1f} tokens/s")
-        self.labels["tau"].setText(f"{stats.tau:.2f}")
+        self.labels["tau"].setText(f"{stats.tau:.2f}" + fmt_plain_steps(stats))
+        self.labels["tau"].setToolTip(PLAIN_STEPS_TIP if stats.plain_steps else "")
         sources = fmt_sources(stats.accepted_by_source)
         depths = fmt_depths(stats.accepted_by_source_depth)
         self.labels["sources"].setText(sources + (f"\nheads by depth: {depths}" if depths else ""))
