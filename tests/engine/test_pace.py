@@ -37,6 +37,13 @@ def test_drafting_that_costs_time_gives_way_to_plain_decoding():
     assert any(modes[1000:])  # drafting is still tried now and then
 
 
+def test_where_the_two_are_level_plain_decoding_wins():
+    """Drafting 1% faster is within measurement noise: the run decodes plainly."""
+    keeper = PaceKeeper(margin=1.02)
+    modes = drive(keeper, 2000, lambda i: 20.2)
+    assert sum(modes) / len(modes) < 0.1
+
+
 def test_a_text_that_starts_repeating_wins_drafting_back():
     keeper = PaceKeeper()
     modes = drive(keeper, 3000, lambda i: 15.0 if i < 1000 else 40.0)

@@ -196,6 +196,7 @@ class PaceKeeper:
         plain_decay: float = 0.9,
         clear_win: float = 1.3,
         far_ahead: float = 2.0,
+        margin: float = 1.02,
     ):
         self.draft_trial, self.plain_trial = draft_trial, plain_trial
         self.first_hold, self.max_hold = first_hold, max_hold
@@ -205,6 +206,9 @@ class PaceKeeper:
         # rate needs a longer memory than plain steps, which always write one token
         self.decay = {True: draft_decay, False: plain_decay}
         self.clear_win, self.far_ahead, self.warmup = clear_win, far_ahead, warmup
+        # drafting must beat plain decoding by this much to go on: where the two are level,
+        # measurement noise would otherwise keep a run drafting at a small loss
+        self.margin = margin
         self.tokens = {True: 0.0, False: 0.0}  # drafting? -> decayed tokens and seconds
         self.seconds = {True: 0.0, False: 0.0}
         self.holds = {True: first_hold, False: first_hold}
@@ -240,7 +244,7 @@ class PaceKeeper:
 
     def _decide(self) -> None:
         drafted, plain = self.rate(True), self.rate(False)
-        if drafted is None or plain is None or drafted >= plain:
+        if drafted is None or plain is None or drafted >= plain * self.margin:
             lead = drafted / plain if drafted is not None and plain else 1.0
             # a plain trial costs the most where drafts are longest: far ahead, stop trying
             grow = 4 if lead > self.clear_win else 2
