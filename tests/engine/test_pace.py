@@ -60,6 +60,15 @@ def test_drafting_far_ahead_is_hardly_interrupted():
     assert len(modes) - sum(modes) == 2 * keeper.plain_trial
 
 
+def test_a_long_drafting_stretch_ends_when_the_text_stops_repeating():
+    """Drafting far ahead holds for the longest stretch; when its drafts stop holding the
+    stretch is cut within a few dozen steps, not at its end."""
+    keeper = PaceKeeper()
+    modes = drive(keeper, 1500, lambda i: 60.0 if i < 300 else 15.0)
+    assert all(modes[40:300])
+    assert sum(modes[400:]) / len(modes[400:]) < 0.15
+
+
 def test_the_first_drafting_steps_do_not_count():
     """One-off costs (kernels, allocations) land on the first drafting steps: a slow start
     must not send a run whose drafts pay to plain decoding."""

@@ -180,7 +180,8 @@ class PaceKeeper:
     alternates a drafting stretch with a plain stretch and then decides: while drafting is
     faster, plain decoding is only re-measured in short trials after ever longer stretches
     (doubling, fourfold when drafting wins clearly, the longest at once when it is more than
-    twice as fast), so the trials cost about a percent; while
+    twice as fast), so the trials cost about a percent, and a stretch ends early when the
+    drafting rate falls behind the last plain measurement; while
     plain is faster, the run decodes plainly for ever longer stretches and tries drafting
     again in short trials, so a text that starts repeating wins drafting back."""
 
@@ -215,6 +216,7 @@ class PaceKeeper:
         self.stretch = [(True, draft_trial), (False, plain_trial)]  # (drafting?, steps) left
         self.mode = True
         self._skip = warmup  # first drafting steps pay one-off costs (kernels, allocations)
+        self._into = 0  # steps into the current stretch
         self.plain_steps = 0
 
     def rate(self, drafting: bool) -> float | None:
@@ -226,10 +228,12 @@ class PaceKeeper:
         """Whether this step drafts (then `observe` its tokens and time)."""
         while self.stretch and self.stretch[0][1] <= 0:
             self.stretch.pop(0)
+            self._into = 0
         if not self.stretch:
             self._decide()
         self.mode = self.stretch[0][0]
         self.stretch[0] = (self.mode, self.stretch[0][1] - 1)
+        self._into += 1
         self.plain_steps += not self.mode
         return self.mode
 
@@ -241,6 +245,24 @@ class PaceKeeper:
         decay = self.decay[self.mode]
         self.tokens[self.mode] = self.tokens[self.mode] * decay + tokens
         self.seconds[self.mode] = self.seconds[self.mode] * decay + seconds
+        self._cut_if_behind()
+
+    def _cut_if_behind(self) -> None:
+        """A long drafting stretch ends early once drafting's own rate falls behind the last
+        plain measurement (the text changed): a plain trial then decides afresh."""
+        drafted, plain = self.rate(True), self.rate(False)
+        if (
+            self.mode
+            and self.stretch
+            and self.stretch[0][0]
+            and self.stretch[0][1] > 0
+            and self._into >= self.draft_trial
+            and drafted is not None
+            and plain is not None
+            and drafted < plain * self.margin
+        ):
+            self.stretch[0] = (True, 0)
+            self.holds[True] = self.first_hold
 
     def _decide(self) -> None:
         drafted, plain = self.rate(True), self.rate(False)
