@@ -4,12 +4,12 @@ without freezing on a measurement taken in a noisy minute."""
 from __future__ import annotations
 
 import random
-import time
 
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.estimate import CostModel, SourceGate
-from swiftwriter.engine.sources import Candidate, CandidateSource
 from swiftwriter.engine.trie import best_size
+
+from tests.engine.wrong_source import WrongAndSlow
 
 
 def calibrated(shape=None) -> CostModel:
@@ -75,26 +75,11 @@ def test_the_generator_stops_asking_a_costly_source_whose_drafts_fail(tiny_llama
     """A gated source that always guesses wrong: asked on the warm-up steps and then on every
     probe step only; the output is unchanged (greedy equals plain decoding)."""
 
-    class WrongAndSlow(CandidateSource):
-        name = "heads"
-        gated = True
-
-        def __init__(self):
-            self.calls = 0
-
-        def observe(self, tokens):
-            pass
-
-        def propose(self, context, max_candidates):
-            self.calls += 1
-            time.sleep(0.002)
-            return [Candidate(self.name, (2,), 0)]  # token 2: (almost) never the model's choice
-
     sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
     prompt = list(range(10, 40))
     plain = Generator(tiny_llama, sampling, DraftSettings.plain(), calibrate=False)
     want = [t for ev in plain.generate(prompt, 80) for t in ev.tokens]
-    source = WrongAndSlow()
+    source = WrongAndSlow(gated=True)
     drafting = DraftSettings(sources=(), max_nodes=1, adaptive=False)
     gen = Generator(tiny_llama, sampling, drafting, sources=[source], calibrate=False)
     got = [t for ev in gen.generate(prompt, 80) for t in ev.tokens]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.estimate import PaceKeeper
-from swiftwriter.engine.sources import Candidate, CandidateSource
+
+from tests.engine.wrong_source import WrongAndSlow
 
 
 def drive(keeper: PaceKeeper, steps: int, draft_rate, plain_rate: float = 20.0) -> list[bool]:
@@ -77,23 +76,6 @@ def test_the_first_drafting_steps_do_not_count():
     assert sum(modes) / len(modes) > 0.9
 
 
-class WrongAndSlow(CandidateSource):
-    """Drafts a token the model (almost) never writes, and takes 3 ms to do it."""
-
-    name = "ngram"
-
-    def __init__(self):
-        self.calls = 0
-
-    def observe(self, tokens):
-        pass
-
-    def propose(self, context, max_candidates):
-        self.calls += 1
-        time.sleep(0.003)
-        return [Candidate(self.name, (2,), 0)]
-
-
 def test_the_generator_decodes_plainly_while_drafting_does_not_pay(tiny_llama):
     """Whatever the trie's pricing thinks, a source that costs 3 ms a step and is never right
     makes drafting slower than plain decoding: the run stops asking it, and the text is the
@@ -102,7 +84,7 @@ def test_the_generator_decodes_plainly_while_drafting_does_not_pay(tiny_llama):
     prompt = list(range(10, 40))
     plain = Generator(tiny_llama, sampling, DraftSettings.plain(), calibrate=False)
     want = [t for ev in plain.generate(prompt, 300) for t in ev.tokens]
-    source = WrongAndSlow()
+    source = WrongAndSlow(name="ngram", delay=0.003)
     gen = Generator(tiny_llama, sampling, DraftSettings(sources=(), max_nodes=1), sources=[source])
     got = [t for ev in gen.generate(prompt, 300) for t in ev.tokens]
     assert got == want
@@ -114,7 +96,7 @@ def test_the_generator_decodes_plainly_while_drafting_does_not_pay(tiny_llama):
 def test_without_adaptive_pricing_every_step_drafts(tiny_llama):
     """adaptive=False (fixed tries, for experiments) leaves the pace alone too."""
     sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
-    source = WrongAndSlow()
+    source = WrongAndSlow(name="ngram", delay=0.003)
     drafting = DraftSettings(sources=(), max_nodes=1, adaptive=False)
     gen = Generator(tiny_llama, sampling, drafting, sources=[source], calibrate=False)
     list(gen.generate(list(range(10, 40)), 60))
