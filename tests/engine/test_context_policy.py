@@ -89,7 +89,9 @@ def test_slide_equals_plain_decoding_on_the_same_windows(small_ctx, penalty, win
     expected, first, slides, windows = reference(small_ctx, LOOPING, n, sampling, 4, 0.75)
     assert first == CTX - len(LOOPING) and slides >= 5  # the run crosses the context often
 
-    spec, st, _ = run(small_ctx, LOOPING, n, sampling, context, DraftSettings(max_nodes=8))
+    spec, st, _ = run(
+        small_ctx, LOOPING, n, sampling, context, DraftSettings(max_nodes=8, pace=False)
+    )
     plain, pst, _ = run(small_ctx, LOOPING, n, sampling, context, DraftSettings.plain())
     assert plain == expected
     assert spec == expected
