@@ -36,6 +36,12 @@ def to_host(*tensors: torch.Tensor) -> list[torch.Tensor]:
     return out
 
 
+# Rows the lm_head computes with the root: its children and theirs, breadth first. A call
+# reads the whole head weight whatever its few rows, so the first accepted draft's logits come
+# almost free instead of costing a second call.
+ROOT_ROWS = 16
+
+
 class ModelRunner:
     """Owns the KV cache of one generation and runs the target model over tries."""
 
@@ -128,15 +134,18 @@ class ModelRunner:
 
     @torch.inference_mode()
     def logits_at(self, node: int, trie: Trie | None = None) -> torch.Tensor:
-        """float32 [V] logits after trie node `node`, computed on demand: the root alone, then
-        on a miss the node with its whole subtree in one batched lm_head call (the lm_head reads
-        its full weight per call, so a few rows cost little more than one)."""
+        """float32 [V] logits after trie node `node`, computed on demand: the root with its
+        first `ROOT_ROWS` descendants, then on a miss the node with its subtree, each in one
+        lm_head call (it reads its full weight per call: a few rows cost little more than one)."""
         if self._logits is not None:
             return self._logits[node].float()
         cached = self._row_logits.get(node)
         if cached is not None:
             return cached
-        rows = [node] if node == 0 or trie is None else trie.subtree(node, limit=32)
+        if trie is None or len(trie) == 1:
+            rows = [node]
+        else:  # the root's first rows: the walk goes on below the root when a draft is right
+            rows = trie.subtree(node, limit=ROOT_ROWS if node == 0 else 32)
         out = self.logits_rows(rows)
         for i, r in enumerate(rows):
             self._row_logits[r] = out[i]
