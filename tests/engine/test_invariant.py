@@ -303,3 +303,28 @@ def test_tree_rows_equal_one_token_passes_on_cuda(dtype):
         prefix = [rng.randrange(2, 250) for _ in range(prefix_len)]
         trie = random_trie(rng, prefix[-1], 17, "random")
         assert check_tree(model, prefix, trie) == 0
+
+
+def test_the_root_brings_its_first_descendants_in_one_head_call():
+    """A step whose first draft is right reads the head once: the root's call also computes
+    its children and theirs (breadth first, `ROOT_ROWS`), each row as a one-token pass would;
+    a node past them costs one more call, for its own subtree."""
+    from swiftwriter.engine import verify
+
+    model = build_tiny("llama", seed=11).to(torch.bfloat16)
+    rng = random.Random(6)
+    prefix = [rng.randrange(2, 250) for _ in range(80)]
+    trie = random_trie(rng, prefix[-1], verify.ROOT_ROWS + 8, "chain")
+    runner = ModelRunner(model)
+    calls = []
+    rows_of = runner.logits_rows
+    runner.logits_rows = lambda rows: calls.append(list(rows)) or rows_of(rows)
+    runner.prefill(prefix[:-1])
+    runner.forward_trie(trie)
+    walk = [runner.logits_at(i, trie).clone() for i in range(verify.ROOT_ROWS)]
+    assert calls == [list(range(verify.ROOT_ROWS))]
+    runner.logits_at(verify.ROOT_ROWS, trie)
+    assert len(calls) == 2 and calls[1][0] == verify.ROOT_ROWS
+    plain = one_token_logits(model, prefix, trie.tokens[1 : verify.ROOT_ROWS])
+    for node, logits in enumerate(plain):
+        assert torch.equal(walk[node], logits), node
