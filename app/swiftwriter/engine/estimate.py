@@ -252,9 +252,8 @@ class PaceKeeper:
         plain measurement (the text changed): a plain trial then decides afresh."""
         drafted, plain = self.rate(True), self.rate(False)
         if (
-            self.mode
+            self.mode  # the stretch `propose` took this step from is stretch[0]
             and self.stretch
-            and self.stretch[0][0]
             and self.stretch[0][1] > 0
             and self._into >= self.draft_trial
             and drafted is not None
