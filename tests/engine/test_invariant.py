@@ -10,7 +10,7 @@ import random
 
 import pytest
 import torch
-from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, kernels
 from swiftwriter.engine.history_source import HistorySource
 from swiftwriter.engine.invariant import PathPlan, RowClasses, attend_paths
 from swiftwriter.engine.kvcache import GrowingLayer
@@ -23,12 +23,20 @@ from tests.engine.test_exactness import repetitive_prompt
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 ARCHS = ["llama", "qwen2"]
+# every product kernel the loader may choose here, per dtype (engine/kernels.py)
+KERNELS = {d: [kernels.STOCK] + [kernels.ONEDNN] * kernels.onednn_ok(d) for d in DTYPES}
 
 
-@pytest.fixture(scope="module", params=[(a, d) for a in ARCHS for d in DTYPES], ids=str)
+@pytest.fixture(
+    scope="module",
+    params=[(a, d, k) for a in ARCHS for d in DTYPES for k in KERNELS[d]],
+    ids=str,
+)
 def model(request):
-    arch, dtype = request.param
-    return build_tiny(arch, seed=11 if arch == "llama" else 12).to(dtype)
+    arch, dtype, kernel = request.param
+    model = build_tiny(arch, seed=11 if arch == "llama" else 12).to(dtype)
+    kernels.set_kernel(model, kernel)
+    return model
 
 
 def make_trie(tokens: list[int], parents: list[int]) -> Trie:

@@ -60,7 +60,7 @@ def test_auto_dtype_times_the_models_real_passes_in_both_dtypes(monkeypatch, tmp
     import json
 
     record = json.loads((paths.data_dir() / "measurements.json").read_text())
-    (found,) = [v for k, v in record.items() if k.startswith("dtype-pass|tiny|")]
+    (found,) = [v for k, v in record.items() if k.startswith("dtype-pass-2|tiny|")]
     assert set(found["pass_seconds"]) == {"float32", "bfloat16"}
     assert all(t > 0 for c in found["pass_seconds"].values() for t in c.values())
     assert choice == found["dtype"] == loader.choose_dtype(found["pass_seconds"])

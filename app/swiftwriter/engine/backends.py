@@ -44,6 +44,7 @@ class StockBackend:
     name = "stock"
     invariant = False
     classes = None
+    product = None  # the invariant pass's product kernel, for the lm_head too
 
     def __init__(self, model):
         self.model = model
@@ -77,6 +78,7 @@ class LeanBackend(StockBackend):
         self.lean = LeanDecoder(model, invariant=invariant)
         self.invariant = self.lean.invariant
         self.classes = self.lean.classes if self.invariant else None
+        self.product = self.lean.product if self.invariant else None
 
     def pass_over(self, runner, trie: Trie, ids: torch.Tensor, pos: torch.Tensor) -> PassOutput:
         allowed = trie.ancestor_mask() if len(trie) > 1 else None

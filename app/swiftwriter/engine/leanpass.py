@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from swiftwriter.engine import invariant as invariant_mod
+from swiftwriter.engine import kernels
 
 _LAYERS = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"}
 
@@ -134,24 +135,28 @@ def supports(model) -> bool:
     )
 
 
-def _plain(module: nn.Module):
-    """A Linear module as one F.linear on one layout whatever the row count: the stock
-    [out, in] copy where the model keeps one (layout.FewRowLinear: there it is the faster
-    layout for a single row), else the [in, out]-laid weight. Returns (fn, weight [out, in])."""
-    weight = getattr(module, "weight_rows", None)
+def _plain(module: nn.Module, kernel: str = kernels.STOCK):
+    """A Linear module as one product on one layout whatever the row count: on the stock
+    kernel the [out, in] copy where the model keeps one (layout.FewRowLinear: there it is the
+    faster layout for a single row), else the module's weight. Returns (fn, weight [out, in])."""
+    weight = getattr(module, "weight_rows", None) if kernel == kernels.STOCK else None
     weight = module.weight if weight is None else weight
-    return (lambda x: F.linear(x, weight, module.bias)), weight
+    fn, bias = kernels.product(kernel), module.bias
+    return (lambda x: fn(x, weight, bias)), weight
 
 
-def _one_layout(merged: Merged):
+def _one_layout(merged: Merged, kernel: str = kernels.STOCK):
+    if kernel != kernels.STOCK:
+        fn, weight = kernels.product(kernel), merged.cols.t()
+        return (lambda x: fn(x, weight, merged.bias)), weight
     if merged.rows is not None:
         return (lambda x: F.linear(x, merged.rows, merged.bias)), merged.rows
     return merged.wide, merged.cols.t()
 
 
-def _joined(modules: list[nn.Module]):
+def _joined(modules: list[nn.Module], kernel: str = kernels.STOCK):
     """Separate projections of one input, their outputs side by side (models not merged)."""
-    parts = [_plain(m) for m in modules]
+    parts = [_plain(m, kernel) for m in modules]
     fn = lambda x: torch.cat([f(x) for f, _ in parts], dim=-1)  # noqa: E731
     return fn, torch.cat([w for _, w in parts])
 
@@ -159,23 +164,25 @@ def _joined(modules: list[nn.Module]):
 class LayerProjections:
     """One decoder layer's products for the batch-invariant pass, one kernel layout each."""
 
-    def __init__(self, layer):
+    def __init__(self, layer, kernel: str = kernels.STOCK):
         attn, mlp = layer.self_attn, layer.mlp
         merged = getattr(attn, "sw_qkv", None)
         qkv = (
-            _one_layout(merged)
+            _one_layout(merged, kernel)
             if merged is not None
-            else _joined([attn.q_proj, attn.k_proj, attn.v_proj])
+            else _joined([attn.q_proj, attn.k_proj, attn.v_proj], kernel)
         )
         merged = getattr(mlp, "sw_gate_up", None)
         gate_up = (
-            _one_layout(merged) if merged is not None else _joined([mlp.gate_proj, mlp.up_proj])
+            _one_layout(merged, kernel)
+            if merged is not None
+            else _joined([mlp.gate_proj, mlp.up_proj], kernel)
         )
-        self.probes = (qkv, _plain(attn.o_proj), gate_up, _plain(mlp.down_proj))
+        self.probes = (qkv, _plain(attn.o_proj, kernel), gate_up, _plain(mlp.down_proj, kernel))
         self.qkv, self.o, self.gate_up, self.down = (fn for fn, _ in self.probes)
 
 
-_CLASSES: dict = {}  # (id(model), dtype) -> (model ref, RowClasses)
+_CLASSES: dict = {}  # (id(model), dtype, device, kernel) -> (model ref, RowClasses)
 
 
 def row_classes(model) -> invariant_mod.RowClasses:
@@ -184,12 +191,14 @@ def row_classes(model) -> invariant_mod.RowClasses:
     import weakref
 
     param = next(model.parameters())
-    key = (id(model), param.dtype, param.device.type)
+    kernel = kernels.kernel_of(model)
+    key = (id(model), param.dtype, param.device.type, kernel)
     found = _CLASSES.get(key)
     if found is not None and found[0]() is model:
         return found[1]
-    proj = LayerProjections(model.get_decoder().layers[0])
-    classes = invariant_mod.measure_classes([*proj.probes, _plain(model.get_output_embeddings())])
+    proj = LayerProjections(model.get_decoder().layers[0], kernel)
+    head = _plain(model.get_output_embeddings(), kernel)
+    classes = invariant_mod.measure_classes([*proj.probes, head])
     _CLASSES[key] = (weakref.ref(model), classes)
     return classes
 
@@ -212,8 +221,10 @@ class LeanDecoder:
         # a rotary table per position needs frequencies that do not change with the length
         self.invariant = invariant and not any(k in rope for k in ("dynamic", "longrope"))
         if self.invariant:
+            kernel = kernels.kernel_of(model)
             self.classes = row_classes(model)
-            self.projections = [LayerProjections(layer) for layer in self.layers]
+            self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
+            self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
             self.rotary = invariant_mod.Rotary(
                 invariant_mod.RotaryTable(
                     self.decoder.rotary_emb,

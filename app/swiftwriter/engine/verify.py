@@ -163,8 +163,8 @@ class ModelRunner:
             pad = self.classes.padded(len(rows)) - len(rows)
             if pad:
                 h = torch.cat([h, h[:1].expand(pad, -1)])
-            w, b = self.lm_head.weight, self.lm_head.bias
-            out = self.classes.apply(lambda x: torch.nn.functional.linear(x, w, b), h)
+            w, b, product = self.lm_head.weight, self.lm_head.bias, self.backend.product
+            out = self.classes.apply(lambda x: product(x, w, b), h)
             return out[: len(rows)].float()
         return self.lm_head(h).float()
 

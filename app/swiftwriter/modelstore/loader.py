@@ -125,11 +125,28 @@ def measure_cpu_dtype(entry: ModelEntry) -> str:
         return {"dtype": choose_dtype(costs), "pass_seconds": costs, "context": PASS_CONTEXT}
 
     found = _remembered(
-        f"dtype-pass|{entry.id}|{_machine_key()}",
+        f"dtype-pass-2|{entry.id}|{_machine_key()}",
         measure,
         lambda v: isinstance(v, dict) and v.get("dtype") in ("float32", "bfloat16"),
     )
     return found["dtype"]
+
+
+def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
+    """The product kernel for this model's passes on this machine (engine/kernels.py), timed
+    once (about a second) and remembered; set on the model."""
+    from swiftwriter.engine import kernels
+
+    found = _remembered(
+        f"kernel|{entry.id}|{dtype}|{_machine_key()}",
+        lambda: {"times": kernels.time_kernels(model)},
+        lambda v: isinstance(v, dict) and isinstance(v.get("times"), dict),
+    )
+    kernel = kernels.choose_kernel(found["times"])
+    if kernel == kernels.ONEDNN and not kernels.onednn_ok(next(model.parameters()).dtype):
+        kernel = kernels.STOCK
+    kernels.set_kernel(model, kernel)
+    return kernel
 
 
 def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
@@ -221,7 +238,9 @@ def load(
         from swiftwriter.engine.leanpass import merge_projections
 
         transpose_linear_weights(model)
-        add_few_row_copies(model, few_rows_here(entry, model, dtype))
+        kernel = kernel_here(entry, model, dtype)
+        if kernel == "stock":  # oneDNN reads the [in, out] layout for any row count
+            add_few_row_copies(model, few_rows_here(entry, model, dtype))
         merge_projections(model)
     if chosen and device == "cpu" and device_map is None:
         exact_by_default_here(model)
@@ -234,14 +253,17 @@ def load(
 def exact_by_default_here(model) -> bool:
     """Where `auto` chose the dtype, batch-invariant passes stay on unless they would make the
     one-token pass dearer: when a one-row product takes another kernel than a pass of several
-    rows (the measured row class starts above one row; float32 on many CPUs), every pass is
-    padded and plain decoding pays for it (about a quarter of its speed). Then the model runs
-    the fastest kernels per pass (the text matches plain decoding up to rounding, and the app
-    says so); choosing a dtype by hand keeps the invariant passes."""
+    rows (the measured row class starts above one row; MKL's float32 on many CPUs), every pass
+    is padded and plain decoding pays for it (about a quarter of its speed). Then the model
+    runs the fastest kernels per pass (the text matches plain decoding up to rounding, and the
+    app says so); choosing a dtype by hand keeps the invariant passes. On oneDNN's kernel
+    padding is free (it is chosen only when its 2-row product costs no more than the stock
+    one-row one: engine/kernels.py), so passes stay exact."""
     from swiftwriter.engine.backends import set_exact
+    from swiftwriter.engine.kernels import ONEDNN, kernel_of
     from swiftwriter.engine.leanpass import row_classes, supports
 
-    exact = not supports(model) or row_classes(model).low == 1
+    exact = not supports(model) or kernel_of(model) == ONEDNN or row_classes(model).low == 1
     set_exact(model, exact)
     return exact
 

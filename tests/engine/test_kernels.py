@@ -1,0 +1,66 @@
+"""The product kernel of the CPU passes is chosen by timing (engine/kernels.py), and a chosen
+kernel is the one every product of a pass and of the lm_head runs on."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from swiftwriter.engine import kernels
+from swiftwriter.engine.leanpass import merge_projections
+from swiftwriter.engine.verify import ModelRunner
+
+from tests.conftest import build_tiny
+from tests.engine.test_invariant import make_trie
+
+STOCK = {1: 0.030, 2: 0.045, 8: 0.060}  # MKL off Intel: climbs with the row count
+
+
+def test_onednn_is_chosen_when_padded_plain_decoding_loses_nothing_and_trees_get_cheaper():
+    cheap = {1: 0.020, 2: 0.021, 8: 0.024}
+    assert kernels.choose_kernel({"stock": STOCK, "onednn": cheap}) == kernels.ONEDNN
+    # read back from JSON: string keys
+    as_json = {
+        k: {str(n): t for n, t in v.items()} for k, v in (("stock", STOCK), ("onednn", cheap))
+    }
+    assert kernels.choose_kernel(as_json) == kernels.ONEDNN
+
+
+def test_stock_stays_when_onednn_would_slow_plain_decoding_or_trees_or_is_missing():
+    dear_two = {1: 0.020, 2: 0.033, 8: 0.024}  # 2 rows (a padded one-token pass) > 1.05x stock
+    assert kernels.choose_kernel({"stock": STOCK, "onednn": dear_two}) == kernels.STOCK
+    dear_tree = {1: 0.020, 2: 0.021, 8: 0.061}
+    assert kernels.choose_kernel({"stock": STOCK, "onednn": dear_tree}) == kernels.STOCK
+    assert kernels.choose_kernel({"stock": STOCK}) == kernels.STOCK
+
+
+def test_timing_covers_every_kernel_and_row_count():
+    model = build_tiny("llama", seed=3)
+    times = kernels.time_kernels(model, rows=(1, 8), reps=1)
+    assert set(times) == ({"stock", "onednn"} if kernels.onednn_ok() else {"stock"})
+    assert all(set(t) == {1, 8} and min(t.values()) > 0 for t in times.values())
+
+
+@pytest.mark.skipif(not kernels.onednn_ok(), reason="this torch build has no oneDNN linear")
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_a_pass_on_onednn_runs_every_product_and_the_head_there(monkeypatch, arch):
+    model = build_tiny(arch, seed=4)
+    assert merge_projections(model) == model.config.num_hidden_layers  # as the loader lays it
+    kernels.set_kernel(model, kernels.ONEDNN)
+    calls = []
+    real = kernels._onednn
+
+    def counted(x, w, b):
+        calls.append(tuple(w.shape))
+        return real(x, w, b)
+
+    monkeypatch.setattr(kernels, "_onednn", counted)
+    runner = ModelRunner(model)
+    assert runner.invariant
+    runner.prefill([5, 6, 7])
+    calls.clear()
+    runner.forward_trie(make_trie([8, 9, 10], [-1, 0, 1]))
+    logits = runner.logits_at(0, None)
+    layers = model.config.num_hidden_layers
+    assert len(calls) == 4 * layers + 1  # qkv, o, gate/up, down per layer; the head
+    assert calls[-1] == tuple(model.get_output_embeddings().weight.shape)
+    assert torch.isfinite(logits).all()
