@@ -64,3 +64,27 @@ def test_a_pass_on_onednn_runs_every_product_and_the_head_there(monkeypatch, arc
     assert len(calls) == 4 * layers + 1  # qkv, o, gate/up, down per layer; the head
     assert calls[-1] == tuple(model.get_output_embeddings().weight.shape)
     assert torch.isfinite(logits).all()
+
+
+def test_the_drafters_linears_take_the_faster_kernel_once(monkeypatch):
+    from swiftwriter.engine.heads.drafters import RecurrentDrafter
+
+    module = RecurrentDrafter(32)
+    x = torch.randn(3, 32)
+    before = module(x, x)
+    timed = []
+    real = kernels.time_linears
+
+    def faked(linears, rows, reps):
+        timed.append(len(linears))
+        times = real(linears, rows, 1)
+        times[kernels.STOCK] = {n: 1.0 for n in rows}  # the stock kernel made slow
+        return times
+
+    monkeypatch.setattr(kernels, "time_linears", faked)
+    expected = kernels.ONEDNN if kernels.onednn_ok() else kernels.STOCK
+    assert kernels.adopt_fastest(module) == expected
+    assert kernels.adopt_fastest(module) == expected and timed == [4]  # timed once
+    linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
+    assert all(isinstance(m, kernels.KernelLinear) and m.kernel == expected for m in linears)
+    assert torch.allclose(module(x, x), before, atol=1e-5)
