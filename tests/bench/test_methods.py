@@ -31,8 +31,9 @@ def test_bench_report_fields_and_exactness(tiny_llama):
         sampling,
         METHODS,
         # every step drafts: on a model this small the pace keeper may measure the first
-        # steps (while acceptance is still being learnt) slower than plain and decode plainly
-        drafting=DraftSettings(pace=False),
+        # steps (while acceptance is still being learnt) slower than plain and decode plainly,
+        # and the cost model may price a tree out on one noisy timing (seen once on a 2-core AMD)
+        drafting=DraftSettings(pace=False, adaptive=False),
         extra_sources=lambda: [HistorySource(sequences=history)],
     )
     assert set(report) == set(METHODS)
