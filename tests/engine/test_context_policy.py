@@ -90,7 +90,12 @@ def test_slide_equals_plain_decoding_on_the_same_windows(small_ctx, penalty, win
     assert first == CTX - len(LOOPING) and slides >= 5  # the run crosses the context often
 
     spec, st, _ = run(
-        small_ctx, LOOPING, n, sampling, context, DraftSettings(max_nodes=8, pace=False)
+        small_ctx,
+        LOOPING,
+        n,
+        sampling,
+        context,
+        DraftSettings(max_nodes=8, pace=False, adaptive=False),
     )
     plain, pst, _ = run(small_ctx, LOOPING, n, sampling, context, DraftSettings.plain())
     assert plain == expected

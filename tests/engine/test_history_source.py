@@ -149,7 +149,7 @@ def test_seeded_generation_is_exact_and_uses_the_history(tiny_llama):
     sampling = SamplingSettings(greedy=True, penalty=1.0)
     # history alone, to see it work; every step drafts (the pace keeper may decode plainly
     # while the estimator is still learning on a model this small and fast)
-    drafting = DraftSettings(sources=(), pace=False)
+    drafting = DraftSettings(sources=(), pace=False, adaptive=False)
 
     def run(sources):
         gen = Generator(tiny_llama, sampling, drafting, sources=sources)
