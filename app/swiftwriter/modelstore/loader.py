@@ -67,7 +67,18 @@ def _remembered(key: str, measure, valid):
 
 
 def _machine_key() -> str:
-    return f"{platform.processor()}|{platform.machine()}|{_torch_version()}"
+    return f"{_cpu_name()}|{platform.machine()}|{_torch_version()}"
+
+
+def _cpu_name() -> str:
+    """The CPU's model name (platform.processor() is empty on Linux): measurements taken on
+    one CPU are not reused on another."""
+    name = platform.processor()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return name
 
 
 PASS_CONTEXT = 1000  # cached tokens behind the timed passes: a take's typical distance
