@@ -88,3 +88,8 @@ def test_the_drafters_linears_take_the_faster_kernel_once(monkeypatch):
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)]
     assert all(isinstance(m, kernels.KernelLinear) and m.kernel == expected for m in linears)
     assert torch.allclose(module(x, x), before, atol=1e-5)
+
+
+def test_a_model_without_linears_keeps_the_stock_kernel():
+    times = kernels.time_linears([], rows=(1, 8))
+    assert kernels.choose_kernel(times) == kernels.STOCK

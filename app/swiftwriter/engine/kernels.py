@@ -57,9 +57,10 @@ def set_kernel(model, kernel: str) -> None:
 
 
 def _linears(model: nn.Module) -> list[nn.Linear]:
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else model
     return [
         m
-        for m in model.get_decoder().modules()
+        for m in decoder.modules()
         if isinstance(m, nn.Linear) and m.weight.device.type == "cpu" and m.weight.dim() == 2
     ]
 
@@ -69,6 +70,8 @@ def time_linears(
 ) -> dict[str, dict[int, float]]:
     """Seconds to run every one of these Linears once per row count, per kernel (best of
     `reps`)."""
+    if not linears:
+        return {STOCK: {}}
     dtype = linears[0].weight.dtype
     kernels = [STOCK, ONEDNN] if onednn_ok(dtype) else [STOCK]
     out: dict[str, dict[int, float]] = {k: {} for k in kernels}
