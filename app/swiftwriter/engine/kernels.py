@@ -110,9 +110,8 @@ def adopt_fastest(module: nn.Module, rows=(1, 4), reps: int = 5) -> str:
     the kernel that takes least time over `rows` here, timed once per module. MKL's float32
     few-row products off Intel took 0.7 ms for the drafter's 1,152 x 576 matrix, about five
     times oneDNN's. Returns the kernel."""
-    chosen = module.__dict__.get("_swiftwriter_kernel")
-    if chosen is not None:
-        return chosen
+    if "_swiftwriter_kernel" in module.__dict__:
+        return kernel_of(module)
     linears = [
         m for m in module.modules() if isinstance(m, nn.Linear) and m.weight.device.type == "cpu"
     ]
@@ -126,7 +125,7 @@ def adopt_fastest(module: nn.Module, rows=(1, 4), reps: int = 5) -> str:
             m.__class__ = KernelLinear
         if isinstance(m, KernelLinear):
             m.kernel = chosen
-    module.__dict__["_swiftwriter_kernel"] = chosen
+    set_kernel(module, chosen)
     return chosen
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from torch.nn import functional as F
 
 from swiftwriter.engine.heads.files import DrafterBundle
 from swiftwriter.engine.logits import PenaltyWindow, penalise
@@ -80,14 +79,17 @@ class DrafterSource(CandidateSource):
         self.penalty = 1.0  # the run's: for the model's own logits (draft-pass mode)
         self.draft_penalty = 1.0  # for the drafter's logits (DRAFT_PENALTY_SHARE)
         self.module.to(self.dtype)
-        self.product = F.linear
+        # the draft head's product: the [H, N] matrix's own (MKL's fast one), or oneDNN's
+        self.draft_logits = lambda states: states @ self.w_t
         if head.device.type == "cpu":  # few-row products take MKL's fast kernel this way
             from swiftwriter.engine import kernels
             from swiftwriter.engine.layout import transpose_linear_weights
 
             transpose_linear_weights(self.module)
             # and where oneDNN's kernel is the faster one here, the drafter takes it
-            self.product = kernels.product(kernels.adopt_fastest(self.module))
+            if kernels.adopt_fastest(self.module) == kernels.ONEDNN:
+                onednn, weight = kernels.product(kernels.ONEDNN), self.w_t.T
+                self.draft_logits = lambda states: onednn(states, weight, None)
 
     # -- engine hooks ---------------------------------------------------------------------------
     def start(
@@ -123,11 +125,7 @@ class DrafterSource(CandidateSource):
 
     # -- drafting -------------------------------------------------------------------------------
     def _probs(self, states: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
-        if self.product is F.linear:  # MKL: the [H, N] matrix's own product is its fast one
-            logits = states @ self.w_t
-        else:
-            logits = self.product(states, self.w_t.T, None)
-        return penalise(logits, presence, self.draft_penalty).softmax(-1)
+        return penalise(self.draft_logits(states), presence, self.draft_penalty).softmax(-1)
 
     @torch.inference_mode()
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
