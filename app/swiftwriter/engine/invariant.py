@@ -194,24 +194,32 @@ def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor
     prefix (`layer`: a kvcache.GrowingLayer) -> attention output [n, hq * d].
 
     Each row is one SDPA call over the prefix and its own path, the call plain decoding makes
-    for that token (the same kernel, shapes, strides and keys, so the same bits)."""
-    queries = q.transpose(0, 1)[None]  # [1, hq, n, d]
+    for that token (the same kernel, shapes, strides and keys, so the same bits). In bfloat16
+    and float16 the call folds a group's query heads into query rows of their K/V head:
+    SDPA's native grouped-query path there took 0.69 ms per layer for one query over 1,000
+    keys on a CPU with AVX512-BF16, the folded call 0.14 ms (float32: the same either way)."""
+    hq, d = q.shape[1], q.shape[2]
+    hk = k.shape[1]
+    folded = q.dtype != torch.float32
     out = []
     for row, length, writes in plan.steps:
         for slot, source in writes:
             layer.write(plan.prefix + slot, k[source], v[source])
         keys, values = layer.first(length)
-        out.append(
-            F.scaled_dot_product_attention(
-                queries[:, :, row : row + 1], keys, values, scale=scaling, enable_gqa=True
+        if folded:  # a group's query heads as rows of their K/V head
+            query = q[row].reshape(1, hk, hq // hk, d)
+            out.append(F.scaled_dot_product_attention(query, keys, values, scale=scaling))
+        else:
+            query = q[row].reshape(1, hq, 1, d)
+            out.append(
+                F.scaled_dot_product_attention(query, keys, values, scale=scaling, enable_gqa=True)
             )
-        )
     if plan.rewrites:
         layer.write_rows(plan.prefix, k, v)
     if plan.n == 1:
         return out[0].reshape(1, -1)
-    o = torch.cat(out, dim=2)[0].transpose(0, 1)  # [n, hq, d] in visiting order
-    return o.index_select(0, plan.unvisit.to(o.device)).reshape(plan.n, -1)
+    o = torch.stack([x.reshape(-1) for x in out])  # [n, hq * d] in visiting order
+    return o.index_select(0, plan.unvisit.to(o.device))
 
 
 def rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
