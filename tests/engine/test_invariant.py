@@ -24,7 +24,10 @@ from tests.engine.test_exactness import repetitive_prompt
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 ARCHS = ["llama", "qwen2"]
 # every product kernel the loader may choose here, per dtype (engine/kernels.py)
-KERNELS = {d: [kernels.STOCK] + [kernels.ONEDNN] * kernels.onednn_ok(d) for d in DTYPES}
+KERNELS = {
+    d: [k for k in (kernels.STOCK, kernels.ONEDNN, kernels.PACKED) if kernels.usable(k, d)]
+    for d in DTYPES
+}
 
 
 @pytest.fixture(

@@ -33,27 +33,57 @@ def test_stock_stays_when_onednn_would_slow_plain_decoding_or_trees_or_is_missin
     assert kernels.choose_kernel({"stock": STOCK}) == kernels.STOCK
 
 
+def test_the_packed_layout_wins_when_it_is_cheapest_and_plain_decoding_loses_nothing():
+    onednn = {1: 0.020, 2: 0.021, 8: 0.024}
+    packed = {1: 0.012, 2: 0.013, 8: 0.014}
+    times = {"stock": STOCK, "onednn": onednn, "onednn-packed": packed}
+    assert kernels.choose_kernel(times) == kernels.PACKED
+    times["onednn-packed"] = {1: 0.012, 2: 0.040, 8: 0.014}  # its padded one-token pass dearer
+    assert kernels.choose_kernel(times) == kernels.ONEDNN
+
+
 def test_timing_covers_every_kernel_and_row_count():
     model = build_tiny("llama", seed=3)
     times = kernels.time_kernels(model, rows=(1, 8), reps=1)
-    assert set(times) == ({"stock", "onednn"} if kernels.onednn_ok() else {"stock"})
+    usable = {k for k in ("stock", "onednn", "onednn-packed") if kernels.usable(k, torch.float32)}
+    assert set(times) == usable
     assert all(set(t) == {1, 8} and min(t.values()) > 0 for t in times.values())
+    assert not kernels._PACKS  # the copies made for timing are gone
 
 
-@pytest.mark.skipif(not kernels.onednn_ok(), reason="this torch build has no oneDNN linear")
+@pytest.mark.skipif(not kernels.packed_ok(), reason="this torch build cannot pack for oneDNN")
+def test_a_packed_weight_is_made_once_and_again_after_an_in_place_change():
+    weight = torch.randn(6, 4)
+    x = torch.randn(3, 4)
+    first = kernels.packed_weight(weight)
+    assert kernels.packed_weight(weight) is first
+    assert torch.allclose(kernels._packed(x, weight, None), x @ weight.T, atol=1e-5)
+    with torch.no_grad():
+        weight.mul_(2)
+    assert kernels.packed_weight(weight) is not first
+    assert torch.allclose(kernels._packed(x, weight, None), x @ weight.T, atol=1e-5)
+    key = id(weight)
+    del weight
+    assert key not in kernels._PACKS  # dropped with its weight
+
+
+@pytest.mark.parametrize("kernel", ["onednn", "onednn-packed"])
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
-def test_a_pass_on_onednn_runs_every_product_and_the_head_there(monkeypatch, arch):
+def test_a_pass_on_a_onednn_kernel_runs_every_product_and_the_head_there(monkeypatch, arch, kernel):
+    if not kernels.usable(kernel, torch.float32):
+        pytest.skip(f"this torch build cannot run {kernel}")
     model = build_tiny(arch, seed=4)
     assert merge_projections(model) == model.config.num_hidden_layers  # as the loader lays it
-    kernels.set_kernel(model, kernels.ONEDNN)
+    kernels.set_kernel(model, kernel)
     calls = []
-    real = kernels._onednn
+    name = "_onednn" if kernel == kernels.ONEDNN else "_packed"
+    real = getattr(kernels, name)
 
     def counted(x, w, b):
         calls.append(tuple(w.shape))
         return real(x, w, b)
 
-    monkeypatch.setattr(kernels, "_onednn", counted)
+    monkeypatch.setattr(kernels, name, counted)
     runner = ModelRunner(model)
     assert runner.invariant
     runner.prefill([5, 6, 7])
@@ -75,9 +105,9 @@ def test_the_drafters_linears_take_the_faster_kernel_once(monkeypatch):
     timed = []
     real = kernels.time_linears
 
-    def faked(linears, rows, reps):
+    def faked(linears, rows, reps, among):
         timed.append(len(linears))
-        times = real(linears, rows, 1)
+        times = real(linears, rows, 1, among)
         times[kernels.STOCK] = {n: 1.0 for n in rows}  # the stock kernel made slow
         return times
 

@@ -149,12 +149,12 @@ def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
     from swiftwriter.engine import kernels
 
     found = _remembered(
-        f"kernel|{entry.id}|{dtype}|{_machine_key()}",
+        f"kernel-2|{entry.id}|{dtype}|{_machine_key()}",
         lambda: {"times": kernels.time_kernels(model)},
         lambda v: isinstance(v, dict) and isinstance(v.get("times"), dict),
     )
     kernel = kernels.choose_kernel(found["times"])
-    if kernel == kernels.ONEDNN and not kernels.onednn_ok(next(model.parameters()).dtype):
+    if not kernels.usable(kernel, next(model.parameters()).dtype):
         kernel = kernels.STOCK
     kernels.set_kernel(model, kernel)
     return kernel
@@ -269,12 +269,12 @@ def exact_by_default_here(model) -> bool:
     runs the fastest kernels per pass (the text matches plain decoding up to rounding, and the
     app says so); choosing a dtype by hand keeps the invariant passes. On oneDNN's kernel
     padding is free (it is chosen only when its 2-row product costs no more than the stock
-    one-row one: engine/kernels.py), so passes stay exact."""
+    one-row one: engine/kernels.py), so passes stay exact (its packed layout likewise)."""
     from swiftwriter.engine.backends import set_exact
-    from swiftwriter.engine.kernels import ONEDNN, kernel_of
+    from swiftwriter.engine.kernels import STOCK, kernel_of
     from swiftwriter.engine.leanpass import row_classes, supports
 
-    exact = not supports(model) or kernel_of(model) == ONEDNN or row_classes(model).low == 1
+    exact = not supports(model) or kernel_of(model) != STOCK or row_classes(model).low == 1
     set_exact(model, exact)
     return exact
 
