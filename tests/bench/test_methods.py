@@ -192,12 +192,52 @@ def test_the_warm_up_runs_every_method_of_ours_that_pays_a_first_call(tiny_llama
     from swiftwriter.bench import methods
 
     calls = []
-    real = methods.run_method
+    real = methods.start_method  # what run_method and run_bench start every method with
 
     def spy(method, model, prompt, n, *args, **kwargs):
         calls.append((method, n))
         return real(method, model, prompt, n, *args, **kwargs)
 
-    monkeypatch.setattr(methods, "run_method", spy)
+    monkeypatch.setattr(methods, "start_method", spy)
     run_bench(tiny_llama, [5, 9, 12, 5], 16, SamplingSettings(), ["ar", "tokenswift"])
     assert calls == [("ar", 8), ("tokenswift", 8), ("ar", 16), ("tokenswift", 16)]
+
+
+def test_methods_taking_turns_write_the_same_texts_and_alternate(tiny_llama, monkeypatch):
+    """With `turns`, our methods write in alternating turns of that many tokens (each clock
+    running only in its own turns) and come out as they do one after another."""
+    from swiftwriter.bench import methods as bench_methods
+
+    prompt = [5, 9, 12, 5, 9, 12, 5, 9]
+    sampling = SamplingSettings(penalty=1.0)
+    drafting = DraftSettings(pace=False, adaptive=False)
+    whole = run_bench(
+        tiny_llama, prompt, 40, sampling, ["ar", "tokenswift"], 1, drafting, warmup=False
+    )
+    order = []
+    real = bench_methods.Run.advance
+
+    def logged(self, until=float("inf")):
+        order.append((self.name, until, len(self.out)))
+        return real(self, until)
+
+    monkeypatch.setattr(bench_methods.Run, "advance", logged)
+    turned = run_bench(
+        tiny_llama,
+        prompt,
+        40,
+        sampling,
+        ["hf", "ar", "tokenswift"],
+        1,
+        drafting,
+        warmup=False,
+        turns=8,
+    )
+    for method in ("ar", "tokenswift"):
+        assert turned[method]["output_sha256"] == whole[method]["output_sha256"]
+        assert turned[method]["tokens"] == 40 and turned[method]["seconds"] > 0
+    assert turned["hf"]["identical_to_ar"] is True
+    names = [name for name, until, _ in order if until != float("inf")]
+    assert names[:4] == ["ar", "tokenswift", "tokenswift", "ar"]  # who goes first alternates
+    assert all(before < until for _, until, before in order[:2])  # each turn starts behind
+    assert {until for _, until, _ in order[:2]} == {8}

@@ -124,25 +124,56 @@ def _ours(
         gen = Generator(model, sampling, drafting, **kwargs)
     else:
         gen = DraftPassGenerator(model, sampling, drafting, partial_budget=partial_budget, **kwargs)
-    out: list[int] = []
-    memory = curves.MemoryTrace()
-    t = time.perf_counter()
-    times = []
-    for event in gen.generate(prompt, n):
-        out.extend(event.tokens)
-        times.append((len(out), time.perf_counter() - t))
-        memory.note(len(out))
-    seconds = time.perf_counter() - t
-    st = gen.stats
-    return MethodResult(
-        name,
-        out,
-        seconds,
-        st.forward_passes,
-        dict(st.accepted_by_source),
-        extra={"stats": st.as_dict(), "rss_mb": memory.points},
-        times=times,
-    )
+    return Run(gen, name, prompt, n)
+
+
+class Run:
+    """One of our methods writing its text in turns (`advance`), its clock running only
+    during its own turns: methods that take turns over the same stretch of time see the same
+    machine (on a shared CPU the speed drifts by several percent within minutes)."""
+
+    def __init__(self, gen, name: str, prompt, n: int):
+        self.gen, self.name = gen, name
+        self.events = gen.generate(prompt, n)
+        self.out: list[int] = []
+        self.seconds = 0.0
+        self.times: list = []
+        self.memory = curves.MemoryTrace()
+        self.done = False
+
+    def advance(self, until: float = float("inf")) -> None:
+        """Write until the text holds `until` tokens or the run ends."""
+        start = time.perf_counter()
+        while not self.done and len(self.out) < until:
+            try:
+                event = next(self.events)
+            except StopIteration:
+                self.done = True
+                break
+            self.out.extend(event.tokens)
+            self.times.append((len(self.out), self.seconds + time.perf_counter() - start))
+            self.memory.note(len(self.out))
+        self.seconds += time.perf_counter() - start
+
+    def result(self) -> MethodResult:
+        st = self.gen.stats
+        return MethodResult(
+            self.name,
+            self.out,
+            self.seconds,
+            st.forward_passes,
+            dict(st.accepted_by_source),
+            extra={"stats": st.as_dict(), "rss_mb": self.memory.points},
+            times=self.times,
+        )
+
+
+def _finish(run):
+    """A method's whole result: a `Run` written to its end, or transformers' finished one."""
+    if isinstance(run, Run):
+        run.advance()
+        return run.result()
+    return run
 
 
 def run_method(
@@ -157,7 +188,39 @@ def run_method(
     context: ContextSettings | None = None,
     partial_budget: int | None = None,
 ) -> MethodResult:
-    """`extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`);
+    """The method's whole run (`start_method` says what the arguments mean)."""
+    return _finish(
+        start_method(
+            method,
+            model,
+            prompt,
+            n,
+            sampling,
+            drafting,
+            extra_sources,
+            drafter,
+            context,
+            partial_budget,
+        )
+    )
+
+
+def start_method(
+    method: str,
+    model,
+    prompt,
+    n,
+    sampling,
+    drafting: DraftSettings | None = None,
+    extra_sources=None,
+    drafter=None,
+    context: ContextSettings | None = None,
+    partial_budget: int | None = None,
+):
+    """One of our methods as a `Run` not yet started (transformers' methods, which cannot
+    pause, run whole and return their `MethodResult`).
+
+    `extra_sources`: a callable returning fresh candidate sources (for `tokenswift+history`);
     `drafter`: a learned drafter bundle for `tokenswift` (and `+history`); `context`: the
     context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit);
     `partial_budget`: tokenswift's drafter fed by the draft-pass experiment on a partial cache
@@ -262,8 +325,11 @@ def run_bench(
     context: ContextSettings | None = None,
     baseline=None,
     partial_budget: int | None = None,
+    turns: int = 0,
 ) -> dict:
-    """Run each method `repeat` times (interleaved); keep the fastest run of each. Each row
+    """Run each method `repeat` times (interleaved); keep the fastest run of each. `turns`:
+    our methods take turns of that many tokens each (`Run`), instead of one after another.
+    Each row
     carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
     `timeline` for plotting. `baseline` = (label, model): transformers' `generate` on the same
     model in another dtype, as row `hf@label` (what a transformers user would run; not a
@@ -280,8 +346,9 @@ def run_bench(
             res.method = f"hf@{label}"
             if res.method not in best or res.seconds < best[res.method].seconds:
                 best[res.method] = res
+        runs = {}
         for method in methods:
-            res = run_method(
+            runs[method] = start_method(
                 method,
                 model,
                 prompt,
@@ -293,6 +360,11 @@ def run_bench(
                 context=context,
                 partial_budget=partial_budget,
             )
+            if not turns:
+                runs[method] = _finish(runs[method])
+        take_turns([r for r in runs.values() if isinstance(r, Run)], turns)
+        for method, run in runs.items():
+            res = _finish(run)
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
     report = _report(model, prompt, n, sampling, best, checkpoints)
@@ -309,6 +381,19 @@ def run_bench(
             vocab_limit=(drafting or DraftSettings()).head_vocab,
         )
     return report
+
+
+def take_turns(runs: list[Run], turns: int) -> None:
+    """Advance the runs `turns` tokens at a time, the first to go alternating between rounds,
+    until every run has ended."""
+    if turns <= 0:
+        return
+    target, flip = 0, False
+    while any(not r.done for r in runs):
+        target += turns
+        for run in reversed(runs) if flip else runs:
+            run.advance(target)
+        flip = not flip
 
 
 def context_fits(model, prompt, tokens) -> bool:
@@ -401,6 +486,7 @@ def run_seeds(
     baseline=None,
     warmup: bool = True,
     partial_budget: int | None = None,
+    turns: int = 0,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}
     (`warmup`: warm the kernels before the first seed; a suite warms before its first prompt)."""
@@ -421,6 +507,7 @@ def run_seeds(
             context=context,
             baseline=baseline,
             partial_budget=partial_budget,
+            turns=turns,
         )
     return runs
 

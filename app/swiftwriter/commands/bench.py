@@ -118,6 +118,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--repeat", type=positive_int, default=1, help="runs per method; the fastest counts"
     )
+    p.add_argument(
+        "--turns",
+        type=int,
+        default=0,
+        metavar="N",
+        help="our methods write in turns of N tokens each, every method's clock running only in "
+        "its own turns, so all of them see the same machine (its speed drifts by several "
+        "percent within minutes); 0: one method after another",
+    )
     p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
     p.add_argument("--json", dest="json_out", help="write the full report here")
     p.add_argument(
@@ -293,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
             baseline=baseline,
             warmup=index == 0,
             partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
+            turns=max(0, args.turns),
         )
         for seed, seed_report in runs.items():
             if len(runs) > 1:
