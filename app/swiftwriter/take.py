@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from swiftwriter.baseline import measure_plain, speedup_over_plain, stats_speedup
+from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, stats_speedup
 from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.session import DocumentSession, SessionResult
@@ -65,7 +65,11 @@ class LiveStats:
     forward_passes: int = 0
     elapsed_s: float = 0.0
     eta_s: float | None = None
+    undrafted_passes: int = 0  # passes with no draft node: plain decoding's, in this run
+    undrafted_tokens: int = 0
+    undrafted_s: float = 0.0
     plain_tokens_per_s: float | None = None
+    plain_in_run: bool = False  # the rate above is this run's undrafted passes' (baseline.py)
     speedup_vs_plain: float | None = None
 
 
@@ -136,6 +140,7 @@ class Take:
         speedup = stats_speedup(stats)
         if speedup is not None:
             stats["speedup_vs_plain"] = round(speedup, 3)
+            stats["plain_in_run"] = plain_rate(stats)[1]
         self.on_stats(self.snapshot(stats, final=True))
         return TakeResult(result.generation.status, result, stats, self.target)
 
@@ -171,6 +176,9 @@ class Take:
                     "invariant": run.invariant,
                     "plain_steps": run.plain_steps,
                     "forward_passes": run.forward_passes,
+                    "undrafted_passes": run.undrafted_passes,
+                    "undrafted_tokens": run.undrafted_tokens,
+                    "undrafted_s": run.undrafted_s,
                 }
             )
         )
@@ -186,13 +194,15 @@ class Take:
         live.elapsed_s = time.perf_counter() - self._t0
         rate = live.tokens_per_s
         live.eta_s = 0.0 if final else ((self.target - live.tokens) / rate if rate > 0 else None)
-        if self.plain:
-            live.plain_tokens_per_s = self.plain
+        known = {**stats, "plain_tokens_per_s": self.plain} if self.plain else stats
+        plain, live.plain_in_run = plain_rate(known)
+        if plain:
+            live.plain_tokens_per_s = plain
             if final:
-                live.speedup_vs_plain = stats_speedup({**stats, "plain_tokens_per_s": self.plain})
+                live.speedup_vs_plain = stats_speedup(known)
             else:
                 live.speedup_vs_plain = speedup_over_plain(
-                    live.tokens, live.prefill_s, live.decode_s, self.plain
+                    live.tokens, live.prefill_s, live.decode_s, plain
                 )
         return live
 
@@ -210,4 +220,7 @@ LIVE_FIELDS = (
     "invariant",
     "plain_steps",
     "forward_passes",
+    "undrafted_passes",
+    "undrafted_tokens",
+    "undrafted_s",
 )

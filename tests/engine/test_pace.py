@@ -91,6 +91,23 @@ def test_the_generator_decodes_plainly_while_drafting_does_not_pay(tiny_llama):
     assert gen.stats.plain_steps > 200
     assert source.calls + gen.stats.plain_steps == gen.stats.forward_passes
     assert gen.stats.as_dict()["plain_steps"] == gen.stats.plain_steps
+    # every pass without a draft node is plain decoding's, timed without the drafting
+    stats = gen.stats
+    assert stats.plain_steps <= stats.undrafted_passes <= stats.forward_passes
+    assert stats.undrafted_tokens == stats.undrafted_passes  # one token each
+    assert 0 < stats.undrafted_s < stats.decode_s
+
+
+def test_undrafted_passes_are_counted_without_their_drafting_time():
+    from swiftwriter.engine.stats import RunStats, StepStats
+
+    stats = RunStats()
+    stats.add(StepStats(1, 0, 0, {}, [], draft_s=0.5, verify_s=0.02, overhead_s=0.01))
+    stats.add(StepStats(3, 4, 2, {"ngram": 2}, [1, 1], 0.001, 0.03, 0.01))
+    stats.add(StepStats(1, 0, 0, {}, [], draft_s=0.0, verify_s=0.02, overhead_s=0.01))
+    assert (stats.undrafted_passes, stats.undrafted_tokens) == (2, 2)
+    assert abs(stats.undrafted_s - 0.06) < 1e-12
+    assert stats.as_dict()["undrafted_passes"] == 2
 
 
 def test_without_adaptive_pricing_every_step_drafts(tiny_llama):

@@ -140,7 +140,11 @@ def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_proj
     labels = window.stats_dock.labels
     assert labels["tokens"].text() == f"{result['stats']['tokens']} / 80"
     assert "tokens/s" in labels["rate"].text()
-    assert "measured here" in labels["plain"].text()
+    # the measurement before the run, or the run's own undrafted passes where most were
+    stored = stats_of(window, result)
+    in_run = baseline.plain_rate(stored)[1]
+    assert ("measured in this run" if in_run else "measured here") in labels["plain"].text()
+    assert f"{baseline.plain_rate(stored)[0]:.1f} tokens/s" in labels["plain"].text()
     assert "(measured)" in labels["speedup"].text() and "×" in labels["speedup"].text()
     # the dtype in use, and that the text is plain decoding's (the tiny model: float32, lean)
     assert labels["precision"].text() == "float32 · exact: plain decoding's text"
@@ -262,6 +266,25 @@ def test_the_speedup_is_wall_clock_like_the_bench():
     assert stats_speedup(stats) == pytest.approx(5 / 3)
 
 
+def test_a_run_mostly_undrafted_is_its_own_plain_measurement():
+    import pytest
+    from swiftwriter.baseline import plain_rate, stats_speedup
+
+    # 100 passes; 60 undrafted wrote 60 tokens in 3 s: plain decoding at 20 tokens/s here
+    stats = {"tokens": 110, "forward_passes": 100, "prefill_s": 1.0, "draft_s": 0.5,
+             "verify_s": 4.0, "overhead_s": 0.5, "plain_tokens_per_s": 25.0,
+             "undrafted_passes": 60, "undrafted_tokens": 60, "undrafted_s": 3.0}  # fmt: skip
+    assert plain_rate(stats) == (pytest.approx(20.0), True)
+    assert stats_speedup(stats) == pytest.approx((1.0 + 110 / 20) / 6.0)
+    # where drafts paid, the few undrafted passes are not enough: the measurement before it
+    few = {**stats, "undrafted_passes": 30, "undrafted_tokens": 30, "undrafted_s": 1.5}
+    assert plain_rate(few) == (25.0, False)
+    assert stats_speedup(few) == pytest.approx((1.0 + 110 / 25) / 6.0)
+    short = {**stats, "forward_passes": 30, "undrafted_passes": 20, "undrafted_tokens": 20}
+    assert plain_rate(short)[1] is False  # under IN_RUN_PASSES: too few to time
+    assert plain_rate({**few, "plain_tokens_per_s": None}) == (None, False)
+
+
 def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, window, make_project):
     from tests.ui.conftest import tiny_loaded
 
@@ -325,3 +348,11 @@ def test_the_stats_dock_says_when_passes_decoded_plainly(qtbot):
     )
     assert dock.labels["tau"].text() == "1.05 (32% of passes plain)"
     assert "decodes plainly" in dock.labels["tau"].toolTip()
+    dock.update_stats(
+        LiveStats("generating", target=60, tokens=50, tau=1.0, forward_passes=50,
+                  undrafted_passes=48, plain_tokens_per_s=24.5, plain_in_run=True,
+                  speedup_vs_plain=1.01)
+    )  # fmt: skip
+    assert dock.labels["plain"].text() == "24.5 tokens/s, measured in this run"
+    assert dock.labels["context"].text() == "48 undrafted passes of this run"
+    assert dock.labels["speedup"].text() == "×1.01 over plain (measured)"

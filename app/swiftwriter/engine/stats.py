@@ -48,6 +48,12 @@ class RunStats:
     quality: dict = field(default_factory=dict)  # quality.summary of the output, set at the end
     gated_skips: int = 0  # steps on which a costly source (the drafter) was not asked
     plain_steps: int = 0  # steps that did not draft: plain decoding was measured faster
+    # Passes with no draft node (the drafts priced out, or a plain step): their time without
+    # drafting is plain decoding's, measured in the same minutes and contexts as the run
+    # (baseline.plain_rate reads it).
+    undrafted_passes: int = 0
+    undrafted_tokens: int = 0
+    undrafted_s: float = 0.0
     # The model's dtype, and whether every pass was batch-invariant (each row computed as the
     # one-token pass computes it): then speculation wrote plain decoding's text exactly.
     dtype: str = ""
@@ -65,6 +71,10 @@ class RunStats:
         self.verify_s += step.verify_s
         self.overhead_s += step.overhead_s
         self.model_s += step.model_s
+        if step.trie_nodes == 0:
+            self.undrafted_passes += 1
+            self.undrafted_tokens += step.new_tokens
+            self.undrafted_s += step.verify_s + step.overhead_s
 
     @property
     def decode_s(self) -> float:
@@ -109,6 +119,9 @@ class RunStats:
             "overhead_s": round(self.overhead_s, 4),
             "gated_skips": self.gated_skips,
             "plain_steps": self.plain_steps,
+            "undrafted_passes": self.undrafted_passes,
+            "undrafted_tokens": self.undrafted_tokens,
+            "undrafted_s": round(self.undrafted_s, 4),
             # per step: the model pass, and everything else the host does (drafting, the
             # acceptance walk, compaction, bookkeeping); on a GPU only with synchronised timing
             "model_ms_per_step": round(1000 * self.model_s / max(1, self.forward_passes), 3),

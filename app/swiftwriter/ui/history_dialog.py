@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.baseline import stats_speedup
+from swiftwriter.baseline import plain_rate, stats_speedup
 from swiftwriter.store import Generation, Project, ProjectError
 
 COLUMNS = ("#", "Document", "Started", "Status", "Tokens", "tok/s", "τ", "Speedup", "Mode")
@@ -38,7 +38,13 @@ def describe(gen: Generation) -> str:
         f"{st.get('tokens', gen.n_tokens):,} tokens, {st.get('tokens_per_s', 0):.1f} tok/s, "
         f"τ {st.get('tau', 0):.2f}, accepted by source {st.get('accepted_by_source', {})}",
     ]
-    if st.get("plain_tokens_per_s"):
+    plain, in_run = plain_rate(st)
+    if in_run:
+        lines.append(
+            f"Plain decoding measured in this run ({st.get('undrafted_passes', 0):,} undrafted "
+            f"passes): {plain:.1f} tok/s"
+        )
+    elif st.get("plain_tokens_per_s"):
         lines.append(
             f"Plain decoding measured at {st.get('plain_context', 0):,} tokens of context: "
             f"{st['plain_tokens_per_s']:.1f} tok/s"

@@ -240,6 +240,13 @@ class StatsDock(QDockWidget):
         if stats.dtype:
             self.labels["precision"].setText(fmt_precision(stats.dtype, stats.invariant))
             self.labels["precision"].setToolTip(precision_sentence(stats.invariant))
+        if stats.plain_in_run and stats.plain_tokens_per_s:
+            self.labels["plain"].setText(
+                f"{stats.plain_tokens_per_s:.1f} tokens/s, measured in this run"
+            )
+            self.labels["context"].setText(
+                f"{stats.undrafted_passes:,} undrafted passes of this run"
+            )
         if speedup is not None:
             self.labels["speedup"].setText(f"×{speedup:.2f} over plain (measured)")
         elif stats.plain_tokens_per_s is None:
