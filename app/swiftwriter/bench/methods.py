@@ -176,33 +176,9 @@ def _finish(run):
     return run
 
 
-def run_method(
-    method: str,
-    model,
-    prompt,
-    n,
-    sampling,
-    drafting: DraftSettings | None = None,
-    extra_sources=None,
-    drafter=None,
-    context: ContextSettings | None = None,
-    partial_budget: int | None = None,
-) -> MethodResult:
-    """The method's whole run (`start_method` says what the arguments mean)."""
-    return _finish(
-        start_method(
-            method,
-            model,
-            prompt,
-            n,
-            sampling,
-            drafting,
-            extra_sources,
-            drafter,
-            context,
-            partial_budget,
-        )
-    )
+def run_method(method: str, *args, **kwargs) -> MethodResult:
+    """The method's whole run (`start_method` takes the same arguments and says what they mean)."""
+    return _finish(start_method(method, *args, **kwargs))
 
 
 def start_method(
