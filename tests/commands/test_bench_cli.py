@@ -62,6 +62,13 @@ def test_bad_bench_options_are_one_clear_line(tiny_bench, args, message, capsys)
     assert message in capsys.readouterr().err
 
 
+def test_negative_turns_are_refused_by_the_parser(tiny_bench, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main([*tiny_bench, "--methods", "ar", "--turns", "-64"])
+    assert stopped.value.code == 2
+    assert "--turns: must be zero or more, not -64" in capsys.readouterr().err
+
+
 @pytest.fixture
 def small_context_bench(monkeypatch, tmp_path):
     """The tiny bench with a 64-position model, so 160 new tokens must slide the window."""

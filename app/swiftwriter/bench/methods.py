@@ -305,8 +305,7 @@ def run_bench(
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each. `turns`:
     our methods take turns of that many tokens each (`Run`), instead of one after another.
-    Each row
-    carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
+    Each row carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
     `timeline` for plotting. `baseline` = (label, model): transformers' `generate` on the same
     model in another dtype, as row `hf@label` (what a transformers user would run; not a
     lossless comparison: another dtype writes another text)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from swiftwriter.commands.common import (
     non_negative_float,
+    non_negative_int,
     positive_float,
     positive_int,
     read_text_file,
@@ -120,7 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--turns",
-        type=int,
+        type=non_negative_int,
         default=0,
         metavar="N",
         help="our methods write in turns of N tokens each, every method's clock running only in "

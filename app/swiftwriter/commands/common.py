@@ -8,11 +8,22 @@ from pathlib import Path
 from swiftwriter.errors import UserError
 
 
-def positive_int(text: str) -> int:
+def _whole(text: str) -> int:
     try:
-        value = int(text)
+        return int(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from exc
+
+
+def non_negative_int(text: str) -> int:
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be zero or more, not {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = _whole(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, not {value}")
     return value
