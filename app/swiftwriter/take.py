@@ -140,7 +140,6 @@ class Take:
         speedup = stats_speedup(stats)
         if speedup is not None:
             stats["speedup_vs_plain"] = round(speedup, 3)
-            stats["plain_in_run"] = plain_rate(stats)[1]
         self.on_stats(self.snapshot(stats, final=True))
         return TakeResult(result.generation.status, result, stats, self.target)
 

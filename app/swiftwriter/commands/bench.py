@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
             baseline=baseline,
             warmup=index == 0,
             partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
-            turns=max(0, args.turns),
+            turns=args.turns,
         )
         for seed, seed_report in runs.items():
             if len(runs) > 1:
