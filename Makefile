@@ -34,6 +34,8 @@ $(STAMP): pyproject.toml
 
 model: venv
 	$(VENV)/bin/swiftwriter models prepare
+	# the tree-attention kernel, compiled once into the user's cache (falls back if it cannot)
+	$(PY) -m swiftwriter.engine.native
 
 lint: venv
 	$(VENV)/bin/ruff check app tests

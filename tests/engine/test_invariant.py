@@ -14,6 +14,7 @@ from swiftwriter.engine import DraftSettings, Generator, SamplingSettings, kerne
 from swiftwriter.engine.history_source import HistorySource
 from swiftwriter.engine.invariant import PathPlan, RowClasses, attend_paths
 from swiftwriter.engine.kvcache import GrowingLayer
+from swiftwriter.engine.leanpass import use_tree_attention
 from swiftwriter.engine.settings import ContextSettings
 from swiftwriter.engine.trie import Trie
 from swiftwriter.engine.verify import ModelRunner
@@ -120,6 +121,20 @@ def test_tree_rows_equal_one_token_passes(model, prefix_len):
         size = rng.choice([2, 5, 9, 17, 33])
         trie = random_trie(rng, prefix[-1], size, shape)
         assert check_tree(model, prefix, trie) == 0, (shape, size)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_without_the_native_kernel_rows_still_equal_one_token_passes(dtype):
+    """PyTorch's attention, one call per row (where the tree-attention kernel cannot build)."""
+    model = build_tiny("llama", seed=11).to(dtype)
+    use_tree_attention(model, False)
+    assert ModelRunner(model).backend.lean.tree_attention is None
+    rng = random.Random(9)
+    for prefix_len in (37, 256):
+        prefix = [rng.randrange(2, 250) for _ in range(prefix_len)]
+        for shape in ("chain", "random"):
+            trie = random_trie(rng, prefix[-1], 9, shape)
+            assert check_tree(model, prefix, trie) == 0, (prefix_len, shape)
 
 
 def test_rows_stay_exact_after_compaction(model):

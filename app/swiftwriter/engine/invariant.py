@@ -12,10 +12,13 @@ The design, every piece fixed by construction or by a measurement on the loaded 
 - Linear layers see a row count inside one measured *kernel class* (`RowClasses`): a pass of
   fewer rows is padded, a larger one is split into chunks of that class. Rows are independent
   in a matrix product, so a row's result depends only on the kernel.
-- Attention makes, for every row, the call plain decoding makes for that token (`attend_paths`):
-  one SDPA call of one query over the prefix followed by the row's own root-to-row path, laid
-  out in the cache exactly as plain decoding lays it out (`PathPlan`). A one-token pass is
-  therefore the stock attention call at full speed; a tree pass pays one such call per row.
+- Attention gives every row what plain decoding computes for that token. With the native
+  tree-attention kernel (native.py, `attend_tiles`) by construction: each row's result is a
+  function of its own key sequence, the prefix and then its root-to-row path (`PathTable`),
+  and the prefix is read once for all rows. Without it (`attend_paths`): per row, the SDPA
+  call plain decoding makes, one query over the prefix followed by the row's path laid out in
+  the cache exactly as plain decoding lays it out (`PathPlan`); a tree pass then pays one such
+  call per row.
 - Rotary tables are built once per position (`RotaryTable`), never per pass.
 """
 
@@ -220,6 +223,36 @@ def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor
         return out[0].reshape(1, -1)
     o = torch.stack([x.reshape(-1) for x in out])  # [n, hq * d] in visiting order
     return o.index_select(0, plan.unvisit.to(o.device))
+
+
+class PathTable:
+    """Each row's root-to-row path as the tree-attention kernel reads it: `paths` int32
+    [n, depth] (pass-row indices, ancestors first, the row itself last, zero-padded) and
+    `lengths` int32 [n]; built once per pass from the trie's ancestor mask."""
+
+    def __init__(self, allowed: torch.Tensor | None, n: int, prefix: int):
+        self.n, self.prefix = n, prefix
+        if allowed is None or n == 1:
+            self.paths = torch.zeros(1, 1, dtype=torch.int32)
+            self.lengths = torch.ones(1, dtype=torch.int32)
+            return
+        allowed = allowed.cpu()
+        lengths = allowed.sum(1)
+        index = torch.arange(n).expand(n, n)
+        # parents come before their children, so index order is root-to-row order
+        order = torch.where(allowed, index, n).sort(dim=1).values[:, : int(lengths.max())]
+        self.paths = torch.where(order < n, order, 0).to(torch.int32)
+        self.lengths = lengths.to(torch.int32)
+
+
+def attend_tiles(q, layer, table: PathTable, scaling: float, kernel) -> torch.Tensor:
+    """q [n, hq, d]: this pass's rows, their keys and values already cached in row order after
+    the prefix (`layer`: a kvcache.GrowingLayer) -> attention output [n, hq * d], from the
+    native kernel (`kernel`: native.tree_attention())."""
+    out = kernel(
+        q, layer.tiles(), layer.value_buffer(), table.prefix, table.paths, table.lengths, scaling
+    )
+    return out.to(q.dtype).reshape(q.shape[0], -1)
 
 
 def rms(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:

@@ -2,7 +2,8 @@
 every forward pass (tens of ms per step at a few thousand tokens on a CPU); this one writes new
 keys and values into a preallocated buffer and hands out views. Compaction after acceptance
 moves only the accepted nodes; a batch-invariant pass writes each trie row's path in place
-(invariant.attend_paths)."""
+(invariant.attend_paths), or reads the keys as tiles kept in step with every write (`tiles`,
+for the tree-attention kernel)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ class BufferLayer(DynamicLayer):
     """One layer's keys and values in a preallocated buffer [1, heads, capacity, dim], of which
     the first `length` slots count; subclasses decide how the capacity grows (`_needs`)."""
 
+    TILE = 16  # keys per tile of the tree-attention kernel's layout (native.key_tiles)
+
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.length = 0
         self._k = self._v = None
+        self._kt = None  # the keys as tiles, once `tiles` was asked for
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.device = key_states.device
@@ -46,6 +50,40 @@ class BufferLayer(DynamicLayer):
         self._ensure(start + n, keys, values)
         self._k[:, :, start : start + n] = keys
         self._v[:, :, start : start + n] = values
+        self._retile(start, start + n)
+
+    def tiles(self) -> torch.Tensor:
+        """The keys as the tree-attention kernel reads them: float32 [heads, blocks, dim, 16],
+        key j of a head at [j // 16, :, j % 16]; from the first call on, every write to the
+        keys updates its slots here too."""
+        if self._kt is None:
+            heads, dim = self._k.shape[1], self._k.shape[-1]
+            self._kt = self._k.new_zeros(heads, 0, dim, self.TILE, dtype=torch.float32)
+            self._retile(0, self.length)
+        return self._kt
+
+    def value_buffer(self) -> torch.Tensor:
+        """The values' whole buffer [1, heads, capacity, dim] (the first `length` written)."""
+        return self._v
+
+    def _retile(self, start: int, stop: int) -> None:
+        kt = self._kt
+        if kt is None or stop <= start:
+            return
+        tile = self.TILE
+        need = -(-self._k.shape[-2] // tile)
+        if kt.shape[1] < need:
+            grown = kt.new_zeros(kt.shape[0], need, kt.shape[2], tile)
+            grown[:, : kt.shape[1]] = kt
+            self._kt = kt = grown
+        keys = self._k[0]  # [heads, capacity, dim]
+        if stop - start <= 2 * tile:  # a pass's few rows: one or two slices
+            for block in range(start // tile, (stop - 1) // tile + 1):
+                a, b = max(start, block * tile), min(stop, (block + 1) * tile)
+                kt[:, block, :, a - block * tile : b - block * tile] = keys[:, a:b].transpose(1, 2)
+        else:
+            slots = torch.arange(start, stop, device=kt.device)
+            kt[:, slots // tile, :, slots % tile] = keys[:, start:stop].float().transpose(0, 1)
 
     @property
     def keys(self):
@@ -55,7 +93,7 @@ class BufferLayer(DynamicLayer):
     def keys(self, value):  # DynamicLayer.__init__/reset assign None
         if value is not None:
             raise AttributeError(f"{type(self).__name__} keys are written through its methods")
-        self._k, self.length = None, 0
+        self._k, self._kt, self.length = None, None, 0
 
     @property
     def values(self):
@@ -105,12 +143,14 @@ class GrowingLayer(BufferLayer):
         """Overwrite one written slot with a token's key and value [heads, dim]."""
         self._k[0, :, slot] = key
         self._v[0, :, slot] = value
+        self._retile(slot, slot + 1)
 
     def write_rows(self, start: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Overwrite written slots from `start` with rows' keys and values [rows, heads, dim]."""
         stop = start + keys.shape[0]
         self._k[0, :, start:stop] = keys.transpose(0, 1)
         self._v[0, :, start:stop] = values.transpose(0, 1)
+        self._retile(start, stop)
 
     def crop(self, tokens_to_remove: int) -> None:
         if tokens_to_remove > 0:
@@ -125,6 +165,7 @@ class GrowingLayer(BufferLayer):
         m = src.numel()
         self._k[:, :, prefix : prefix + m] = self._k.index_select(2, src)
         self._v[:, :, prefix : prefix + m] = self._v.index_select(2, src)
+        self._retile(prefix, prefix + m)
         self.length = prefix + m
 
 

@@ -24,7 +24,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from swiftwriter.engine import invariant as invariant_mod
-from swiftwriter.engine import kernels
+from swiftwriter.engine import kernels, native
 
 _LAYERS = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"}
 
@@ -203,6 +203,25 @@ def row_classes(model) -> invariant_mod.RowClasses:
     return classes
 
 
+def use_tree_attention(model, enabled: bool) -> None:
+    """Whether `model`'s batch-invariant passes may use the native tree-attention kernel
+    (default: yes where it builds); read when a LeanDecoder is set up for the model."""
+    model._swiftwriter_tree_attention = enabled
+
+
+def _tree_attention(model, head_dim: int):
+    """The native kernel for this model's passes, or None for PyTorch's attention: CPU
+    weights and a head size up to 256 (the kernel's limit)."""
+    if not getattr(model, "_swiftwriter_tree_attention", True):
+        return None
+    weight = model.get_output_embeddings().weight
+    if weight.device.type != "cpu" or head_dim > 256:
+        return None
+    if weight.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return None
+    return native.tree_attention()
+
+
 class LeanDecoder:
     """The decoder's forward for a verification pass over `n` tokens (a flattened trie).
     `invariant` (the default) makes every row's result independent of the pass's other rows
@@ -225,6 +244,7 @@ class LeanDecoder:
             self.classes = row_classes(model)
             self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
             self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
+            self.tree_attention = _tree_attention(model, self.head_dim)
             self.rotary = invariant_mod.Rotary(
                 invariant_mod.RotaryTable(
                     self.decoder.rotary_emb,
@@ -250,7 +270,10 @@ class LeanDecoder:
         if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
             ids = torch.cat([ids, ids[:1].expand(m - n)])
             positions = torch.cat([positions, positions[:1].expand(m - n)])
-        plan = invariant_mod.PathPlan(allowed, n, cache.get_seq_length())
+        kernel = self.tree_attention
+        table = (invariant_mod.PathTable if kernel else invariant_mod.PathPlan)(
+            allowed, n, cache.get_seq_length()
+        )
         cos, sin = self.rotary.tables(positions, last)
         run = self.classes.apply
         h = self.decoder.embed_tokens(ids)
@@ -264,7 +287,10 @@ class LeanDecoder:
             v = qkv[:n, (hq + hk) * d :].view(n, hk, d)
             layer_cache = cache.layers[index]
             layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
-            o = invariant_mod.attend_paths(q, k, v, layer_cache, plan, self.scaling)
+            if kernel is not None:
+                o = invariant_mod.attend_tiles(q, layer_cache, table, self.scaling, kernel)
+            else:
+                o = invariant_mod.attend_paths(q, k, v, layer_cache, table, self.scaling)
             if out is not None:
                 out[:n] = o
                 o = out

@@ -1,0 +1,142 @@
+"""The tree-attention kernel (tree_attention.cpp), compiled once on the user's machine.
+
+Why native code: a batch-invariant pass must give each trie row exactly what the one-token
+pass gives it, and with PyTorch's attention that meant one call per row over the whole prefix
+(a tree of eight rows cost eight prefix reads). The kernel reads the prefix once for every
+row and still computes each row as a function of its own keys alone, so a tree pass costs
+little more than a one-token pass, and the one-token pass itself is no slower than SDPA.
+
+It is built with PyTorch's extension builder and the machine's C++ compiler into the user's
+cache (once per source, CPU and torch version; about a minute on two cores) and checked
+against PyTorch's attention before use. Without a compiler, or with SWIFTWRITER_NATIVE=0,
+`tree_attention()` returns None and the passes use PyTorch's attention: exact still, slower
+for trees. Which one a model uses is decided once, when its decoder is set up, so a run
+never mixes the two."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import platform
+from pathlib import Path
+
+import torch
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("tree_attention.cpp")
+FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-mprefer-vector-width=512"]
+DISABLE_ENV = "SWIFTWRITER_NATIVE"
+
+_loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
+
+
+def _cpu_flags() -> str:
+    """What -march=native compiles for: a cache shared by two machines keeps one build each."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def build_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "swiftwriter" / "native"
+
+
+def _name() -> str:
+    digest = hashlib.sha256()
+    for part in (SOURCE.read_bytes(), _cpu_flags().encode(), torch.__version__.encode()):
+        digest.update(part)
+    digest.update(" ".join(FLAGS).encode())
+    return f"swiftwriter_tree_{digest.hexdigest()[:12]}"
+
+
+def disabled() -> bool:
+    return os.environ.get(DISABLE_ENV, "").strip().lower() in ("0", "off", "no", "false")
+
+
+def tree_attention():
+    """The kernel's function (q, key_tiles, values, prefix, paths, lengths, scale) -> float32
+    [rows, heads, dim], or None when it cannot be used here (`unavailable()` says why)."""
+    if disabled():
+        return None
+    if "module" in _loaded:
+        return _loaded["module"].tree_attention
+    if "error" in _loaded:
+        return None
+    try:
+        module = _build()
+        _self_check(module.tree_attention)
+    except Exception as exc:  # no compiler, a failed build, a wrong result: fall back
+        _loaded["error"] = f"{type(exc).__name__}: {exc}".strip()[:500]
+        log.warning(
+            "tree-attention kernel unavailable, using PyTorch's attention: %s", _loaded["error"]
+        )
+        return None
+    _loaded["module"] = module
+    return module.tree_attention
+
+
+def unavailable() -> str | None:
+    """Why the kernel is not used (None when it is, or has not been asked for yet)."""
+    if disabled():
+        return f"switched off ({DISABLE_ENV}=0)"
+    return _loaded.get("error")  # type: ignore[return-value]
+
+
+def _build():
+    from torch.utils.cpp_extension import load
+
+    name = _name()
+    directory = build_dir() / name
+    directory.mkdir(parents=True, exist_ok=True)
+    return load(
+        name=name,
+        sources=[str(SOURCE)],
+        extra_cflags=FLAGS,
+        build_directory=str(directory),
+        verbose=False,
+    )
+
+
+def key_tiles(keys: torch.Tensor, tile: int = 16) -> torch.Tensor:
+    """keys [heads, length, dim] -> the kernel's layout [heads, ceil(length/16), dim, 16] in
+    float32 (key j of a head at [j // 16, :, j % 16]); padding keys are zero."""
+    heads, length, dim = keys.shape
+    blocks = -(-length // tile)
+    padded = keys.new_zeros(heads, blocks * tile, dim, dtype=torch.float32)
+    padded[:, :length] = keys.float()
+    return padded.view(heads, blocks, tile, dim).transpose(2, 3).contiguous()
+
+
+def _self_check(fn) -> None:
+    """The built kernel against PyTorch's attention on a small tree (a miscompiled build, or
+    one for another CPU, must not write text)."""
+    gen = torch.Generator().manual_seed(0)
+    hk, g, d, prefix = 2, 3, 64, 37
+    keys = torch.randn(hk, prefix + 3, d, generator=gen)
+    values = torch.randn(1, hk, prefix + 3, d, generator=gen)
+    q = torch.randn(3, hk * g, d, generator=gen)
+    paths = torch.tensor([[0, 0], [0, 1], [0, 2]], dtype=torch.int32)
+    lens = torch.tensor([1, 2, 2], dtype=torch.int32)
+    got = fn(q, key_tiles(keys), values, prefix, paths, lens, 0.125)
+    for row in range(3):
+        idx = list(range(prefix)) + [prefix + int(s) for s in paths[row, : int(lens[row])]]
+        k = keys[:, idx][None]
+        v = values[:, :, idx]
+        want = torch.nn.functional.scaled_dot_product_attention(
+            q[row].view(1, hk * g, 1, d), k, v, scale=0.125, enable_gqa=True
+        )[0, :, 0]
+        if not torch.allclose(got[row], want, atol=1e-5, rtol=1e-4):
+            raise RuntimeError("the built kernel disagrees with PyTorch's attention")
+
+
+if __name__ == "__main__":  # `python -m swiftwriter.engine.native`: build now (set-up)
+    logging.basicConfig(level=logging.INFO)
+    ok = tree_attention() is not None
+    print("tree-attention kernel:", "ready" if ok else f"unavailable ({unavailable()})")

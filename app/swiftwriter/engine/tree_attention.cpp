@@ -1,0 +1,261 @@
+// Tree attention for verification passes (engine/native.py builds it on the user's machine).
+//
+// Every query row attends over the prefix and then its own root-to-row path, and its result
+// depends only on that logical key sequence: never on how many other rows share the call,
+// where the path's keys sit in the cache, or how many threads run. So a trie row's output is
+// bit for bit what the one-token pass computes for the same token after the same prefix (the
+// one-token pass runs this same function), and speculation writes plain decoding's text in
+// every dtype. What makes it so:
+// - scores with keys in vector lanes, each lane summing over the head dimension in order; the
+//   prefix's keys are read from a transposed float copy in tiles of W keys (kvcache.py), a
+//   row's path keys are gathered into a tile of the same layout;
+// - a softmax piece per CHUNK logical keys (max, exp sum in fixed lanes, values added in key
+//   order), pieces merged in order; chunks are split across threads, never a row's sum;
+// - the shared prefix tiles are read once for all rows and query heads of a group, which is
+//   what makes a pass over many rows cost little more than one.
+// Built with -ffp-contract=off: a multiply-add is never fused in one place and not another.
+
+#include <torch/extension.h>
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+typedef float v16 __attribute__((vector_size(64)));
+constexpr int W = 16;       // keys per tile (one vector of scores)
+constexpr int CHUNK = 128;  // logical keys per softmax piece
+
+inline v16 ld(const float* p) { v16 v; std::memcpy(&v, p, sizeof v); return v; }
+inline void st(float* p, v16 v) { std::memcpy(p, &v, sizeof v); }
+inline v16 splat(float x) { return (v16){x,x,x,x,x,x,x,x,x,x,x,x,x,x,x,x}; }
+
+inline v16 vexp(v16 v) {  // Cephes' expf polynomial for v <= 0, lane by lane
+  v = v < splat(-87.0f) ? splat(-87.0f) : v;
+  v16 nf = (v * splat(1.44269504088896341f) + splat(12582912.0f)) - splat(12582912.0f);
+  v16 r = v - nf * splat(0.693359375f);
+  r = r - nf * splat(-2.12194440e-4f);
+  v16 p = splat(1.9875691500e-4f);
+  p = p * r + splat(1.3981999507e-3f);
+  p = p * r + splat(8.3334519073e-3f);
+  p = p * r + splat(4.1665795894e-2f);
+  p = p * r + splat(1.6666665459e-1f);
+  p = p * r + splat(5.0000001201e-1f);
+  p = p * r * r + r + splat(1.0f);
+  typedef int32_t v16i __attribute__((vector_size(64)));
+  v16i e = (__builtin_convertvector(nf, v16i) + 127) << 23;
+  v16 s; std::memcpy(&s, &e, sizeof s);
+  return p * s;
+}
+
+template <typename T> inline void load_row(const T* src, float* dst, int d);
+template <> inline void load_row<float>(const float* src, float* dst, int d) {
+  std::memcpy(dst, src, sizeof(float) * d);
+}
+template <> inline void load_row<c10::BFloat16>(const c10::BFloat16* src, float* dst, int d) {
+  const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
+  for (int i = 0; i < d; ++i) { uint32_t b = uint32_t(s[i]) << 16; std::memcpy(dst + i, &b, 4); }
+}
+template <> inline void load_row<c10::Half>(const c10::Half* src, float* dst, int d) {
+  for (int i = 0; i < d; ++i) dst[i] = static_cast<float>(src[i]);
+}
+
+// scores of R queries against one tile, R independent chains (each lane still sequential over d)
+template <int R>
+inline void scores_block(const float* const* qs, const float* tile, int d, float sc,
+                         float* const* outs) {
+  v16 acc[R];
+  for (int k = 0; k < R; ++k) acc[k] = splat(0.f);
+#pragma GCC unroll 8
+  for (int i = 0; i < d; ++i) {
+    const v16 t = ld(tile + i * W);
+    for (int k = 0; k < R; ++k) acc[k] = acc[k] + splat(qs[k][i]) * t;
+  }
+  for (int k = 0; k < R; ++k) st(outs[k], acc[k] * splat(sc));
+}
+
+inline void scores_many(const float* const* qs, int count, const float* tile, int d, float sc,
+                        float* const* outs) {
+  for (; count >= 8; count -= 8, qs += 8, outs += 8) scores_block<8>(qs, tile, d, sc, outs);
+  switch (count) {
+    case 7: scores_block<7>(qs, tile, d, sc, outs); break;
+    case 6: scores_block<6>(qs, tile, d, sc, outs); break;
+    case 5: scores_block<5>(qs, tile, d, sc, outs); break;
+    case 4: scores_block<4>(qs, tile, d, sc, outs); break;
+    case 3: scores_block<3>(qs, tile, d, sc, outs); break;
+    case 2: scores_block<2>(qs, tile, d, sc, outs); break;
+    case 1: scores_block<1>(qs, tile, d, sc, outs); break;
+    default: break;
+  }
+}
+
+// DP: the head size rounded up to whole vectors (values and outputs are zero-padded to it)
+template <typename T, int DP>
+void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int64_t prefix,
+         const at::Tensor& paths, const at::Tensor& lens, double scale, at::Tensor& out) {
+  const int n = q.size(0), hq = q.size(1), d = q.size(2);
+  const int hk = kt.size(0), nblk = kt.size(1), g = hq / hk;
+  const int depth = paths.size(1);
+  const int64_t sv_h = vbuf.stride(1), sv_t = vbuf.stride(2);
+  const float* KT = kt.data_ptr<float>();
+  const T* V = vbuf.data_ptr<T>();
+  const T* Q = q.data_ptr<T>();
+  const int32_t* P = paths.data_ptr<int32_t>();
+  const int32_t* Ln = lens.data_ptr<int32_t>();
+  std::vector<int64_t> total(n);
+  int64_t longest = 0;
+  for (int r = 0; r < n; ++r) { total[r] = prefix + Ln[r]; longest = std::max(longest, total[r]); }
+  const int64_t chunks = (longest + CHUNK - 1) / CHUNK;
+  std::vector<float> pm(int64_t(n) * hq * chunks), pl(int64_t(n) * hq * chunks),
+      pa(int64_t(n) * hq * chunks * DP);
+  std::vector<float> qf(int64_t(n) * hq * d);
+  const float sc = float(scale);
+  for (int r = 0; r < n; ++r)
+    for (int h = 0; h < hq; ++h)
+      load_row<T>(Q + r * q.stride(0) + h * q.stride(1), qf.data() + (int64_t(r) * hq + h) * d, d);
+  auto slot_of = [&](int r, int64_t j) -> int64_t {
+    return j < prefix ? j : prefix + P[r * depth + (j - prefix)];
+  };
+  at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> tile(d * W), vals(CHUNK * DP, 0.f), vrow(DP, 0.f), s(int64_t(n) * g * CHUNK + W);
+    std::vector<const float*> qp(n * g); std::vector<float*> sp(n * g), sq(n * g);
+    for (int64_t task = begin; task < end; ++task) {
+      const int kh = task / chunks;
+      const int64_t c = task % chunks, a = c * CHUNK;
+      const float* Kh = KT + int64_t(kh) * nblk * d * W;
+      const T* Vh = V + kh * sv_h;
+      const int64_t shared_end = std::min(a + CHUNK, prefix);
+      for (int64_t j = a; j < shared_end; ++j)
+        load_row<T>(Vh + j * sv_t, vals.data() + (j - a) * DP, d);
+      // scores: shared tiles for every (row, head) at once, then each row's own tiles
+      const int nq = n * g;
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        qp[k] = qf.data() + (int64_t(r) * hq + h) * d;
+        sp[k] = s.data() + int64_t(k) * CHUNK;
+      }
+      int64_t t0 = a;
+      for (; t0 + W <= shared_end; t0 += W) {
+        for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
+        scores_many(qp.data(), nq, Kh + (t0 / W) * d * W, d, sc, sq.data());
+      }
+      for (int r = 0; r < n; ++r) {
+        const int64_t b = std::min(a + CHUNK, total[r]);
+        for (int64_t u = t0; u < b; u += W) {
+          for (int l = 0; l < W; ++l) {
+            const int64_t j = u + l;
+            if (j < b) {
+              const int64_t sl = slot_of(r, j);
+              const float* from = Kh + (sl / W) * d * W + sl % W;
+              for (int i = 0; i < d; ++i) tile[i * W + l] = from[i * W];
+            } else {
+              for (int i = 0; i < d; ++i) tile[i * W + l] = 0.f;
+            }
+          }
+          for (int k = 0; k < g; ++k) sq[k] = sp[r * g + k] + (u - a);
+          scores_many(qp.data() + r * g, g, tile.data(), d, sc, sq.data());
+        }
+      }
+      // softmax pieces
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        const int64_t b = std::min(a + CHUNK, total[r]);
+        const int64_t idx = (int64_t(r) * hq + h) * chunks + c;
+        if (b <= a) { pm[idx] = -INFINITY; pl[idx] = 0.f; continue; }
+        float* row = sp[k];
+        const int m_len = b - a;
+        float m = row[0];
+        for (int j = 1; j < m_len; ++j) m = row[j] > m ? row[j] : m;
+        v16 lsum = splat(0.f);
+        for (int t = 0; t < m_len; t += W) {
+          v16 e = vexp(ld(row + t) - splat(m));
+          if (t + W > m_len) for (int l = m_len - t; l < W; ++l) e[l] = 0.f;
+          st(row + t, e);
+          lsum = lsum + e;
+        }
+        for (int w = W / 2; w > 0; w /= 2)
+          for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
+        pm[idx] = m; pl[idx] = lsum[0];
+      }
+      // weighted values in ascending key order: shared keys for two queries at a time
+      for (int k0 = 0; k0 < nq; k0 += 2) {
+        const int cnt = std::min(2, nq - k0);
+        v16 o[2][DP / W];
+        for (int x = 0; x < 2; ++x) for (int kk = 0; kk < DP / W; ++kk) o[x][kk] = splat(0.f);
+        int64_t lim[2];
+        for (int x = 0; x < cnt; ++x) lim[x] = std::min(a + CHUNK, total[(k0 + x) / g]);
+        for (int64_t j = a; j < shared_end; ++j) {
+          const float* vr = vals.data() + (j - a) * DP;
+          for (int x = 0; x < 2; ++x) {
+            if (x >= cnt) break;
+            const v16 p = splat(sp[k0 + x][j - a]);
+            for (int kk = 0; kk < DP / W; ++kk) o[x][kk] = o[x][kk] + p * ld(vr + kk * W);
+          }
+        }
+        for (int x = 0; x < cnt; ++x) {
+          const int k = k0 + x, r = k / g, h = kh * g + k % g;
+          for (int64_t j = std::max(shared_end, a); j < lim[x]; ++j) {
+            load_row<T>(Vh + slot_of(r, j) * sv_t, vrow.data(), d);
+            const v16 p = splat(sp[k][j - a]);
+            for (int kk = 0; kk < DP / W; ++kk) o[x][kk] = o[x][kk] + p * ld(vrow.data() + kk * W);
+          }
+          float* acc = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
+          if (lim[x] <= a) { std::memset(acc, 0, 4 * DP); continue; }
+          for (int kk = 0; kk < DP / W; ++kk) st(acc + kk * W, o[x][kk]);
+        }
+      }
+    }
+  });
+  float* O = out.data_ptr<float>();
+  for (int r = 0; r < n; ++r)
+    for (int h = 0; h < hq; ++h) {
+      const int64_t base = (int64_t(r) * hq + h) * chunks;
+      const int64_t used = (total[r] + CHUNK - 1) / CHUNK;
+      float m = pm[base];
+      for (int64_t c = 1; c < used; ++c) m = pm[base + c] > m ? pm[base + c] : m;
+      float l = 0.f;
+      float* o = O + (int64_t(r) * hq + h) * d;
+      for (int i = 0; i < d; ++i) o[i] = 0.f;
+      for (int64_t c = 0; c < used; ++c) {
+        const float w = std::exp(pm[base + c] - m);
+        l += pl[base + c] * w;
+        const float* acc = pa.data() + (base + c) * DP;
+        for (int i = 0; i < d; ++i) o[i] += acc[i] * w;
+      }
+      const float inv = 1.0f / l;
+      for (int i = 0; i < d; ++i) o[i] *= inv;
+    }
+}
+
+}  // namespace
+
+at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t prefix,
+                          at::Tensor paths, at::Tensor lens, double scale) {
+  TORCH_CHECK(q.dim() == 3 && kt.dim() == 4 && vbuf.dim() == 4, "bad ranks");
+  TORCH_CHECK(kt.is_contiguous() && kt.scalar_type() == at::kFloat && kt.size(3) == W, "kt layout");
+  TORCH_CHECK(q.stride(2) == 1 && vbuf.stride(3) == 1, "last dim strided");
+  TORCH_CHECK(paths.scalar_type() == at::kInt && lens.scalar_type() == at::kInt, "int32 paths");
+  TORCH_CHECK(kt.size(0) == vbuf.size(1) && q.size(1) % kt.size(0) == 0, "heads do not group");
+  TORCH_CHECK(kt.size(2) == q.size(2) && vbuf.size(3) == q.size(2), "head dims differ");
+  TORCH_CHECK(paths.size(0) == q.size(0) && lens.size(0) == q.size(0), "one path per row");
+  TORCH_CHECK(q.scalar_type() == vbuf.scalar_type(), "queries and values differ in dtype");
+  TORCH_CHECK(q.device().is_cpu() && kt.device().is_cpu() && vbuf.device().is_cpu(), "CPU only");
+  paths = paths.contiguous(); lens = lens.contiguous();
+  at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
+  const int64_t d = q.size(2);
+  TORCH_CHECK(d >= 1 && d <= 256, "head size above 256");
+#define SW_RUN(T)                                                           \
+  (d <= 16    ? run<T, 16>(q, kt, vbuf, prefix, paths, lens, scale, out)  \
+   : d <= 64  ? run<T, 64>(q, kt, vbuf, prefix, paths, lens, scale, out)  \
+   : d <= 128 ? run<T, 128>(q, kt, vbuf, prefix, paths, lens, scale, out) \
+              : run<T, 256>(q, kt, vbuf, prefix, paths, lens, scale, out))
+  if (q.scalar_type() == at::kFloat) SW_RUN(float);
+  else if (q.scalar_type() == at::kBFloat16) SW_RUN(c10::BFloat16);
+  else if (q.scalar_type() == at::kHalf) SW_RUN(c10::Half);
+  else TORCH_CHECK(false, "unsupported dtype");
+  return out;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("tree_attention", &tree_attention); }
