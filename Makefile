@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 model: venv
 	$(VENV)/bin/swiftwriter models prepare
 	# the tree-attention kernel, compiled once into the user's cache (falls back if it cannot)
-	$(PY) -m swiftwriter.engine.native
+	$(PY) -c 'from swiftwriter.engine import native; native.main()'
 
 lint: venv
 	$(VENV)/bin/ruff check app tests

@@ -60,11 +60,16 @@ def test_auto_dtype_times_the_models_real_passes_in_both_dtypes(monkeypatch, tmp
     import json
 
     record = json.loads((paths.data_dir() / "measurements.json").read_text())
-    (found,) = [v for k, v in record.items() if k.startswith("dtype-pass-2|tiny|")]
+    (key,) = [k for k in record if k.startswith("dtype-pass-3|tiny|")]
+    assert key.endswith("|native")  # the attention the passes were timed with
+    found = record[key]
     assert set(found["pass_seconds"]) == {"float32", "bfloat16"}
     assert all(t > 0 for c in found["pass_seconds"].values() for t in c.values())
     assert choice == found["dtype"] == loader.choose_dtype(found["pass_seconds"])
     assert loader.measure_cpu_dtype(entry) == choice and len(asked) == 2  # remembered
+    monkeypatch.setenv("SWIFTWRITER_NATIVE", "0")  # other attention, other costs: measured anew
+    loader.measure_cpu_dtype(entry)
+    assert len(asked) == 4
 
 
 def test_auto_keeps_exact_passes_unless_one_row_takes_another_kernel(monkeypatch):

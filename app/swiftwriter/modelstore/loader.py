@@ -135,8 +135,13 @@ def measure_cpu_dtype(entry: ModelEntry) -> str:
             del loaded
         return {"dtype": choose_dtype(costs), "pass_seconds": costs, "context": PASS_CONTEXT}
 
+    from swiftwriter.engine import native
+
+    # the passes' attention decides what a tree pass costs: a measurement taken with the
+    # other one (the kernel built since, or no longer buildable) is not reused
+    attention = "native" if native.tree_attention() is not None else "sdpa"
     found = _remembered(
-        f"dtype-pass-2|{entry.id}|{_machine_key()}",
+        f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}",
         measure,
         lambda v: isinstance(v, dict) and v.get("dtype") in ("float32", "bfloat16"),
     )
