@@ -239,6 +239,7 @@ class LeanDecoder:
         rope = getattr(self.decoder.rotary_emb, "rope_type", "default")
         # a rotary table per position needs frequencies that do not change with the length
         self.invariant = invariant and not any(k in rope for k in ("dynamic", "longrope"))
+        self.tree_attention = None  # the native kernel, for the invariant passes only
         if self.invariant:
             kernel = kernels.kernel_of(model)
             self.classes = row_classes(model)

@@ -26,7 +26,9 @@ import torch
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("tree_attention.cpp")
-FLAGS = ["-O3", "-march=native", "-ffp-contract=off", "-mprefer-vector-width=512"]
+FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
+if platform.machine().lower() in ("x86_64", "amd64"):  # GCC keeps to 256-bit vectors otherwise
+    FLAGS.append("-mprefer-vector-width=512")
 DISABLE_ENV = "SWIFTWRITER_NATIVE"
 
 _loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
