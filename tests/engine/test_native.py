@@ -80,6 +80,28 @@ def test_each_row_is_its_one_token_call_and_matches_attention(kernel, dtype, dim
         torch.testing.assert_close(tree[row], want, atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_thread_count_changes_nothing(kernel, dtype):
+    """Chunks spread over threads (the OpenMP build) but never split a row's sum."""
+    rng = random.Random(5)
+    gen = torch.Generator().manual_seed(5)
+    prefix, n, hk, g, dim = 700, 12, 3, 3, 64
+    keys = torch.randn(hk, prefix + n, dim, generator=gen).to(dtype)
+    values = torch.randn(hk, prefix + n, dim, generator=gen).to(dtype)
+    q = torch.randn(n, hk * g, dim, generator=gen).to(dtype)
+    table = PathTable(random_tree(rng, n), n, prefix)
+    layer = cache_with(keys, values)
+    before = torch.get_num_threads()
+    try:
+        results = []
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            results.append(run_kernel(kernel, q, layer, table))
+    finally:
+        torch.set_num_threads(before)
+    assert all(torch.equal(results[0], other) for other in results[1:])
+
+
 def test_the_cache_keeps_its_key_tiles_in_step_with_every_write():
     gen = torch.Generator().manual_seed(3)
     layer = GrowingLayer(initial_capacity=8)
@@ -140,3 +162,18 @@ def test_a_failed_build_falls_back_with_its_reason(monkeypatch):
     assert "no C++ compiler" in native.unavailable()
     model = build_tiny()
     assert LeanDecoder(model).tree_attention is None  # the passes use PyTorch's attention
+
+
+def test_without_openmp_the_kernel_is_built_serial(monkeypatch):
+    builds = []
+
+    def build_with(cflags, ldflags):
+        builds.append(list(cflags))
+        if native.OPENMP[0] in cflags:
+            raise OSError("omp.h: no such file")
+        return "serial module"
+
+    monkeypatch.setattr(native, "_build_with", build_with)
+    assert native._build() == "serial module"
+    assert builds == [native.FLAGS + native.OPENMP, native.FLAGS]
+    assert native._name(native.FLAGS) != native._name(native.FLAGS + native.OPENMP)

@@ -61,7 +61,12 @@ def test_auto_dtype_times_the_models_real_passes_in_both_dtypes(monkeypatch, tmp
 
     record = json.loads((paths.data_dir() / "measurements.json").read_text())
     (key,) = [k for k in record if k.startswith("dtype-pass-3|tiny|")]
-    assert key.endswith("|native")  # the attention the passes were timed with
+    from swiftwriter.engine import native
+
+    # the attention the passes were timed with: this very build of the kernel
+    assert key.endswith("|" + native.identity()) and native.identity().startswith(
+        "swiftwriter_tree_"
+    )
     found = record[key]
     assert set(found["pass_seconds"]) == {"float32", "bfloat16"}
     assert all(t > 0 for c in found["pass_seconds"].values() for t in c.values())

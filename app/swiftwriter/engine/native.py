@@ -29,6 +29,10 @@ SOURCE = Path(__file__).with_name("tree_attention.cpp")
 FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
 if platform.machine().lower() in ("x86_64", "amd64"):  # GCC keeps to 256-bit vectors otherwise
     FLAGS.append("-mprefer-vector-width=512")
+# the kernel's chunks run on PyTorch's threads only when built with OpenMP (without it
+# at::parallel_for runs serially in an extension): twice as fast on 2 cores; a compiler
+# without OpenMP gets the serial build
+OPENMP = ["-fopenmp"]
 DISABLE_ENV = "SWIFTWRITER_NATIVE"
 
 _loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
@@ -50,11 +54,11 @@ def build_dir() -> Path:
     return Path(base) / "swiftwriter" / "native"
 
 
-def _name() -> str:
+def _name(flags: list[str] = FLAGS) -> str:
     digest = hashlib.sha256()
     for part in (SOURCE.read_bytes(), _cpu_flags().encode(), torch.__version__.encode()):
         digest.update(part)
-    digest.update(" ".join(FLAGS).encode())
+    digest.update(" ".join(flags).encode())
     return f"swiftwriter_tree_{digest.hexdigest()[:12]}"
 
 
@@ -81,7 +85,14 @@ def tree_attention():
         )
         return None
     _loaded["module"] = module
+    _loaded["name"] = getattr(module, "__name__", "native")
     return module.tree_attention
+
+
+def identity() -> str | None:
+    """The loaded build's name (its source, flags, CPU and torch): measurements of passes
+    taken with another build of the kernel are not reused. None without the kernel."""
+    return _loaded.get("name") if tree_attention() is not None else None  # type: ignore[return-value]
 
 
 def unavailable() -> str | None:
@@ -92,15 +103,25 @@ def unavailable() -> str | None:
 
 
 def _build():
+    """The threaded build, or where that fails (no OpenMP) the serial one."""
+    try:
+        return _build_with(FLAGS + OPENMP, OPENMP)
+    except Exception as exc:
+        log.info("tree-attention kernel: no OpenMP build (%s), building it serial", exc)
+        return _build_with(FLAGS, [])
+
+
+def _build_with(cflags: list[str], ldflags: list[str]):
     from torch.utils.cpp_extension import load
 
-    name = _name()
+    name = _name(cflags)
     directory = build_dir() / name
     directory.mkdir(parents=True, exist_ok=True)
     return load(
         name=name,
         sources=[str(SOURCE)],
-        extra_cflags=FLAGS,
+        extra_cflags=cflags,
+        extra_ldflags=ldflags,
         build_directory=str(directory),
         verbose=False,
     )

@@ -7,12 +7,15 @@
 // one-token pass runs this same function), and speculation writes plain decoding's text in
 // every dtype. What makes it so:
 // - scores with keys in vector lanes, each lane summing over the head dimension in order; the
-//   prefix's keys are read from a transposed float copy in tiles of W keys (kvcache.py), a
-//   row's path keys are gathered into a tile of the same layout;
+//   keys are read from a transposed float copy in tiles of W keys (kvcache.py);
 // - a softmax piece per CHUNK logical keys (max, exp sum in fixed lanes, values added in key
 //   order), pieces merged in order; chunks are split across threads, never a row's sum;
-// - the shared prefix tiles are read once for all rows and query heads of a group, which is
-//   what makes a pass over many rows cost little more than one.
+// - the shared prefix tiles are read once for all rows and query heads of a group, and so are
+//   the tree's own keys (slots after the prefix), whose scores each row then takes in its
+//   path's order; values are summed for blocks of queries at once (each query's sum still in
+//   key order), which is what makes a pass over many rows cost little more than one;
+// - built with OpenMP (native.py), so the chunks do spread over PyTorch's threads: without it
+//   at::parallel_for runs serially inside an extension.
 // Built with -ffp-contract=off: a multiply-add is never fused in one place and not another.
 
 #include <torch/extension.h>
@@ -91,10 +94,39 @@ inline void scores_many(const float* const* qs, int count, const float* tile, in
   }
 }
 
+// values of a block of QN queries over `len` keys in ascending order (NV vectors per row)
+template <int QN, int NV>
+inline void pv_block(const float* const* probs, const float* vals, int len, float* const* outs) {
+  constexpr int DP = NV * W;
+  v16 acc[QN][NV];
+  for (int x = 0; x < QN; ++x) for (int kk = 0; kk < NV; ++kk) acc[x][kk] = splat(0.f);
+  const float* pr[QN];
+  for (int x = 0; x < QN; ++x) pr[x] = probs[x];
+  for (int j = 0; j < len; ++j) {
+    v16 v[NV];
+    for (int kk = 0; kk < NV; ++kk) v[kk] = ld(vals + j * DP + kk * W);
+    for (int x = 0; x < QN; ++x) {
+      const v16 p = splat(pr[x][j]);
+      for (int kk = 0; kk < NV; ++kk) acc[x][kk] = acc[x][kk] + p * v[kk];
+    }
+  }
+  for (int x = 0; x < QN; ++x) for (int kk = 0; kk < NV; ++kk) st(outs[x] + kk * W, acc[x][kk]);
+}
+
+template <int NV>
+inline void pv_many(const float* const* probs, int count, const float* vals, int len,
+                    float* const* outs) {
+  constexpr int QN = NV >= 16 ? 1 : (NV >= 8 ? 3 : 6);
+  for (; count >= QN; count -= QN, probs += QN, outs += QN)
+    pv_block<QN, NV>(probs, vals, len, outs);
+  for (; count > 0; --count, ++probs, ++outs) pv_block<1, NV>(probs, vals, len, outs);
+}
+
 // DP: the head size rounded up to whole vectors (values and outputs are zero-padded to it)
 template <typename T, int DP>
 void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int64_t prefix,
          const at::Tensor& paths, const at::Tensor& lens, double scale, at::Tensor& out) {
+  constexpr int NV = DP / W;
   const int n = q.size(0), hq = q.size(1), d = q.size(2);
   const int hk = kt.size(0), nblk = kt.size(1), g = hq / hk;
   const int depth = paths.size(1);
@@ -106,8 +138,16 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
   const int32_t* Ln = lens.data_ptr<int32_t>();
   std::vector<int64_t> total(n);
   int64_t longest = 0;
-  for (int r = 0; r < n; ++r) { total[r] = prefix + Ln[r]; longest = std::max(longest, total[r]); }
+  int nt = 0;  // tree slots any path reads: prefix .. prefix + nt - 1
+  for (int r = 0; r < n; ++r) {
+    total[r] = prefix + Ln[r];
+    longest = std::max(longest, total[r]);
+    for (int i = 0; i < Ln[r]; ++i) nt = std::max(nt, int(P[r * depth + i]) + 1);
+  }
+  TORCH_CHECK((prefix + nt + W - 1) / W <= nblk, "paths reach past the key tiles");
   const int64_t chunks = (longest + CHUNK - 1) / CHUNK;
+  const int64_t tb0 = prefix / W, tb1 = nt > 0 ? (prefix + nt - 1) / W + 1 : tb0;
+  const int tsw = int(tb1 - tb0) * W;  // tree scores per query: whole tiles from tb0
   std::vector<float> pm(int64_t(n) * hq * chunks), pl(int64_t(n) * hq * chunks),
       pa(int64_t(n) * hq * chunks * DP);
   std::vector<float> qf(int64_t(n) * hq * d);
@@ -115,12 +155,12 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
   for (int r = 0; r < n; ++r)
     for (int h = 0; h < hq; ++h)
       load_row<T>(Q + r * q.stride(0) + h * q.stride(1), qf.data() + (int64_t(r) * hq + h) * d, d);
-  auto slot_of = [&](int r, int64_t j) -> int64_t {
-    return j < prefix ? j : prefix + P[r * depth + (j - prefix)];
-  };
+  const int nq = n * g;
   at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> tile(d * W), vals(CHUNK * DP, 0.f), vrow(DP, 0.f), s(int64_t(n) * g * CHUNK + W);
-    std::vector<const float*> qp(n * g); std::vector<float*> sp(n * g), sq(n * g);
+    std::vector<float> vals(CHUNK * DP, 0.f), tv(std::max(nt, 1) * DP, 0.f),
+        s(int64_t(nq) * CHUNK + W), ts(int64_t(nq) * std::max(tsw, W));
+    std::vector<const float*> qp(nq), pp(nq);
+    std::vector<float*> sp(nq), sq(nq), op(nq);
     for (int64_t task = begin; task < end; ++task) {
       const int kh = task / chunks;
       const int64_t c = task % chunks, a = c * CHUNK;
@@ -129,33 +169,30 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
       const int64_t shared_end = std::min(a + CHUNK, prefix);
       for (int64_t j = a; j < shared_end; ++j)
         load_row<T>(Vh + j * sv_t, vals.data() + (j - a) * DP, d);
-      // scores: shared tiles for every (row, head) at once, then each row's own tiles
-      const int nq = n * g;
       for (int k = 0; k < nq; ++k) {
         const int r = k / g, h = kh * g + k % g;
         qp[k] = qf.data() + (int64_t(r) * hq + h) * d;
         sp[k] = s.data() + int64_t(k) * CHUNK;
       }
-      int64_t t0 = a;
-      for (; t0 + W <= shared_end; t0 += W) {
+      // scores over the shared prefix: every tile once for all rows and heads of the group
+      for (int64_t t0 = a; t0 < shared_end; t0 += W) {
         for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
         scores_many(qp.data(), nq, Kh + (t0 / W) * d * W, d, sc, sq.data());
       }
-      for (int r = 0; r < n; ++r) {
-        const int64_t b = std::min(a + CHUNK, total[r]);
-        for (int64_t u = t0; u < b; u += W) {
-          for (int l = 0; l < W; ++l) {
-            const int64_t j = u + l;
-            if (j < b) {
-              const int64_t sl = slot_of(r, j);
-              const float* from = Kh + (sl / W) * d * W + sl % W;
-              for (int i = 0; i < d; ++i) tile[i * W + l] = from[i * W];
-            } else {
-              for (int i = 0; i < d; ++i) tile[i * W + l] = 0.f;
-            }
-          }
-          for (int k = 0; k < g; ++k) sq[k] = sp[r * g + k] + (u - a);
-          scores_many(qp.data() + r * g, g, tile.data(), d, sc, sq.data());
+      // the tree's own keys (slots after the prefix): scored once, then laid out per path
+      const int64_t tail0 = std::max(a, prefix);
+      const bool tail = nt > 0 && tail0 < std::min(a + CHUNK, longest);
+      if (tail) {
+        for (int64_t b = tb0; b < tb1; ++b) {
+          for (int k = 0; k < nq; ++k) sq[k] = ts.data() + int64_t(k) * tsw + (b - tb0) * W;
+          scores_many(qp.data(), nq, Kh + b * d * W, d, sc, sq.data());
+        }
+        for (int i = 0; i < nt; ++i) load_row<T>(Vh + (prefix + i) * sv_t, tv.data() + i * DP, d);
+        for (int k = 0; k < nq; ++k) {
+          const int r = k / g;
+          const int64_t b = std::min(a + CHUNK, total[r]);
+          const float* tk = ts.data() + int64_t(k) * tsw + (prefix - tb0 * W);
+          for (int64_t j = tail0; j < b; ++j) sp[k][j - a] = tk[P[r * depth + (j - prefix)]];
         }
       }
       // softmax pieces
@@ -166,8 +203,12 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
         if (b <= a) { pm[idx] = -INFINITY; pl[idx] = 0.f; continue; }
         float* row = sp[k];
         const int m_len = b - a;
-        float m = row[0];
-        for (int j = 1; j < m_len; ++j) m = row[j] > m ? row[j] : m;
+        v16 mv = splat(-INFINITY);
+        int j = 0;
+        for (; j + W <= m_len; j += W) { const v16 x = ld(row + j); mv = x > mv ? x : mv; }
+        float m = -INFINITY;
+        for (int l = 0; l < W; ++l) m = mv[l] > m ? mv[l] : m;
+        for (; j < m_len; ++j) m = row[j] > m ? row[j] : m;
         v16 lsum = splat(0.f);
         for (int t = 0; t < m_len; t += W) {
           v16 e = vexp(ld(row + t) - splat(m));
@@ -179,32 +220,29 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
           for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
         pm[idx] = m; pl[idx] = lsum[0];
       }
-      // weighted values in ascending key order: shared keys for two queries at a time
-      for (int k0 = 0; k0 < nq; k0 += 2) {
-        const int cnt = std::min(2, nq - k0);
-        v16 o[2][DP / W];
-        for (int x = 0; x < 2; ++x) for (int kk = 0; kk < DP / W; ++kk) o[x][kk] = splat(0.f);
-        int64_t lim[2];
-        for (int x = 0; x < cnt; ++x) lim[x] = std::min(a + CHUNK, total[(k0 + x) / g]);
-        for (int64_t j = a; j < shared_end; ++j) {
-          const float* vr = vals.data() + (j - a) * DP;
-          for (int x = 0; x < 2; ++x) {
-            if (x >= cnt) break;
-            const v16 p = splat(sp[k0 + x][j - a]);
-            for (int kk = 0; kk < DP / W; ++kk) o[x][kk] = o[x][kk] + p * ld(vr + kk * W);
-          }
+      // weighted values in ascending key order: the shared keys for blocks of queries, then
+      // each query's own path
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        pp[k] = sp[k];
+        op[k] = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
+      }
+      const int shared_len = int(std::max<int64_t>(shared_end - a, 0));
+      pv_many<NV>(pp.data(), nq, vals.data(), shared_len, op.data());
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g;
+        const int64_t b = std::min(a + CHUNK, total[r]);
+        float* acc = op[k];
+        if (b <= a) { std::memset(acc, 0, 4 * DP); continue; }
+        if (!tail || b <= tail0) continue;
+        v16 o[NV];
+        for (int kk = 0; kk < NV; ++kk) o[kk] = ld(acc + kk * W);
+        for (int64_t j = tail0; j < b; ++j) {
+          const float* vr = tv.data() + int64_t(P[r * depth + (j - prefix)]) * DP;
+          const v16 p = splat(sp[k][j - a]);
+          for (int kk = 0; kk < NV; ++kk) o[kk] = o[kk] + p * ld(vr + kk * W);
         }
-        for (int x = 0; x < cnt; ++x) {
-          const int k = k0 + x, r = k / g, h = kh * g + k % g;
-          for (int64_t j = std::max(shared_end, a); j < lim[x]; ++j) {
-            load_row<T>(Vh + slot_of(r, j) * sv_t, vrow.data(), d);
-            const v16 p = splat(sp[k][j - a]);
-            for (int kk = 0; kk < DP / W; ++kk) o[x][kk] = o[x][kk] + p * ld(vrow.data() + kk * W);
-          }
-          float* acc = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
-          if (lim[x] <= a) { std::memset(acc, 0, 4 * DP); continue; }
-          for (int kk = 0; kk < DP / W; ++kk) st(acc + kk * W, o[x][kk]);
-        }
+        for (int kk = 0; kk < NV; ++kk) st(acc + kk * W, o[kk]);
       }
     }
   });

@@ -138,8 +138,9 @@ def measure_cpu_dtype(entry: ModelEntry) -> str:
     from swiftwriter.engine import native
 
     # the passes' attention decides what a tree pass costs: a measurement taken with the
-    # other one (the kernel built since, or no longer buildable) is not reused
-    attention = "native" if native.tree_attention() is not None else "sdpa"
+    # other one (the kernel built since, or no longer buildable) or another build of the
+    # kernel is not reused
+    attention = native.identity() or "sdpa"
     found = _remembered(
         f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}",
         measure,
