@@ -110,6 +110,8 @@ def test_the_drafters_linears_take_the_faster_kernel_once(monkeypatch):
         timed.append(len(linears))
         times = real(linears, rows, 1, among)
         times[kernels.STOCK] = {n: 1.0 for n in rows}  # the stock kernel made slow
+        if kernels.PACKED in times:
+            times[kernels.PACKED] = {n: 2.0 for n in rows}  # and the packed one slower
         return times
 
     monkeypatch.setattr(kernels, "time_linears", faked)

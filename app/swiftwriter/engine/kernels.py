@@ -164,11 +164,14 @@ class KernelLinear(nn.Linear):
         return product(self.kernel)(x, self.weight, self.bias)
 
 
-def adopt_fastest(module: nn.Module, rows=(1, 4), reps: int = 5) -> str:
+def adopt_fastest(
+    module: nn.Module, rows=(1, 4), reps: int = 5, among=(STOCK, ONEDNN, PACKED)
+) -> str:
     """Run a small host-side module's Linears (the drafter's: its draft need not be exact) on
     the kernel that takes least time over `rows` here, timed once per module. MKL's float32
     few-row products off Intel took 0.7 ms for the drafter's 1,152 x 576 matrix, about five
-    times oneDNN's. Returns the kernel."""
+    times oneDNN's; in bfloat16 oneDNN's packed layout took 30 us where its plain one took
+    50. Returns the kernel."""
     if "_swiftwriter_kernel" in module.__dict__:
         return kernel_of(module)
     linears = [
@@ -176,9 +179,10 @@ def adopt_fastest(module: nn.Module, rows=(1, 4), reps: int = 5) -> str:
     ]
     chosen = STOCK
     if linears:
-        times = time_linears(linears, rows, reps, among=(STOCK, ONEDNN))
-        if ONEDNN in times and sum(times[ONEDNN].values()) < sum(times[STOCK].values()):
-            chosen = ONEDNN
+        times = time_linears(linears, rows, reps, among=among)
+        totals = {k: sum(t.values()) for k, t in times.items() if t}
+        if totals:
+            chosen = min(totals, key=lambda k: (totals[k], k != STOCK))
     for m in linears:
         if type(m) is nn.Linear:
             m.__class__ = KernelLinear

@@ -204,3 +204,57 @@ def test_a_drafter_trained_on_the_penalised_target_gets_the_whole_penalty(tiny_l
     assert source.draft_penalty == pytest.approx(1.3)
     source.start(SamplingSettings(greedy=True, penalty=1.0, window=64), 256)
     assert source.draft_penalty == 1.0
+
+
+@pytest.mark.parametrize("pays", [True, False])
+def test_a_bfloat16_model_drafts_in_bfloat16_where_that_measures_faster(
+    tiny_llama, tiny_data, trained, pays, monkeypatch
+):
+    """The drafter's weights are read on every drafting step: with a bfloat16 model it runs a
+    bfloat16 copy where its products measured faster so (the bundle's own module stays float32
+    for every other use), and the text stays the model's own either way."""
+    import copy
+
+    from swiftwriter.engine.heads import source
+
+    bundle = trained["recurrent"]
+    shapes = tuple(
+        tuple(m.weight.shape) for m in bundle.module.modules() if isinstance(m, torch.nn.Linear)
+    )
+    monkeypatch.setattr(source, "_BF16_PAYS", {shapes: pays})
+    model = copy.deepcopy(tiny_llama).to(torch.bfloat16)
+    drafter = source.DrafterSource(bundle, model)
+    want_dtype = torch.bfloat16 if pays else torch.float32
+    assert drafter.dtype == want_dtype and drafter.w_t.dtype == want_dtype
+    assert all(p.dtype == want_dtype for p in drafter.module.parameters())
+    assert all(p.dtype == torch.float32 for p in bundle.module.parameters())
+    sampling = SamplingSettings(greedy=True, penalty=1.0, window=64)
+    drafting = DraftSettings(sources=("heads",), max_nodes=12, adaptive=False)
+    prompt = tiny_data["tokens"][-1, :20].tolist()
+    plain = Generator(model, sampling, DraftSettings.plain())
+    want = [t for ev in plain.generate(prompt, 80) for t in ev.tokens]
+    gen = Generator(model, sampling, drafting, drafter=bundle)
+    assert gen.drafter_source.dtype == want_dtype
+    assert [t for ev in gen.generate(prompt, 80) for t in ev.tokens] == want
+    assert gen.stats.as_dict()["accepted_by_source"].get("heads", 0) > 0
+
+
+def test_the_bfloat16_choice_is_measured_once_per_drafter_shape(trained, monkeypatch):
+    from swiftwriter.engine import kernels
+    from swiftwriter.engine.heads import source
+
+    monkeypatch.setattr(source, "_BF16_PAYS", {})
+    timed = []
+
+    def fake_time(linears, rows, reps, among=None):
+        dtype = linears[0].weight.dtype
+        timed.append(dtype)  # bfloat16 twice as fast here
+        return {kernels.STOCK: {n: 1.0 if dtype == torch.bfloat16 else 2.0 for n in rows}}
+
+    monkeypatch.setattr(kernels, "time_linears", fake_time)
+    module, dtype = source.bfloat16_if_faster(trained["recurrent"].module)
+    assert dtype == torch.bfloat16 and next(module.parameters()).dtype == torch.bfloat16
+    assert module is not trained["recurrent"].module
+    assert sorted(map(str, timed)) == ["torch.bfloat16", "torch.float32"]
+    source.bfloat16_if_faster(trained["recurrent"].module)
+    assert len(timed) == 2  # remembered
