@@ -125,7 +125,6 @@ class DrafterSource(CandidateSource):
                 fn = kernels.product(chosen)
                 weight = self.w_t.T.contiguous() if chosen == kernels.PACKED else self.w_t.T
                 self.draft_logits = lambda states: fn(states, weight, None)
-            self.kernel = chosen
 
     # -- engine hooks ---------------------------------------------------------------------------
     def start(
