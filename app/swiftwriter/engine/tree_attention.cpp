@@ -159,7 +159,7 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
   at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> vals(CHUNK * DP, 0.f), tv(std::max(nt, 1) * DP, 0.f),
         s(int64_t(nq) * CHUNK + W), ts(int64_t(nq) * std::max(tsw, W));
-    std::vector<const float*> qp(nq), pp(nq);
+    std::vector<const float*> qp(nq);
     std::vector<float*> sp(nq), sq(nq), op(nq);
     for (int64_t task = begin; task < end; ++task) {
       const int kh = task / chunks;
@@ -224,11 +224,10 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
       // each query's own path
       for (int k = 0; k < nq; ++k) {
         const int r = k / g, h = kh * g + k % g;
-        pp[k] = sp[k];
         op[k] = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
       }
       const int shared_len = int(std::max<int64_t>(shared_end - a, 0));
-      pv_many<NV>(pp.data(), nq, vals.data(), shared_len, op.data());
+      pv_many<NV>(sp.data(), nq, vals.data(), shared_len, op.data());
       for (int k = 0; k < nq; ++k) {
         const int r = k / g;
         const int64_t b = std::min(a + CHUNK, total[r]);
