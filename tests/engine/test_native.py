@@ -18,6 +18,9 @@ from swiftwriter.engine.leanpass import LeanDecoder, use_tree_attention
 from tests.conftest import build_tiny
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# (dtype, keys as bfloat16 pairs): the pair layout where this CPU has AVX512-BF16
+PAIRS = native.pair_build()
+LAYOUTS = [(dtype, False) for dtype in DTYPES] + ([(torch.bfloat16, True)] if PAIRS else [])
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +47,16 @@ def cache_with(keys: torch.Tensor, values: torch.Tensor) -> GrowingLayer:
     return layer
 
 
-def run_kernel(kernel, q, layer, table, scale=0.25):
+def run_kernel(kernel, q, layer, table, scale=0.25, pairs=False):
     return kernel(
-        q, layer.tiles(), layer.value_buffer(), table.prefix, table.paths, table.lengths, scale
+        q, layer.tiles(pairs), layer.value_buffer(), table.prefix, table.paths, table.lengths, scale
     )
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype,pairs", LAYOUTS)
 @pytest.mark.parametrize("dim", [8, 64, 128])
 @pytest.mark.parametrize("prefix", [1, 15, 16, 127, 128, 300])
-def test_each_row_is_its_one_token_call_and_matches_attention(kernel, dtype, dim, prefix):
+def test_each_row_is_its_one_token_call_and_matches_attention(kernel, dtype, pairs, dim, prefix):
     rng = random.Random(prefix * 1000 + dim)
     gen = torch.Generator().manual_seed(prefix + dim)
     hk, g, n = 2, 3, rng.choice([2, 7, 19])
@@ -62,13 +65,17 @@ def test_each_row_is_its_one_token_call_and_matches_attention(kernel, dtype, dim
     values = torch.randn(hk, prefix + n, dim, generator=gen).to(dtype)
     q = torch.randn(n, hk * g, dim, generator=gen).to(dtype)
     table = PathTable(allowed, n, prefix)
-    tree = run_kernel(kernel, q, cache_with(keys, values), table)
+    tree = run_kernel(kernel, q, cache_with(keys, values), table, pairs=pairs)
+    # bfloat16 pairs round the probabilities to bfloat16 (as PyTorch's bfloat16 attention does)
+    atol, rtol = (2e-3, 1e-2) if pairs else (2e-5, 1e-4)
     for row in range(n):
         path = [prefix + int(s) for s in table.paths[row, : int(table.lengths[row])]]
         order = list(range(prefix)) + path
         # plain decoding's layout: the ancestors cached after the prefix, the row itself last
         alone = cache_with(keys[:, order], values[:, order])
-        one = run_kernel(kernel, q[row : row + 1], alone, PathTable(None, 1, len(order) - 1))
+        one = run_kernel(
+            kernel, q[row : row + 1], alone, PathTable(None, 1, len(order) - 1), pairs=pairs
+        )
         assert torch.equal(one[0], tree[row]), row
         want = F.scaled_dot_product_attention(
             q[row].float().view(1, hk * g, 1, dim),
@@ -77,11 +84,11 @@ def test_each_row_is_its_one_token_call_and_matches_attention(kernel, dtype, dim
             scale=0.25,
             enable_gqa=True,
         )[0, :, 0]
-        torch.testing.assert_close(tree[row], want, atol=2e-5, rtol=1e-4)
+        torch.testing.assert_close(tree[row], want, atol=atol, rtol=rtol)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_the_thread_count_changes_nothing(kernel, dtype):
+@pytest.mark.parametrize("dtype,pairs", LAYOUTS)
+def test_the_thread_count_changes_nothing(kernel, dtype, pairs):
     """Chunks spread over threads (the OpenMP build) but never split a row's sum."""
     rng = random.Random(5)
     gen = torch.Generator().manual_seed(5)
@@ -96,21 +103,25 @@ def test_the_thread_count_changes_nothing(kernel, dtype):
         results = []
         for threads in (1, 2, 3):
             torch.set_num_threads(threads)
-            results.append(run_kernel(kernel, q, layer, table))
+            results.append(run_kernel(kernel, q, layer, table, pairs=pairs))
     finally:
         torch.set_num_threads(before)
     assert all(torch.equal(results[0], other) for other in results[1:])
 
 
-def test_the_cache_keeps_its_key_tiles_in_step_with_every_write():
+@pytest.mark.parametrize("pairs", [False, True])
+def test_the_cache_keeps_its_key_tiles_in_step_with_every_write(pairs):
     gen = torch.Generator().manual_seed(3)
     layer = GrowingLayer(initial_capacity=8)
     layer.update(torch.randn(1, 2, 5, 8, generator=gen), torch.randn(1, 2, 5, 8, generator=gen))
-    layer.tiles()  # from here on every write updates the tiles
+    layer.tiles(pairs)  # from here on every write updates the tiles
+    with pytest.raises(ValueError):
+        layer.tiles(not pairs)  # one layout per cache
 
     def check():
-        want = native.key_tiles(layer.keys[0])
-        got = layer.tiles()[:, : want.shape[1]]
+        want = native.key_tiles(layer.keys[0], pairs=pairs)
+        got = layer.tiles(pairs)[:, : want.shape[1]]
+        assert got.dtype == (torch.bfloat16 if pairs else torch.float32)
         for j in range(layer.length):  # the written slots (the rest is free room)
             assert torch.equal(got[:, j // 16, :, j % 16], want[:, j // 16, :, j % 16]), j
 
@@ -177,3 +188,14 @@ def test_without_openmp_the_kernel_is_built_serial(monkeypatch):
     assert native._build() == "serial module"
     assert builds == [native.FLAGS + native.OPENMP, native.FLAGS]
     assert native._name(native.FLAGS) != native._name(native.FLAGS + native.OPENMP)
+
+
+@pytest.mark.skipif(not PAIRS, reason="this CPU has no AVX512-BF16")
+def test_bfloat16_decoders_read_key_pairs_unless_told_not_to(kernel, monkeypatch):
+    model = build_tiny().to(torch.bfloat16)
+    assert LeanDecoder(model).pair_keys
+    assert not LeanDecoder(build_tiny()).pair_keys  # float32 keeps its float tiles
+    with_pairs = native.identity()
+    monkeypatch.setenv(native.PAIRS_ENV, "0")
+    assert not LeanDecoder(model).pair_keys
+    assert native.identity() != with_pairs  # pass timings are measured again

@@ -245,13 +245,14 @@ class PathTable:
         self.lengths = lengths.to(torch.int32)
 
 
-def attend_tiles(q, layer, table: PathTable, scaling: float, kernel) -> torch.Tensor:
+def attend_tiles(
+    q, layer, table: PathTable, scaling: float, kernel, pairs: bool = False
+) -> torch.Tensor:
     """q [n, hq, d]: this pass's rows, their keys and values already cached in row order after
     the prefix (`layer`: a kvcache.GrowingLayer) -> attention output [n, hq * d], from the
-    native kernel (`kernel`: native.tree_attention())."""
-    out = kernel(
-        q, layer.tiles(), layer.value_buffer(), table.prefix, table.paths, table.lengths, scaling
-    )
+    native kernel (`kernel`: native.tree_attention(); `pairs`: native.pair_keys())."""
+    tiles = layer.tiles(pairs)
+    out = kernel(q, tiles, layer.value_buffer(), table.prefix, table.paths, table.lengths, scaling)
     return out.to(q.dtype).reshape(q.shape[0], -1)
 
 

@@ -52,14 +52,19 @@ class BufferLayer(DynamicLayer):
         self._v[:, :, start : start + n] = values
         self._retile(start, start + n)
 
-    def tiles(self) -> torch.Tensor:
+    def tiles(self, pairs: bool = False) -> torch.Tensor:
         """The keys as the tree-attention kernel reads them: float32 [heads, blocks, dim, 16],
-        key j of a head at [j // 16, :, j % 16]; from the first call on, every write to the
-        keys updates its slots here too."""
+        key j of a head at [j // 16, :, j % 16], or with `pairs` bfloat16 [heads, blocks,
+        dim / 2, 16, 2] (native.key_tiles); from the first call on, every write to the keys
+        updates its slots here too."""
         if self._kt is None:
             heads, dim = self._k.shape[1], self._k.shape[-1]
-            self._kt = self._k.new_zeros(heads, 0, dim, self.TILE, dtype=torch.float32)
+            shape = (dim // 2, self.TILE, 2) if pairs else (dim, self.TILE)
+            dtype = torch.bfloat16 if pairs else torch.float32
+            self._kt = self._k.new_zeros(heads, 0, *shape, dtype=dtype)
             self._retile(0, self.length)
+        if (self._kt.dim() == 5) != pairs:
+            raise ValueError("the key tiles were laid out for the other layout")
         return self._kt
 
     def value_buffer(self) -> torch.Tensor:
@@ -73,17 +78,19 @@ class BufferLayer(DynamicLayer):
         tile = self.TILE
         need = -(-self._k.shape[-2] // tile)
         if kt.shape[1] < need:
-            grown = kt.new_zeros(kt.shape[0], need, kt.shape[2], tile)
+            grown = kt.new_zeros(kt.shape[0], need, *kt.shape[2:])
             grown[:, : kt.shape[1]] = kt
             self._kt = kt = grown
         keys = self._k[0]  # [heads, capacity, dim]
+        if kt.dim() == 5:  # bfloat16 pairs: [heads, capacity, dim / 2, 2]
+            keys = keys.unflatten(-1, (-1, 2))
         if stop - start <= 2 * tile:  # a pass's few rows: one or two slices
             for block in range(start // tile, (stop - 1) // tile + 1):
                 a, b = max(start, block * tile), min(stop, (block + 1) * tile)
                 kt[:, block, :, a - block * tile : b - block * tile] = keys[:, a:b].transpose(1, 2)
         else:
             slots = torch.arange(start, stop, device=kt.device)
-            kt[:, slots // tile, :, slots % tile] = keys[:, start:stop].float().transpose(0, 1)
+            kt[:, slots // tile, :, slots % tile] = keys[:, start:stop].to(kt.dtype).transpose(0, 1)
 
     @property
     def keys(self):

@@ -240,12 +240,17 @@ class LeanDecoder:
         # a rotary table per position needs frequencies that do not change with the length
         self.invariant = invariant and not any(k in rope for k in ("dynamic", "longrope"))
         self.tree_attention = None  # the native kernel, for the invariant passes only
+        self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
         if self.invariant:
             kernel = kernels.kernel_of(model)
             self.classes = row_classes(model)
             self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
             self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
             self.tree_attention = _tree_attention(model, self.head_dim)
+            dtype = model.get_output_embeddings().weight.dtype
+            self.pair_keys = self.tree_attention is not None and native.pair_keys(
+                dtype, self.head_dim
+            )
             self.rotary = invariant_mod.Rotary(
                 invariant_mod.RotaryTable(
                     self.decoder.rotary_emb,
@@ -289,7 +294,9 @@ class LeanDecoder:
             layer_cache = cache.layers[index]
             layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
             if kernel is not None:
-                o = invariant_mod.attend_tiles(q, layer_cache, table, self.scaling, kernel)
+                o = invariant_mod.attend_tiles(
+                    q, layer_cache, table, self.scaling, kernel, self.pair_keys
+                )
             else:
                 o = invariant_mod.attend_paths(q, k, v, layer_cache, table, self.scaling)
             if out is not None:

@@ -34,6 +34,10 @@ if platform.machine().lower() in ("x86_64", "amd64"):  # GCC keeps to 256-bit ve
 # without OpenMP gets the serial build
 OPENMP = ["-fopenmp"]
 DISABLE_ENV = "SWIFTWRITER_NATIVE"
+# bfloat16 models on a build with AVX512-BF16 read their keys as bfloat16 pairs (pair dot
+# products, probabilities rounded to bfloat16 for the values: PyTorch's own bfloat16 attention
+# does the same); "0" keeps them on the float tiles (for comparing the two)
+PAIRS_ENV = "SWIFTWRITER_NATIVE_PAIRS"
 
 _loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
 
@@ -62,8 +66,24 @@ def _name(flags: list[str] = FLAGS) -> str:
     return f"swiftwriter_tree_{digest.hexdigest()[:12]}"
 
 
+def _off(variable: str) -> bool:
+    return os.environ.get(variable, "").strip().lower() in ("0", "off", "no", "false")
+
+
 def disabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "").strip().lower() in ("0", "off", "no", "false")
+    return _off(DISABLE_ENV)
+
+
+def pair_build() -> bool:
+    """Whether the loaded build reads bfloat16 key pairs (a CPU with AVX512-BF16), and they
+    are not switched off."""
+    return tree_attention() is not None and not _off(PAIRS_ENV) and _loaded["module"].pair_keys()
+
+
+def pair_keys(dtype: torch.dtype, head_dim: int) -> bool:
+    """Whether a model's keys go to the kernel as bfloat16 pairs (`key_tiles(pairs=True)`):
+    a bfloat16 model with an even head size on a pair build."""
+    return dtype == torch.bfloat16 and head_dim % 2 == 0 and pair_build()
 
 
 def tree_attention():
@@ -77,7 +97,7 @@ def tree_attention():
         return None
     try:
         module = _build()
-        _self_check(module.tree_attention)
+        _self_check(module)
     except Exception as exc:  # no compiler, a failed build, a wrong result: fall back
         _loaded["error"] = f"{type(exc).__name__}: {exc}".strip()[:500]
         log.warning(
@@ -92,7 +112,9 @@ def tree_attention():
 def identity() -> str | None:
     """The loaded build's name (its source, flags, CPU and torch): measurements of passes
     taken with another build of the kernel are not reused. None without the kernel."""
-    return _loaded.get("name") if tree_attention() is not None else None  # type: ignore[return-value]
+    if tree_attention() is None:
+        return None
+    return str(_loaded["name"]) + ("+pairs" if pair_build() else "")
 
 
 def unavailable() -> str | None:
@@ -127,36 +149,49 @@ def _build_with(cflags: list[str], ldflags: list[str]):
     )
 
 
-def key_tiles(keys: torch.Tensor, tile: int = 16) -> torch.Tensor:
+def key_tiles(keys: torch.Tensor, tile: int = 16, pairs: bool = False) -> torch.Tensor:
     """keys [heads, length, dim] -> the kernel's layout [heads, ceil(length/16), dim, 16] in
-    float32 (key j of a head at [j // 16, :, j % 16]); padding keys are zero."""
+    float32 (key j of a head at [j // 16, :, j % 16]); padding keys are zero. `pairs`:
+    bfloat16 [heads, blocks, dim / 2, 16, 2] (dims 2i and 2i + 1 of key j at
+    [j // 16, i, j % 16])."""
     heads, length, dim = keys.shape
     blocks = -(-length // tile)
-    padded = keys.new_zeros(heads, blocks * tile, dim, dtype=torch.float32)
-    padded[:, :length] = keys.float()
+    padded = keys.new_zeros(
+        heads, blocks * tile, dim, dtype=torch.bfloat16 if pairs else torch.float32
+    )
+    padded[:, :length] = keys
+    if pairs:
+        return padded.view(heads, blocks, tile, dim // 2, 2).permute(0, 1, 3, 2, 4).contiguous()
     return padded.view(heads, blocks, tile, dim).transpose(2, 3).contiguous()
 
 
-def _self_check(fn) -> None:
+def _self_check(module) -> None:
     """The built kernel against PyTorch's attention on a small tree (a miscompiled build, or
-    one for another CPU, must not write text)."""
+    one for another CPU, must not write text); its bfloat16 pairs too, where it has them."""
+    _check_against_sdpa(module.tree_attention, torch.float32, 1e-5, 1e-4)
+    if module.pair_keys():  # bfloat16 inputs and probabilities: bfloat16's own precision
+        _check_against_sdpa(module.tree_attention, torch.bfloat16, 2e-3, 1e-2)
+
+
+def _check_against_sdpa(fn, dtype: torch.dtype, atol: float, rtol: float) -> None:
     gen = torch.Generator().manual_seed(0)
     hk, g, d, prefix = 2, 3, 64, 37
-    keys = torch.randn(hk, prefix + 3, d, generator=gen)
-    values = torch.randn(1, hk, prefix + 3, d, generator=gen)
-    q = torch.randn(3, hk * g, d, generator=gen)
+    keys = torch.randn(hk, prefix + 3, d, generator=gen).to(dtype)
+    values = torch.randn(1, hk, prefix + 3, d, generator=gen).to(dtype)
+    q = torch.randn(3, hk * g, d, generator=gen).to(dtype)
     paths = torch.tensor([[0, 0], [0, 1], [0, 2]], dtype=torch.int32)
     lens = torch.tensor([1, 2, 2], dtype=torch.int32)
-    got = fn(q, key_tiles(keys), values, prefix, paths, lens, 0.125)
+    tiles = key_tiles(keys, pairs=dtype == torch.bfloat16)
+    got = fn(q, tiles, values, prefix, paths, lens, 0.125)
     for row in range(3):
         idx = list(range(prefix)) + [prefix + int(s) for s in paths[row, : int(lens[row])]]
-        k = keys[:, idx][None]
-        v = values[:, :, idx]
+        k = keys[:, idx][None].float()
+        v = values[:, :, idx].float()
         want = torch.nn.functional.scaled_dot_product_attention(
-            q[row].view(1, hk * g, 1, d), k, v, scale=0.125, enable_gqa=True
+            q[row].float().view(1, hk * g, 1, d), k, v, scale=0.125, enable_gqa=True
         )[0, :, 0]
-        if not torch.allclose(got[row], want, atol=1e-5, rtol=1e-4):
-            raise RuntimeError("the built kernel disagrees with PyTorch's attention")
+        if not torch.allclose(got[row], want, atol=atol, rtol=rtol):
+            raise RuntimeError(f"the built kernel disagrees with PyTorch's attention ({dtype})")
 
 
 def main() -> None:

@@ -25,6 +25,10 @@
 #include <cstring>
 #include <vector>
 
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+#include <immintrin.h>
+#endif
+
 namespace {
 
 typedef float v16 __attribute__((vector_size(64)));
@@ -120,6 +124,31 @@ inline void pv_many(const float* const* probs, int count, const float* vals, int
   for (; count >= QN; count -= QN, probs += QN, outs += QN)
     pv_block<QN, NV>(probs, vals, len, outs);
   for (; count > 0; --count, ++probs, ++outs) pv_block<1, NV>(probs, vals, len, outs);
+}
+
+// each row's chunk pieces merged in chunk order, then normalised
+inline void merge(int n, int hq, int d, int64_t chunks, const std::vector<int64_t>& total,
+                  const std::vector<float>& pm, const std::vector<float>& pl,
+                  const std::vector<float>& pa, int DP, at::Tensor& out) {
+  float* O = out.data_ptr<float>();
+  for (int r = 0; r < n; ++r)
+    for (int h = 0; h < hq; ++h) {
+      const int64_t base = (int64_t(r) * hq + h) * chunks;
+      const int64_t used = (total[r] + CHUNK - 1) / CHUNK;
+      float m = pm[base];
+      for (int64_t c = 1; c < used; ++c) m = pm[base + c] > m ? pm[base + c] : m;
+      float l = 0.f;
+      float* o = O + (int64_t(r) * hq + h) * d;
+      for (int i = 0; i < d; ++i) o[i] = 0.f;
+      for (int64_t c = 0; c < used; ++c) {
+        const float w = std::exp(pm[base + c] - m);
+        l += pl[base + c] * w;
+        const float* acc = pa.data() + (base + c) * DP;
+        for (int i = 0; i < d; ++i) o[i] += acc[i] * w;
+      }
+      const float inv = 1.0f / l;
+      for (int i = 0; i < d; ++i) o[i] *= inv;
+    }
 }
 
 // DP: the head size rounded up to whole vectors (values and outputs are zero-padded to it)
@@ -245,37 +274,263 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
       }
     }
   });
-  float* O = out.data_ptr<float>();
-  for (int r = 0; r < n; ++r)
-    for (int h = 0; h < hq; ++h) {
-      const int64_t base = (int64_t(r) * hq + h) * chunks;
-      const int64_t used = (total[r] + CHUNK - 1) / CHUNK;
-      float m = pm[base];
-      for (int64_t c = 1; c < used; ++c) m = pm[base + c] > m ? pm[base + c] : m;
-      float l = 0.f;
-      float* o = O + (int64_t(r) * hq + h) * d;
-      for (int i = 0; i < d; ++i) o[i] = 0.f;
-      for (int64_t c = 0; c < used; ++c) {
-        const float w = std::exp(pm[base + c] - m);
-        l += pl[base + c] * w;
-        const float* acc = pa.data() + (base + c) * DP;
-        for (int i = 0; i < d; ++i) o[i] += acc[i] * w;
-      }
-      const float inv = 1.0f / l;
-      for (int i = 0; i < d; ++i) o[i] *= inv;
-    }
+  merge(n, hq, d, chunks, total, pm, pl, pa, DP, out);
 }
+
+
+#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+// bfloat16 models on CPUs with AVX512-BF16: keys kept as bfloat16 pairs [d/2][W][2] per tile,
+// scores by pair dot products (vdpbf16ps: each lane adds its pairs of dims in order), and the
+// probabilities rounded to bfloat16 for the values' sums, pairs of keys in logical order (what
+// PyTorch's own bfloat16 attention does); half the bytes and half the instructions of the
+// float path. Still a function of each row's own keys alone: a pair is always (2m, 2m + 1)
+// counted from the chunk's start, whichever buffer its keys come from.
+#define SW_PAIRS 1
+
+typedef uint16_t bf;
+
+template <int R>
+inline void pair_scores_block(const uint32_t* const* qs, const bf* tile, int d2, float sc,
+                              float* const* outs) {
+  __m512 acc[R];
+  for (int k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
+  for (int i = 0; i < d2; ++i) {
+    const __m512bh t = (__m512bh)_mm512_loadu_si512(tile + i * 2 * W);
+    for (int k = 0; k < R; ++k)
+      acc[k] = _mm512_dpbf16_ps(acc[k], (__m512bh)_mm512_set1_epi32(int(qs[k][i])), t);
+  }
+  for (int k = 0; k < R; ++k) _mm512_storeu_ps(outs[k], _mm512_mul_ps(acc[k], _mm512_set1_ps(sc)));
+}
+
+inline void pair_scores_many(const uint32_t* const* qs, int count, const bf* tile, int d2,
+                             float sc, float* const* outs) {
+  for (; count >= 8; count -= 8, qs += 8, outs += 8) pair_scores_block<8>(qs, tile, d2, sc, outs);
+  switch (count) {
+    case 7: pair_scores_block<7>(qs, tile, d2, sc, outs); break;
+    case 6: pair_scores_block<6>(qs, tile, d2, sc, outs); break;
+    case 5: pair_scores_block<5>(qs, tile, d2, sc, outs); break;
+    case 4: pair_scores_block<4>(qs, tile, d2, sc, outs); break;
+    case 3: pair_scores_block<3>(qs, tile, d2, sc, outs); break;
+    case 2: pair_scores_block<2>(qs, tile, d2, sc, outs); break;
+    case 1: pair_scores_block<1>(qs, tile, d2, sc, outs); break;
+    default: break;
+  }
+}
+
+// two value rows (r1 may be null: zeros) -> NV vectors of 16 dims x (row 0, row 1)
+template <int NV>
+inline void interleave(const bf* r0, const bf* r1, int d, bf* out) {
+  alignas(64) static const uint16_t lo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38,
+                                              7, 39, 8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13,
+                                              45, 14, 46, 15, 47};
+  alignas(64) static const uint16_t hi[32] = {16, 48, 17, 49, 18, 50, 19, 51, 20, 52, 21, 53,
+                                              22, 54, 23, 55, 24, 56, 25, 57, 26, 58, 27, 59,
+                                              28, 60, 29, 61, 30, 62, 31, 63};
+  const __m512i il = _mm512_load_si512(lo), ih = _mm512_load_si512(hi);
+  for (int blk = 0; blk < (NV + 1) / 2; ++blk) {
+    const int base = blk * 32, left = d - base;
+    const __mmask32 m = left >= 32 ? ~__mmask32(0) : (left > 0 ? (__mmask32(1) << left) - 1 : 0);
+    const __m512i a = _mm512_maskz_loadu_epi16(m, r0 + base);
+    const __m512i b = r1 ? _mm512_maskz_loadu_epi16(m, r1 + base) : _mm512_setzero_si512();
+    _mm512_storeu_si512(out + 2 * base, _mm512_permutex2var_epi16(a, il, b));
+    if (2 * blk + 1 < NV) _mm512_storeu_si512(out + 2 * base + 32, _mm512_permutex2var_epi16(a, ih, b));
+  }
+}
+
+// values of QN queries over `np` key pairs in ascending order (probabilities as bf16 pairs)
+template <int QN, int NV>
+inline void pair_pv_block(const uint32_t* const* probs, const bf* vals, int np, float* const* outs) {
+  __m512 acc[QN][NV];
+  for (int x = 0; x < QN; ++x) for (int kk = 0; kk < NV; ++kk) acc[x][kk] = _mm512_setzero_ps();
+  for (int j = 0; j < np; ++j) {
+    __m512bh v[NV];
+    for (int kk = 0; kk < NV; ++kk) v[kk] = (__m512bh)_mm512_loadu_si512(vals + (j * NV + kk) * 32);
+    for (int x = 0; x < QN; ++x) {
+      const __m512bh p = (__m512bh)_mm512_set1_epi32(int(probs[x][j]));
+      for (int kk = 0; kk < NV; ++kk) acc[x][kk] = _mm512_dpbf16_ps(acc[x][kk], p, v[kk]);
+    }
+  }
+  for (int x = 0; x < QN; ++x)
+    for (int kk = 0; kk < NV; ++kk) _mm512_storeu_ps(outs[x] + kk * W, acc[x][kk]);
+}
+
+template <int NV>
+inline void pair_pv_many(const uint32_t* const* probs, int count, const bf* vals, int np,
+                         float* const* outs) {
+  constexpr int QN = NV >= 16 ? 1 : (NV >= 8 ? 3 : 6);
+  for (; count >= QN; count -= QN, probs += QN, outs += QN)
+    pair_pv_block<QN, NV>(probs, vals, np, outs);
+  for (; count > 0; --count, ++probs, ++outs) pair_pv_block<1, NV>(probs, vals, np, outs);
+}
+
+// a row's m_len probabilities (float, zero past m_len up to its tile) -> bf16 pairs
+inline void to_pairs(const float* row, int m_len, uint32_t* out) {
+  for (int t = 0; t < m_len; t += 2 * W) {
+    const __m512 lo = _mm512_loadu_ps(row + t);
+    const __m512 hi = t + W < m_len ? _mm512_loadu_ps(row + t + W) : _mm512_setzero_ps();
+    _mm512_storeu_si512(out + t / 2, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+  }
+}
+
+template <int DP>
+void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int64_t prefix,
+               const at::Tensor& paths, const at::Tensor& lens, double scale, at::Tensor& out) {
+  constexpr int NV = DP / W;
+  const int n = q.size(0), hq = q.size(1), d = q.size(2), d2 = d / 2;
+  const int hk = kt.size(0), nblk = kt.size(1), g = hq / hk;
+  const int depth = paths.size(1);
+  const int64_t sv_h = vbuf.stride(1), sv_t = vbuf.stride(2);
+  const int64_t tile_len = int64_t(d2) * W * 2;
+  const bf* KT = reinterpret_cast<const bf*>(kt.data_ptr<c10::BFloat16>());
+  const bf* V = reinterpret_cast<const bf*>(vbuf.data_ptr<c10::BFloat16>());
+  const bf* Q = reinterpret_cast<const bf*>(q.data_ptr<c10::BFloat16>());
+  const int32_t* P = paths.data_ptr<int32_t>();
+  const int32_t* Ln = lens.data_ptr<int32_t>();
+  std::vector<int64_t> total(n);
+  int64_t longest = 0;
+  int nt = 0;
+  for (int r = 0; r < n; ++r) {
+    total[r] = prefix + Ln[r];
+    longest = std::max(longest, total[r]);
+    for (int i = 0; i < Ln[r]; ++i) nt = std::max(nt, int(P[r * depth + i]) + 1);
+  }
+  TORCH_CHECK((prefix + nt + W - 1) / W <= nblk, "paths reach past the key tiles");
+  const int64_t chunks = (longest + CHUNK - 1) / CHUNK;
+  const int64_t tb0 = prefix / W, tb1 = nt > 0 ? (prefix + nt - 1) / W + 1 : tb0;
+  const int tsw = int(tb1 - tb0) * W;
+  std::vector<float> pm(int64_t(n) * hq * chunks), pl(int64_t(n) * hq * chunks),
+      pa(int64_t(n) * hq * chunks * DP);
+  std::vector<uint32_t> qw(int64_t(n) * hq * d2);
+  for (int r = 0; r < n; ++r)
+    for (int h = 0; h < hq; ++h)
+      std::memcpy(qw.data() + (int64_t(r) * hq + h) * d2, Q + r * q.stride(0) + h * q.stride(1),
+                  sizeof(bf) * d);
+  const float sc = float(scale);
+  const int nq = n * g;
+  at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<bf> vals(CHUNK / 2 * NV * 32), pair(NV * 32);
+    std::vector<float> s(int64_t(nq) * CHUNK + W), ts(int64_t(nq) * std::max(tsw, W));
+    std::vector<uint32_t> pb(int64_t(nq) * CHUNK / 2);
+    std::vector<const uint32_t*> qp(nq), pp(nq);
+    std::vector<float*> sp(nq), sq(nq), op(nq);
+    for (int64_t task = begin; task < end; ++task) {
+      const int kh = task / chunks;
+      const int64_t c = task % chunks, a = c * CHUNK;
+      const bf* Kh = KT + int64_t(kh) * nblk * tile_len;
+      const bf* Vh = V + kh * sv_h;
+      const int64_t shared_end = std::min(a + CHUNK, prefix);
+      const int shared_pairs = int(std::max<int64_t>(shared_end - a, 0) / 2);
+      for (int i = 0; i < shared_pairs; ++i)
+        interleave<NV>(Vh + (a + 2 * i) * sv_t, Vh + (a + 2 * i + 1) * sv_t, d,
+                       vals.data() + int64_t(i) * NV * 32);
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        qp[k] = qw.data() + (int64_t(r) * hq + h) * d2;
+        sp[k] = s.data() + int64_t(k) * CHUNK;
+        pp[k] = pb.data() + int64_t(k) * CHUNK / 2;
+      }
+      for (int64_t t0 = a; t0 < shared_end; t0 += W) {
+        for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
+        pair_scores_many(qp.data(), nq, Kh + (t0 / W) * tile_len, d2, sc, sq.data());
+      }
+      const int64_t tail0 = std::max(a, prefix);
+      const bool tail = nt > 0 && tail0 < std::min(a + CHUNK, longest);
+      if (tail) {
+        for (int64_t b = tb0; b < tb1; ++b) {
+          for (int k = 0; k < nq; ++k) sq[k] = ts.data() + int64_t(k) * tsw + (b - tb0) * W;
+          pair_scores_many(qp.data(), nq, Kh + b * tile_len, d2, sc, sq.data());
+        }
+        for (int k = 0; k < nq; ++k) {
+          const int r = k / g;
+          const int64_t b = std::min(a + CHUNK, total[r]);
+          const float* tk = ts.data() + int64_t(k) * tsw + (prefix - tb0 * W);
+          for (int64_t j = tail0; j < b; ++j) sp[k][j - a] = tk[P[r * depth + (j - prefix)]];
+        }
+      }
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        const int64_t b = std::min(a + CHUNK, total[r]);
+        const int64_t idx = (int64_t(r) * hq + h) * chunks + c;
+        if (b <= a) { pm[idx] = -INFINITY; pl[idx] = 0.f; continue; }
+        float* row = sp[k];
+        const int m_len = b - a;
+        v16 mv = splat(-INFINITY);
+        int j = 0;
+        for (; j + W <= m_len; j += W) { const v16 x = ld(row + j); mv = x > mv ? x : mv; }
+        float m = -INFINITY;
+        for (int l = 0; l < W; ++l) m = mv[l] > m ? mv[l] : m;
+        for (; j < m_len; ++j) m = row[j] > m ? row[j] : m;
+        v16 lsum = splat(0.f);
+        for (int t = 0; t < m_len; t += W) {
+          v16 e = vexp(ld(row + t) - splat(m));
+          if (t + W > m_len) for (int l = m_len - t; l < W; ++l) e[l] = 0.f;
+          st(row + t, e);
+          lsum = lsum + e;
+        }
+        for (int w = W / 2; w > 0; w /= 2)
+          for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
+        pm[idx] = m; pl[idx] = lsum[0];
+        to_pairs(row, m_len, pb.data() + int64_t(k) * CHUNK / 2);
+      }
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        op[k] = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
+      }
+      pair_pv_many<NV>(pp.data(), nq, vals.data(), shared_pairs, op.data());
+      // each query's keys past the shared pairs (its own path, and a last shared key that
+      // pairs with the path's first), pair by pair in logical order
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g;
+        const int64_t b = std::min(a + CHUNK, total[r]);
+        float* acc = op[k];
+        if (b <= a) { std::memset(acc, 0, 4 * DP); continue; }
+        const int64_t j0 = a + 2 * shared_pairs;
+        if (j0 >= b) continue;
+        __m512 o[NV];
+        for (int kk = 0; kk < NV; ++kk) o[kk] = _mm512_loadu_ps(acc + kk * W);
+        auto key = [&](int64_t j) -> const bf* {
+          if (j >= b) return nullptr;
+          return Vh + (j < prefix ? j : prefix + P[r * depth + (j - prefix)]) * sv_t;
+        };
+        for (int64_t j = j0; j < b; j += 2) {
+          interleave<NV>(key(j), key(j + 1), d, pair.data());
+          const __m512bh p = (__m512bh)_mm512_set1_epi32(int(pp[k][(j - a) / 2]));
+          for (int kk = 0; kk < NV; ++kk)
+            o[kk] = _mm512_dpbf16_ps(o[kk], p, (__m512bh)_mm512_loadu_si512(pair.data() + kk * 32));
+        }
+        for (int kk = 0; kk < NV; ++kk) _mm512_storeu_ps(acc + kk * W, o[kk]);
+      }
+    }
+  });
+  merge(n, hq, d, chunks, total, pm, pl, pa, DP, out);
+}
+#endif
 
 }  // namespace
 
+bool pair_keys() {  // whether this build reads bfloat16 key pairs (`tree_attention` below)
+#ifdef SW_PAIRS
+  return true;
+#else
+  return false;
+#endif
+}
+
+// kt: float key tiles [hk, blocks, d, W], or with a bfloat16 model on a pair build, bfloat16
+// key pairs [hk, blocks, d / 2, W, 2] (native.key_tiles says which)
 at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t prefix,
                           at::Tensor paths, at::Tensor lens, double scale) {
-  TORCH_CHECK(q.dim() == 3 && kt.dim() == 4 && vbuf.dim() == 4, "bad ranks");
-  TORCH_CHECK(kt.is_contiguous() && kt.scalar_type() == at::kFloat && kt.size(3) == W, "kt layout");
+  const bool pairs = kt.scalar_type() == at::kBFloat16;
+  TORCH_CHECK(q.dim() == 3 && kt.dim() == (pairs ? 5 : 4) && vbuf.dim() == 4, "bad ranks");
+  TORCH_CHECK(kt.is_contiguous() && kt.size(3) == W, "kt layout");
+  TORCH_CHECK(pairs || kt.scalar_type() == at::kFloat, "key tiles are float or bfloat16 pairs");
+  TORCH_CHECK(!pairs || (pair_keys() && q.scalar_type() == at::kBFloat16 && kt.size(4) == 2),
+              "bfloat16 key pairs need a pair build and a bfloat16 model");
   TORCH_CHECK(q.stride(2) == 1 && vbuf.stride(3) == 1, "last dim strided");
   TORCH_CHECK(paths.scalar_type() == at::kInt && lens.scalar_type() == at::kInt, "int32 paths");
   TORCH_CHECK(kt.size(0) == vbuf.size(1) && q.size(1) % kt.size(0) == 0, "heads do not group");
-  TORCH_CHECK(kt.size(2) == q.size(2) && vbuf.size(3) == q.size(2), "head dims differ");
+  TORCH_CHECK(kt.size(2) * (pairs ? 2 : 1) == q.size(2) && vbuf.size(3) == q.size(2),
+              "head dims differ");
   TORCH_CHECK(paths.size(0) == q.size(0) && lens.size(0) == q.size(0), "one path per row");
   TORCH_CHECK(q.scalar_type() == vbuf.scalar_type(), "queries and values differ in dtype");
   TORCH_CHECK(q.device().is_cpu() && kt.device().is_cpu() && vbuf.device().is_cpu(), "CPU only");
@@ -283,6 +538,15 @@ at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t 
   at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options().dtype(at::kFloat));
   const int64_t d = q.size(2);
   TORCH_CHECK(d >= 1 && d <= 256, "head size above 256");
+#ifdef SW_PAIRS
+  if (pairs) {
+    if (d <= 16) run_pairs<16>(q, kt, vbuf, prefix, paths, lens, scale, out);
+    else if (d <= 64) run_pairs<64>(q, kt, vbuf, prefix, paths, lens, scale, out);
+    else if (d <= 128) run_pairs<128>(q, kt, vbuf, prefix, paths, lens, scale, out);
+    else run_pairs<256>(q, kt, vbuf, prefix, paths, lens, scale, out);
+    return out;
+  }
+#endif
 #define SW_RUN(T)                                                           \
   (d <= 16    ? run<T, 16>(q, kt, vbuf, prefix, paths, lens, scale, out)  \
    : d <= 64  ? run<T, 64>(q, kt, vbuf, prefix, paths, lens, scale, out)  \
@@ -295,4 +559,7 @@ at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t 
   return out;
 }
 
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("tree_attention", &tree_attention); }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("tree_attention", &tree_attention);
+  m.def("pair_keys", &pair_keys);
+}
