@@ -70,30 +70,36 @@ template <> inline void load_row<c10::Half>(const c10::Half* src, float* dst, in
 }
 
 // scores of R queries against one tile, R independent chains (each lane still sequential over d)
-template <int R>
-inline void scores_block(const float* const* qs, const float* tile, int d, float sc,
-                         float* const* outs) {
-  v16 acc[R];
-  for (int k = 0; k < R; ++k) acc[k] = splat(0.f);
+struct FloatScores {
+  typedef float Q;
+  typedef float K;
+  template <int R>
+  static void block(const float* const* qs, const float* tile, int d, float sc,
+                    float* const* outs) {
+    v16 acc[R];
+    for (int k = 0; k < R; ++k) acc[k] = splat(0.f);
 #pragma GCC unroll 8
-  for (int i = 0; i < d; ++i) {
-    const v16 t = ld(tile + i * W);
-    for (int k = 0; k < R; ++k) acc[k] = acc[k] + splat(qs[k][i]) * t;
+    for (int i = 0; i < d; ++i) {
+      const v16 t = ld(tile + i * W);
+      for (int k = 0; k < R; ++k) acc[k] = acc[k] + splat(qs[k][i]) * t;
+    }
+    for (int k = 0; k < R; ++k) st(outs[k], acc[k] * splat(sc));
   }
-  for (int k = 0; k < R; ++k) st(outs[k], acc[k] * splat(sc));
-}
+};
 
-inline void scores_many(const float* const* qs, int count, const float* tile, int d, float sc,
-                        float* const* outs) {
-  for (; count >= 8; count -= 8, qs += 8, outs += 8) scores_block<8>(qs, tile, d, sc, outs);
+// `count` queries in blocks of eight, the rest in one block of its size
+template <typename S>
+inline void scores_many(const typename S::Q* const* qs, int count, const typename S::K* tile,
+                        int d, float sc, float* const* outs) {
+  for (; count >= 8; count -= 8, qs += 8, outs += 8) S::template block<8>(qs, tile, d, sc, outs);
   switch (count) {
-    case 7: scores_block<7>(qs, tile, d, sc, outs); break;
-    case 6: scores_block<6>(qs, tile, d, sc, outs); break;
-    case 5: scores_block<5>(qs, tile, d, sc, outs); break;
-    case 4: scores_block<4>(qs, tile, d, sc, outs); break;
-    case 3: scores_block<3>(qs, tile, d, sc, outs); break;
-    case 2: scores_block<2>(qs, tile, d, sc, outs); break;
-    case 1: scores_block<1>(qs, tile, d, sc, outs); break;
+    case 7: S::template block<7>(qs, tile, d, sc, outs); break;
+    case 6: S::template block<6>(qs, tile, d, sc, outs); break;
+    case 5: S::template block<5>(qs, tile, d, sc, outs); break;
+    case 4: S::template block<4>(qs, tile, d, sc, outs); break;
+    case 3: S::template block<3>(qs, tile, d, sc, outs); break;
+    case 2: S::template block<2>(qs, tile, d, sc, outs); break;
+    case 1: S::template block<1>(qs, tile, d, sc, outs); break;
     default: break;
   }
 }
@@ -124,6 +130,59 @@ inline void pv_many(const float* const* probs, int count, const float* vals, int
   for (; count >= QN; count -= QN, probs += QN, outs += QN)
     pv_block<QN, NV>(probs, vals, len, outs);
   for (; count > 0; --count, ++probs, ++outs) pv_block<1, NV>(probs, vals, len, outs);
+}
+
+// what a call covers: each row's key count, the chunks, the tree's slots and their tiles
+struct Plan {
+  std::vector<int64_t> total;  // keys per row: the prefix and its path
+  int64_t longest = 0, chunks = 0, tb0 = 0, tb1 = 0;
+  int nt = 0;   // tree slots any path reads: prefix .. prefix + nt - 1
+  int tsw = 0;  // tree scores per query: whole tiles from tb0
+  Plan(int64_t prefix, const int32_t* P, const int32_t* Ln, int n, int depth, int nblk)
+      : total(n) {
+    for (int r = 0; r < n; ++r) {
+      total[r] = prefix + Ln[r];
+      longest = std::max(longest, total[r]);
+      for (int i = 0; i < Ln[r]; ++i) nt = std::max(nt, int(P[r * depth + i]) + 1);
+    }
+    TORCH_CHECK((prefix + nt + W - 1) / W <= nblk, "paths reach past the key tiles");
+    chunks = (longest + CHUNK - 1) / CHUNK;
+    tb0 = prefix / W;
+    tb1 = nt > 0 ? (prefix + nt - 1) / W + 1 : tb0;
+    tsw = int(tb1 - tb0) * W;
+  }
+};
+
+// one softmax piece in place: a row's m_len scores -> exp(score - max), zero past m_len up to
+// its tile; (max, sum) out, the sum in fixed lanes
+inline void softmax_piece(float* row, int m_len, float& max_out, float& sum_out) {
+  v16 mv = splat(-INFINITY);
+  int j = 0;
+  for (; j + W <= m_len; j += W) { const v16 x = ld(row + j); mv = x > mv ? x : mv; }
+  float m = -INFINITY;
+  for (int l = 0; l < W; ++l) m = mv[l] > m ? mv[l] : m;
+  for (; j < m_len; ++j) m = row[j] > m ? row[j] : m;
+  v16 lsum = splat(0.f);
+  for (int t = 0; t < m_len; t += W) {
+    v16 e = vexp(ld(row + t) - splat(m));
+    if (t + W > m_len) for (int l = m_len - t; l < W; ++l) e[l] = 0.f;
+    st(row + t, e);
+    lsum = lsum + e;
+  }
+  for (int w = W / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
+  max_out = m; sum_out = lsum[0];
+}
+
+// each query's scores of its path's keys in this chunk, taken from the tree's scored tiles
+inline void path_scores(const Plan& plan, const float* ts, const int32_t* P, int depth,
+                        int64_t prefix, int64_t a, int64_t tail0, int nq, int g, float* const* sp) {
+  for (int k = 0; k < nq; ++k) {
+    const int r = k / g;
+    const int64_t b = std::min(a + CHUNK, plan.total[r]);
+    const float* tk = ts + int64_t(k) * plan.tsw + (prefix - plan.tb0 * W);
+    for (int64_t j = tail0; j < b; ++j) sp[k][j - a] = tk[P[r * depth + (j - prefix)]];
+  }
 }
 
 // each row's chunk pieces merged in chunk order, then normalised
@@ -165,18 +224,10 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
   const T* Q = q.data_ptr<T>();
   const int32_t* P = paths.data_ptr<int32_t>();
   const int32_t* Ln = lens.data_ptr<int32_t>();
-  std::vector<int64_t> total(n);
-  int64_t longest = 0;
-  int nt = 0;  // tree slots any path reads: prefix .. prefix + nt - 1
-  for (int r = 0; r < n; ++r) {
-    total[r] = prefix + Ln[r];
-    longest = std::max(longest, total[r]);
-    for (int i = 0; i < Ln[r]; ++i) nt = std::max(nt, int(P[r * depth + i]) + 1);
-  }
-  TORCH_CHECK((prefix + nt + W - 1) / W <= nblk, "paths reach past the key tiles");
-  const int64_t chunks = (longest + CHUNK - 1) / CHUNK;
-  const int64_t tb0 = prefix / W, tb1 = nt > 0 ? (prefix + nt - 1) / W + 1 : tb0;
-  const int tsw = int(tb1 - tb0) * W;  // tree scores per query: whole tiles from tb0
+  const Plan plan(prefix, P, Ln, n, depth, nblk);
+  const std::vector<int64_t>& total = plan.total;
+  const int64_t longest = plan.longest, chunks = plan.chunks, tb0 = plan.tb0, tb1 = plan.tb1;
+  const int nt = plan.nt, tsw = plan.tsw;
   std::vector<float> pm(int64_t(n) * hq * chunks), pl(int64_t(n) * hq * chunks),
       pa(int64_t(n) * hq * chunks * DP);
   std::vector<float> qf(int64_t(n) * hq * d);
@@ -206,7 +257,7 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
       // scores over the shared prefix: every tile once for all rows and heads of the group
       for (int64_t t0 = a; t0 < shared_end; t0 += W) {
         for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
-        scores_many(qp.data(), nq, Kh + (t0 / W) * d * W, d, sc, sq.data());
+        scores_many<FloatScores>(qp.data(), nq, Kh + (t0 / W) * d * W, d, sc, sq.data());
       }
       // the tree's own keys (slots after the prefix): scored once, then laid out per path
       const int64_t tail0 = std::max(a, prefix);
@@ -214,15 +265,10 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
       if (tail) {
         for (int64_t b = tb0; b < tb1; ++b) {
           for (int k = 0; k < nq; ++k) sq[k] = ts.data() + int64_t(k) * tsw + (b - tb0) * W;
-          scores_many(qp.data(), nq, Kh + b * d * W, d, sc, sq.data());
+          scores_many<FloatScores>(qp.data(), nq, Kh + b * d * W, d, sc, sq.data());
         }
         for (int i = 0; i < nt; ++i) load_row<T>(Vh + (prefix + i) * sv_t, tv.data() + i * DP, d);
-        for (int k = 0; k < nq; ++k) {
-          const int r = k / g;
-          const int64_t b = std::min(a + CHUNK, total[r]);
-          const float* tk = ts.data() + int64_t(k) * tsw + (prefix - tb0 * W);
-          for (int64_t j = tail0; j < b; ++j) sp[k][j - a] = tk[P[r * depth + (j - prefix)]];
-        }
+        path_scores(plan, ts.data(), P, depth, prefix, a, tail0, nq, g, sp.data());
       }
       // softmax pieces
       for (int k = 0; k < nq; ++k) {
@@ -230,24 +276,7 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
         const int64_t b = std::min(a + CHUNK, total[r]);
         const int64_t idx = (int64_t(r) * hq + h) * chunks + c;
         if (b <= a) { pm[idx] = -INFINITY; pl[idx] = 0.f; continue; }
-        float* row = sp[k];
-        const int m_len = b - a;
-        v16 mv = splat(-INFINITY);
-        int j = 0;
-        for (; j + W <= m_len; j += W) { const v16 x = ld(row + j); mv = x > mv ? x : mv; }
-        float m = -INFINITY;
-        for (int l = 0; l < W; ++l) m = mv[l] > m ? mv[l] : m;
-        for (; j < m_len; ++j) m = row[j] > m ? row[j] : m;
-        v16 lsum = splat(0.f);
-        for (int t = 0; t < m_len; t += W) {
-          v16 e = vexp(ld(row + t) - splat(m));
-          if (t + W > m_len) for (int l = m_len - t; l < W; ++l) e[l] = 0.f;
-          st(row + t, e);
-          lsum = lsum + e;
-        }
-        for (int w = W / 2; w > 0; w /= 2)
-          for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
-        pm[idx] = m; pl[idx] = lsum[0];
+        softmax_piece(sp[k], int(b - a), pm[idx], pl[idx]);
       }
       // weighted values in ascending key order: the shared keys for blocks of queries, then
       // each query's own path
@@ -289,33 +318,23 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
 
 typedef uint16_t bf;
 
-template <int R>
-inline void pair_scores_block(const uint32_t* const* qs, const bf* tile, int d2, float sc,
-                              float* const* outs) {
-  __m512 acc[R];
-  for (int k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
-  for (int i = 0; i < d2; ++i) {
-    const __m512bh t = (__m512bh)_mm512_loadu_si512(tile + i * 2 * W);
+struct PairScores {  // d here: the pairs per key (the head size / 2)
+  typedef uint32_t Q;
+  typedef bf K;
+  template <int R>
+  static void block(const uint32_t* const* qs, const bf* tile, int d2, float sc,
+                    float* const* outs) {
+    __m512 acc[R];
+    for (int k = 0; k < R; ++k) acc[k] = _mm512_setzero_ps();
+    for (int i = 0; i < d2; ++i) {
+      const __m512bh t = (__m512bh)_mm512_loadu_si512(tile + i * 2 * W);
+      for (int k = 0; k < R; ++k)
+        acc[k] = _mm512_dpbf16_ps(acc[k], (__m512bh)_mm512_set1_epi32(int(qs[k][i])), t);
+    }
     for (int k = 0; k < R; ++k)
-      acc[k] = _mm512_dpbf16_ps(acc[k], (__m512bh)_mm512_set1_epi32(int(qs[k][i])), t);
+      _mm512_storeu_ps(outs[k], _mm512_mul_ps(acc[k], _mm512_set1_ps(sc)));
   }
-  for (int k = 0; k < R; ++k) _mm512_storeu_ps(outs[k], _mm512_mul_ps(acc[k], _mm512_set1_ps(sc)));
-}
-
-inline void pair_scores_many(const uint32_t* const* qs, int count, const bf* tile, int d2,
-                             float sc, float* const* outs) {
-  for (; count >= 8; count -= 8, qs += 8, outs += 8) pair_scores_block<8>(qs, tile, d2, sc, outs);
-  switch (count) {
-    case 7: pair_scores_block<7>(qs, tile, d2, sc, outs); break;
-    case 6: pair_scores_block<6>(qs, tile, d2, sc, outs); break;
-    case 5: pair_scores_block<5>(qs, tile, d2, sc, outs); break;
-    case 4: pair_scores_block<4>(qs, tile, d2, sc, outs); break;
-    case 3: pair_scores_block<3>(qs, tile, d2, sc, outs); break;
-    case 2: pair_scores_block<2>(qs, tile, d2, sc, outs); break;
-    case 1: pair_scores_block<1>(qs, tile, d2, sc, outs); break;
-    default: break;
-  }
-}
+};
 
 // two value rows (r1 may be null: zeros) -> NV vectors of 16 dims x (row 0, row 1)
 template <int NV>
@@ -386,18 +405,10 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
   const bf* Q = reinterpret_cast<const bf*>(q.data_ptr<c10::BFloat16>());
   const int32_t* P = paths.data_ptr<int32_t>();
   const int32_t* Ln = lens.data_ptr<int32_t>();
-  std::vector<int64_t> total(n);
-  int64_t longest = 0;
-  int nt = 0;
-  for (int r = 0; r < n; ++r) {
-    total[r] = prefix + Ln[r];
-    longest = std::max(longest, total[r]);
-    for (int i = 0; i < Ln[r]; ++i) nt = std::max(nt, int(P[r * depth + i]) + 1);
-  }
-  TORCH_CHECK((prefix + nt + W - 1) / W <= nblk, "paths reach past the key tiles");
-  const int64_t chunks = (longest + CHUNK - 1) / CHUNK;
-  const int64_t tb0 = prefix / W, tb1 = nt > 0 ? (prefix + nt - 1) / W + 1 : tb0;
-  const int tsw = int(tb1 - tb0) * W;
+  const Plan plan(prefix, P, Ln, n, depth, nblk);
+  const std::vector<int64_t>& total = plan.total;
+  const int64_t longest = plan.longest, chunks = plan.chunks, tb0 = plan.tb0, tb1 = plan.tb1;
+  const int nt = plan.nt, tsw = plan.tsw;
   std::vector<float> pm(int64_t(n) * hq * chunks), pl(int64_t(n) * hq * chunks),
       pa(int64_t(n) * hq * chunks * DP);
   std::vector<uint32_t> qw(int64_t(n) * hq * d2);
@@ -431,46 +442,24 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
       }
       for (int64_t t0 = a; t0 < shared_end; t0 += W) {
         for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
-        pair_scores_many(qp.data(), nq, Kh + (t0 / W) * tile_len, d2, sc, sq.data());
+        scores_many<PairScores>(qp.data(), nq, Kh + (t0 / W) * tile_len, d2, sc, sq.data());
       }
       const int64_t tail0 = std::max(a, prefix);
       const bool tail = nt > 0 && tail0 < std::min(a + CHUNK, longest);
       if (tail) {
         for (int64_t b = tb0; b < tb1; ++b) {
           for (int k = 0; k < nq; ++k) sq[k] = ts.data() + int64_t(k) * tsw + (b - tb0) * W;
-          pair_scores_many(qp.data(), nq, Kh + b * tile_len, d2, sc, sq.data());
+          scores_many<PairScores>(qp.data(), nq, Kh + b * tile_len, d2, sc, sq.data());
         }
-        for (int k = 0; k < nq; ++k) {
-          const int r = k / g;
-          const int64_t b = std::min(a + CHUNK, total[r]);
-          const float* tk = ts.data() + int64_t(k) * tsw + (prefix - tb0 * W);
-          for (int64_t j = tail0; j < b; ++j) sp[k][j - a] = tk[P[r * depth + (j - prefix)]];
-        }
+        path_scores(plan, ts.data(), P, depth, prefix, a, tail0, nq, g, sp.data());
       }
       for (int k = 0; k < nq; ++k) {
         const int r = k / g, h = kh * g + k % g;
         const int64_t b = std::min(a + CHUNK, total[r]);
         const int64_t idx = (int64_t(r) * hq + h) * chunks + c;
         if (b <= a) { pm[idx] = -INFINITY; pl[idx] = 0.f; continue; }
-        float* row = sp[k];
-        const int m_len = b - a;
-        v16 mv = splat(-INFINITY);
-        int j = 0;
-        for (; j + W <= m_len; j += W) { const v16 x = ld(row + j); mv = x > mv ? x : mv; }
-        float m = -INFINITY;
-        for (int l = 0; l < W; ++l) m = mv[l] > m ? mv[l] : m;
-        for (; j < m_len; ++j) m = row[j] > m ? row[j] : m;
-        v16 lsum = splat(0.f);
-        for (int t = 0; t < m_len; t += W) {
-          v16 e = vexp(ld(row + t) - splat(m));
-          if (t + W > m_len) for (int l = m_len - t; l < W; ++l) e[l] = 0.f;
-          st(row + t, e);
-          lsum = lsum + e;
-        }
-        for (int w = W / 2; w > 0; w /= 2)
-          for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
-        pm[idx] = m; pl[idx] = lsum[0];
-        to_pairs(row, m_len, pb.data() + int64_t(k) * CHUNK / 2);
+        softmax_piece(sp[k], int(b - a), pm[idx], pl[idx]);
+        to_pairs(sp[k], int(b - a), pb.data() + int64_t(k) * CHUNK / 2);
       }
       for (int k = 0; k < nq; ++k) {
         const int r = k / g, h = kh * g + k % g;
