@@ -98,3 +98,51 @@ def test_auto_keeps_exact_passes_unless_one_row_takes_another_kernel(monkeypatch
     monkeypatch.setattr(leanpass, "row_classes", lambda m: RowClasses(1, 27))
     assert exact_by_default_here(model) is True
     assert Generator(model).invariant is True
+
+
+def _folder_model(tmp_path):
+    """A registered folder model whose config gives its projection's shape (no weights: a
+    load that got past the dtype check would fail)."""
+    import json
+
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 64, "intermediate_size": 96}))
+    return ModelEntry(id="tiny", name="tiny", source="folder", path=folder)
+
+
+def test_float16_on_a_cpu_without_its_arithmetic_is_refused_before_loading(monkeypatch, tmp_path):
+    """A CPU that emulates float16 would make a take crawl for minutes: the writer is told
+    which dtype to choose, before any weight is read; the measurement is taken once, on the
+    model's own projection shape."""
+    import pytest
+    from swiftwriter.errors import UserError
+
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path))
+    timed = []
+
+    def slow_half(width, out):
+        timed.append((width, out))
+        return {"float32": 0.001, "float16": 0.050}
+
+    monkeypatch.setattr(loader, "time_float16_products", slow_half)
+    entry = _folder_model(tmp_path)
+    for _ in range(2):
+        with pytest.raises(UserError, match="50x slower.*auto, bfloat16 or float32"):
+            loader.load(entry, device="cpu", dtype="float16")
+    assert timed == [(64, 96)]
+
+
+def test_float16_with_its_own_arithmetic_passes_the_check(monkeypatch, tmp_path):
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(
+        loader, "time_float16_products", lambda *a: {"float32": 0.002, "float16": 0.0015}
+    )
+    assert loader.check_cpu_float16(_folder_model(tmp_path)) is None
+
+
+def test_the_float16_measurement_times_both_dtypes():
+    times = loader.time_float16_products(width=64, out=96, rows=2, reps=2)
+    assert set(times) == {"float16", "float32"} and all(t > 0 for t in times.values())

@@ -195,6 +195,65 @@ def pick_dtype(entry: ModelEntry, device: str, dtype: str = "auto") -> str:
     return DTYPE_NAMES[dtype]
 
 
+# float16 products this many times slower than float32 mean the CPU has no float16 arithmetic
+# (it converts every operand): on a 2-core EPYC without AVX512-FP16 a 64-token prefill of the
+# default model in float16 ran past five minutes, where float32 takes a fraction of a second.
+FLOAT16_TOO_SLOW = 4.0
+
+
+def time_float16_products(width: int = 576, out: int = 1536, rows: int = 4, reps: int = 5) -> dict:
+    """Seconds of a few-row product (decoding's shape: `rows` x `width` times `width` x `out`)
+    in float16 and in float32, on both weight layouts the passes use, best of `reps`. The
+    layouts matter: on that EPYC a square float16 product ran at float32's speed while the
+    model's [576 -> 1,536] one took 6-12x longer."""
+    import time
+
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    out_times = {}
+    for dtype in (torch.float32, torch.float16):
+        x = torch.randn(rows, width, generator=gen).to(dtype)
+        w = torch.randn(out, width, generator=gen).to(dtype)
+        layouts = (w, w.t().contiguous().t())  # [out, in] and [in, out] storage
+        best = float("inf")
+        for _ in range(reps):
+            t = time.perf_counter()
+            for weight in layouts:
+                torch.nn.functional.linear(x, weight)
+            best = min(best, time.perf_counter() - t)
+        out_times[str(dtype).removeprefix("torch.")] = best
+    return out_times
+
+
+def _product_shape(entry: ModelEntry) -> tuple[int, int]:
+    """(hidden, intermediate) from the model's config.json, else the default model's."""
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        config = json.loads((Path(entry.folder()) / "config.json").read_text())
+        return int(config["hidden_size"]), int(config["intermediate_size"])
+    return 576, 1536
+
+
+def check_cpu_float16(entry: ModelEntry) -> None:
+    """Refuse float16 on a CPU that computes it far slower than float32 (measured once per
+    machine and model shape, and remembered): such a take seems to hang for minutes (setting
+    up its passes alone probes thousands of products), so the writer is told which dtype to
+    choose instead."""
+    width, out = _product_shape(entry)
+    found = _remembered(
+        f"float16-products|{width}x{out}|{_machine_key()}",
+        lambda: time_float16_products(width, out),
+        lambda v: isinstance(v, dict) and {"float16", "float32"} <= set(v),
+    )
+    slowdown = found["float16"] / max(found["float32"], 1e-9)
+    if slowdown >= FLOAT16_TOO_SLOW:
+        raise UserError(
+            f"float16 runs {slowdown:.0f}x slower than float32 on this CPU ({_cpu_name() or 'unknown'}: "
+            "no float16 arithmetic), so generation would crawl; choose the dtype auto, "
+            "bfloat16 or float32 instead"
+        )
+
+
 def gpu_dtype(kind: str) -> str:
     """bfloat16 where the GPU computes in it natively, else float16."""
     import torch
@@ -234,6 +293,8 @@ def load(
     device = pick_device(device)
     chosen = dtype == "auto"
     dtype = pick_dtype(entry, device, dtype)
+    if dtype == "float16" and device == "cpu" and device_map is None:
+        check_cpu_float16(entry)
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
