@@ -54,6 +54,38 @@ def test_follows_a_growing_context_and_learns_the_true_shape():
     assert abs(costs.seconds[1] - 0.05 * 4) < 0.05 * 4 * 0.2  # the base followed the drift
 
 
+def test_the_size_a_run_mostly_drafts_learns_its_true_cost():
+    """A run drafting 8-row trees almost every step, with the pace keeper's short plain trials
+    in between: a calibration that put 8 rows at 0.95x of one row (a noisy minute at the
+    prompt) is corrected to the true 1.25x. Learned against the base that those passes feed,
+    the ratio stayed at its calibrated value."""
+    rng = random.Random(1)
+    costs = calibrated({1: 1.0, 2: 1.0, 4: 0.95, 8: 0.95, 16: 1.2})
+    step = 0
+    for _ in range(12):  # stretches of 28 drafting passes, then 4 plain ones
+        for n in [8] * 28 + [1] * 4:
+            base = 0.03 * (1 + step / 2000)  # the context grows
+            costs.observe(n, base * (1.25 if n == 8 else 1.0) * rng.uniform(0.9, 1.1))
+            step += 1
+    assert abs(costs(8) - 1.25) < 0.06, costs(8)
+    assert abs(costs.seconds[1] - 0.03 * (1 + step / 2000)) < 0.003  # the base followed
+
+
+def test_passes_far_from_any_one_token_pass_teach_no_ratio():
+    """A long stretch of big passes between two one-token passes (a busy minute, or drafting
+    far ahead) leaves the ratios alone: nothing close measured the one-token pass then."""
+    costs = calibrated()
+    costs.observe(1, 0.05)
+    for _ in range(costs.bracket + 1):
+        costs.observe(8, 0.05 * 1.2 * 2.0)  # twice as slow as calibrated
+    costs.observe(1, 0.05)
+    assert abs(costs(8) - 1.2) < 1e-9
+    for _ in range(4):  # a short stretch between one-token passes does teach
+        costs.observe(8, 0.05 * 1.5)
+    costs.observe(1, 0.05)
+    assert 1.2 < costs(8) < 1.5
+
+
 def test_a_costly_source_that_saves_nothing_is_asked_only_to_probe():
     gate = SourceGate(probe=4, warmup=8)
     asked = []

@@ -41,34 +41,64 @@ class CostModel:
 
     A pass time is modelled as base x ratio(size bucket): `base` (the one-token pass now) drifts
     as the context grows and as the machine gets busier or quieter, while the ratios (the shape
-    of the cost curve) hardly move. Every pass updates the base, whatever its size, and its own
-    bucket's ratio against it. Absolute times per bucket went stale instead: a bucket measured
-    in a noisy minute kept its time, the engine stopped drafting because of it, and with no
-    drafts the bucket was never measured again (sampled runs fell back to plain decoding)."""
+    of the cost curve) hardly move. Every pass updates the base, whatever its size. Absolute
+    times per bucket went stale instead: a bucket measured in a noisy minute kept its time, the
+    engine stopped drafting because of it, and with no drafts the bucket was never measured
+    again (sampled runs fell back to plain decoding).
 
-    def __init__(self, sizes=(1, 2, 4, 8, 16, 32, 64), ratio_weight: float = 0.05):
+    A bucket's ratio is learned only from passes that one-token passes bracket closely (at most
+    `bracket` passes from one to the next): their time over the two one-token times around
+    them. Learning each pass against the base instead froze the ratio of whatever size a run
+    mostly drafted (the base, fed by those passes, followed their own ratio), so the ratios
+    stayed where the one calibration at the prompt put them, and on a shared CPU those moved
+    by +-20% from run to run (8 rows measured 0.97x to 1.37x of one row in four calibrations
+    within a minute): trees were sized on noise. Plain steps, the pace keeper's trials and
+    steps whose drafts were all priced out give the brackets; a long stretch of big passes
+    (a busy minute, a far-ahead drafting run) teaches nothing, rightly."""
+
+    def __init__(
+        self, sizes=(1, 2, 4, 8, 16, 32, 64), ratio_weight: float = 0.1, bracket: int = 32
+    ):
         self.sizes = list(sizes)
-        self.ratio_weight = ratio_weight
+        self.ratio_weight, self.bracket = ratio_weight, bracket
         self.base: float | None = None
         self.ratios: dict[int, float] = {1: 1.0}
+        self._one: float | None = None  # the last one-token pass's seconds
+        self._since: list[tuple[int, float]] = []  # (bucket, seconds) of passes since then
+        self._gap = 0  # passes since the last one-token pass
 
     def _bucket(self, n: int) -> int:
         i = bisect.bisect_left(self.sizes, n)
         return self.sizes[min(i, len(self.sizes) - 1)]
 
     def observe(self, n: int, seconds: float, weight: float = 0.2) -> None:
-        """One pass of n tokens took `seconds`; weight 1.0 sets instead of averaging."""
+        """One pass of n tokens took `seconds`; weight 1.0 sets instead of averaging (the
+        calibration)."""
         b = self._bucket(n)
         ratio = self.ratios.get(b)
         if self.base is None:
             self.base = seconds / (ratio or 1.0)
             if ratio is None:  # nothing to compare a new size with yet
                 return
-        if b != 1:
-            seen = seconds / self.base
-            w = 1.0 if ratio is None or weight >= 1.0 else self.ratio_weight
-            self.ratios[b] = w * seen + (1 - w) * (ratio or 0.0)
+        if b == 1:
+            self._learn(seconds)
+        elif ratio is None or weight >= 1.0:
+            self.ratios[b] = seconds / self.base
+        else:
+            self._gap += 1
+            if self._gap <= self.bracket:
+                self._since.append((b, seconds))
         self.base = (1 - weight) * self.base + weight * seconds / self.ratios[b]
+
+    def _learn(self, one: float) -> None:
+        """A one-token pass closes a bracket: the passes since the last one learn their
+        buckets' ratios against the mean of the two."""
+        if self._one is not None and self._gap <= self.bracket:
+            around = 0.5 * (self._one + one)
+            w = self.ratio_weight
+            for b, seconds in self._since:
+                self.ratios[b] = (1 - w) * self.ratios[b] + w * seconds / around
+        self._one, self._since, self._gap = one, [], 0
 
     @property
     def seconds(self) -> dict[int, float]:

@@ -103,8 +103,11 @@ class Run:
             and self.drafting.max_nodes > 0
             and not costs.ready()
         ):
-            for n in (1, 2, 4, 8, 16, 32):  # once per model; refined online
-                costs.observe(n, min(self.runner.time_pass(n) for _ in range(2)), weight=1.0)
+            sizes = (1, 2, 4, 8, 16, 32)  # once per model; refined online (CostModel)
+            # sizes taken in turns, so a slow moment lands on every size rather than on one
+            times = [[self.runner.time_pass(n) for n in sizes] for _ in range(2)]
+            for n, seconds in zip(sizes, map(min, zip(*times, strict=True)), strict=True):
+                costs.observe(n, seconds, weight=1.0)
 
     def _hand_prefill_features(self) -> None:
         for src in self.readers:
