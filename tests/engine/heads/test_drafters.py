@@ -127,7 +127,9 @@ def test_drafting_with_a_drafter_stays_exact(
     draft_pass = DraftPass.run
     monkeypatch.setattr(DraftPass, "run", lambda *a: passes.append(draft_pass(*a)))
     sampling = SamplingSettings(greedy=True, penalty=penalty, window=64)
-    drafting = DraftSettings(sources=("heads",), max_nodes=12, adaptive=False)
+    # two levels for the recurrent drafter (its default drafts one), so chains are checked too
+    tree = (3, 2) if kind == "recurrent" else ()
+    drafting = DraftSettings(sources=("heads",), max_nodes=12, adaptive=False, head_tree=tree)
     prompt = tiny_data["tokens"][-1, :20].tolist()
     plain = Generator(tiny_llama, sampling, DraftSettings.plain())
     want = [t for ev in plain.generate(prompt, 120) for t in ev.tokens]
@@ -236,7 +238,10 @@ def test_a_bfloat16_model_drafts_in_bfloat16_where_that_measures_faster(
     gen = Generator(model, sampling, drafting, drafter=bundle)
     assert gen.drafter_source.dtype == want_dtype
     assert [t for ev in gen.generate(prompt, 80) for t in ev.tokens] == want
-    assert gen.stats.as_dict()["accepted_by_source"].get("heads", 0) > 0
+    stats = gen.stats.as_dict()
+    assert stats["accepted_by_source"].get("heads", 0) > 0
+    # the recurrent drafter's default tree is one level: its second held too rarely to pay
+    assert max(int(k.split(":")[1]) for k in stats["accepted_by_source_depth"]) == 1
 
 
 def test_the_bfloat16_choice_is_measured_once_per_drafter_shape(trained, monkeypatch):
