@@ -208,13 +208,25 @@ class SuffixMatchSource(CandidateSource):
             for end in reversed(self.index[m].get(tuple(context[-m:]), [])):
                 if end >= len(toks):  # the suffix itself
                     continue
-                cont = tuple(toks[end : end + self.max_len])
+                cont = self._copy(end)
                 if cont and cont not in seen:
                     seen.add(cont)
                     out.append(Candidate(self.name, cont, len(out)))
                 if len(out) >= max_candidates:
                     return out
         return out
+
+    def _copy(self, end: int) -> tuple[int, ...]:
+        """What followed `end`, `max_len` tokens long. A match close to the end of the text runs
+        out of text: the copy then goes on over its own output (as an LZ77 copy overlaps), so
+        a text caught in a loop of a few tokens is drafted a whole `max_len` ahead instead of
+        one period, which left a pass drafting five tokens where twenty would have held."""
+        toks = self.tokens
+        out = list(toks[end : end + self.max_len])
+        period = len(toks) - end
+        while out and len(out) < self.max_len:
+            out.append(out[len(out) - period])
+        return tuple(out)
 
     def footprint(self) -> dict:
         return {"entries": len(self.tokens), "cap": self.max_tokens}

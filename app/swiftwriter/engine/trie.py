@@ -28,6 +28,15 @@ class Trie:
     ranks: list[int]
     probs: list[float]
     children: list[dict[int, int]] = field(default_factory=list)
+    # per node, each proposing source's own rank there: a node that two sources propose is
+    # learned under each source's rank, not under the rank of whichever estimate won
+    source_ranks: list[dict[str, int]] = field(default_factory=list)
+
+    def ranks_at(self, node: int) -> dict[str, int]:
+        """{source: its rank} for a node's proposers (the node's rank for all when unknown)."""
+        if self.source_ranks:
+            return self.source_ranks[node]
+        return dict.fromkeys(self.sources[node], self.ranks[node])
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -68,7 +77,7 @@ def build_trie(
 ) -> Trie:
     """Merge all candidates into one trie (no pruning yet); conditional estimates are max over sources."""
     tokens, parents, depths, ranks = [root], [-1], [0], [0]
-    srcs: list[set[str]] = [set()]
+    srcs: list[dict[str, tuple[float, int]]] = [{}]  # source -> (its best estimate, its rank)
     cond: list[float] = [1.0]
     children: list[dict[int, int]] = [{}]
     for cand in candidates:
@@ -83,19 +92,23 @@ def build_trie(
                 parents.append(node)
                 depths.append(depth)
                 ranks.append(rank)
-                srcs.append({cand.source})
+                srcs.append({cand.source: (p, rank)})
                 cond.append(p)
                 children.append({})
                 children[node][tok] = child
             else:
-                srcs[child].add(cand.source)
+                mine = srcs[child].get(cand.source)
+                if mine is None or p > mine[0]:
+                    srcs[child][cand.source] = (p, rank)
                 if p > cond[child]:
                     cond[child], ranks[child] = p, rank
             node = child
     probs = [1.0] * len(tokens)
     for i in range(1, len(tokens)):  # parents are always created before their children
         probs[i] = probs[parents[i]] * cond[i]
-    return Trie(tokens, parents, depths, [tuple(sorted(s)) for s in srcs], ranks, probs, children)
+    names = [tuple(sorted(s)) for s in srcs]
+    own = [{name: rank for name, (_p, rank) in s.items()} for s in srcs]
+    return Trie(tokens, parents, depths, names, ranks, probs, children, own)
 
 
 def prune(trie: Trie, keep: int) -> Trie:
@@ -115,6 +128,7 @@ def prune(trie: Trie, keep: int) -> Trie:
         ranks=[trie.ranks[i] for i in chosen],
         probs=[trie.probs[i] for i in chosen],
         children=children,
+        source_ranks=[trie.source_ranks[i] for i in chosen] if trie.source_ranks else [],
     )
 
 
