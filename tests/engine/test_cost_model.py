@@ -118,3 +118,21 @@ def test_the_generator_stops_asking_a_costly_source_whose_drafts_fail(tiny_llama
     assert got == want
     assert gen.stats.gated_skips > 40
     assert source.calls + gen.stats.gated_skips == gen.stats.forward_passes
+
+
+def test_a_run_that_always_drafts_still_corrects_its_calibration():
+    """A calibration that put 8 rows at 1.6x of one row (a noisy moment at the prompt), then a
+    run that drafts 8-row trees every step: no step was ever plain, so no bracket closed and
+    the ratio stayed at 1.6x for the whole process (one suite run drafted half as many nodes a
+    pass as the run before on the same texts). The model now asks for a plain step every
+    `recheck` passes and again half a bracket later, and the passes between learn."""
+    costs = calibrated({1: 1.0, 2: 1.05, 4: 1.1, 8: 1.6})
+    plain = 0
+    for _ in range(3000):
+        if costs.wants_one():
+            costs.observe(1, 0.05)
+            plain += 1
+        else:
+            costs.observe(8, 0.05 * 1.1)
+    assert abs(costs(8) - 1.1) < 0.05, costs(8)
+    assert plain <= 2 * 3000 / (costs.recheck + costs.bracket // 2) + 2  # two in ~110 steps

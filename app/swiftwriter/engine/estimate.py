@@ -62,18 +62,27 @@ class CostModel:
     by +-20% from run to run (8 rows measured 0.97x to 1.37x of one row in four calibrations
     within a minute): trees were sized on noise. Plain steps, the pace keeper's trials and
     steps whose drafts were all priced out give the brackets; a long stretch of big passes
-    (a busy minute, a far-ahead drafting run) teaches nothing, rightly."""
+    (a busy minute) teaches nothing, rightly. But on text where every step drafts (a run
+    drafting far ahead) no bracket ever closed, and the ratios kept the calibration's noise
+    for the whole process: one suite run drafted 2.3 nodes a pass where the run before
+    drafted 5.4 on the same text. So a run asks for a plain step when `wants_one`: after
+    `recheck` passes without one, and again half a bracket later, to close it."""
 
     def __init__(
-        self, sizes=(1, 2, 4, 8, 16, 32, 64), ratio_weight: float = 0.1, bracket: int = 32
+        self,
+        sizes=(1, 2, 4, 8, 16, 32, 64),
+        ratio_weight: float = 0.1,
+        bracket: int = 32,
+        recheck: int = 96,
     ):
         self.sizes = list(sizes)
-        self.ratio_weight, self.bracket = ratio_weight, bracket
+        self.ratio_weight, self.bracket, self.recheck = ratio_weight, bracket, recheck
         self.base: float | None = None
         self.ratios: dict[int, float] = {1: 1.0}
         self._one: float | None = None  # the last one-token pass's seconds
         self._since: list[tuple[int, float]] = []  # (bucket, seconds) of passes since then
         self._gap = 0  # passes since the last one-token pass
+        self._open = False  # the last one-token pass came too late to close a bracket
 
     def _bucket(self, n: int) -> int:
         i = bisect.bisect_left(self.sizes, n)
@@ -100,13 +109,21 @@ class CostModel:
 
     def _learn(self, one: float) -> None:
         """A one-token pass closes a bracket: the passes since the last one learn their
-        buckets' ratios against the mean of the two."""
-        if self._one is not None and self._gap <= self.bracket:
+        buckets' ratios against the mean of the two. One that comes too late to close a
+        bracket opens one (`wants_one` then asks for the closing pass soon)."""
+        self._open = self._one is None or self._gap > self.bracket
+        if not self._open:
             around = 0.5 * (self._one + one)
             w = self.ratio_weight
             for b, seconds in self._since:
                 self.ratios[b] = (1 - w) * self.ratios[b] + w * seconds / around
         self._one, self._since, self._gap = one, [], 0
+
+    def wants_one(self) -> bool:
+        """Whether the next step should be a plain one: `recheck` passes without one, then
+        a second `bracket // 2` passes later, so the passes between learn their ratios."""
+        due = self.bracket // 2 if self._open else self.recheck
+        return self.ready() and self._gap >= due
 
     @property
     def seconds(self) -> dict[int, float]:

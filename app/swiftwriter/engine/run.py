@@ -143,6 +143,8 @@ class Run:
             return []
         if self.pace is not None and not self.pace.drafting():
             return []  # a plain step: drafting has not been paying on this text
+        if self.drafting.adaptive and self.gen.costs.wants_one():
+            return []  # a plain step now and then keeps the pass costs measured (CostModel)
         out = []
         for src in self.sources:
             gate = self.gates.get(id(src))
