@@ -111,6 +111,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="drafter candidates per node at each depth (default: the drafter kind's own)",
     )
     p.add_argument(
+        "--head-grow",
+        type=float,
+        default=None,
+        metavar="P",
+        help="recurrent drafter: expand a node to the next depth only while the drafter's "
+        "probability of its path is at least P (EAGLE-2's dynamic tree; 0 = always)",
+    )
+    p.add_argument(
         "--head-vocab",
         type=positive_int,
         default=None,
@@ -250,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
         options["head_tree"] = _tree(args.head_tree)
     if args.head_vocab:
         options["head_vocab"] = args.head_vocab
+    if args.head_grow is not None:
+        options["head_grow"] = args.head_grow
     drafting = DraftSettings(**options)
     meta = {
         "model": entry.id,
@@ -264,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
         "context_policy": args.context_policy,
         "draft_mode": args.draft_mode,
         "head_tree": list(drafting.head_tree),
+        "head_grow": drafting.head_grow,
         "sampling": args.sampling,
         "min_p": sampling.min_p,
         "temperature": sampling.temperature,

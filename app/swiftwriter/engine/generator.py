@@ -104,6 +104,7 @@ class Generator:
                 self.drafting.head_tree,
                 self.drafting.head_beam,
                 self.drafting.head_vocab,
+                grow=self.drafting.head_grow,
             )
 
     # -- the loop ---------------------------------------------------------------------------

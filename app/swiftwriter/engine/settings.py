@@ -69,6 +69,10 @@ class DraftSettings:
     pace: bool = True
     head_tree: tuple[int, ...] = ()  # drafter children per node and depth; () = the kind's default
     head_beam: int = 4  # recurrent drafter: nodes expanded per depth
+    # Recurrent drafter, EAGLE-2's dynamic tree: a node is expanded to the next depth only
+    # while the drafter's probability of its whole path is at least this (0 = always, up to
+    # the beam), so deeper levels (host time every drafting step pays) run where they may hold.
+    head_grow: float = 0.0
     # Draft-vocabulary ids a drafter scores (its most frequent; 0 = all): 2,048 cover 90% of
     # the default model's tokens and cut the draft head's weight reads fourfold against 8,192.
     head_vocab: int = 2048
@@ -76,6 +80,8 @@ class DraftSettings:
     def __post_init__(self):
         if self.max_nodes < 0 or self.max_depth < 1:
             raise UserError("max_nodes must be >= 0 and max_depth >= 1")
+        if not 0.0 <= self.head_grow < 1.0:
+            raise UserError("head_grow is a probability: at least 0, below 1")
 
     @classmethod
     def plain(cls) -> DraftSettings:

@@ -263,3 +263,36 @@ def test_the_bfloat16_choice_is_measured_once_per_drafter_shape(trained, monkeyp
     assert sorted(map(str, timed)) == ["torch.bfloat16", "torch.float32"]
     source.bfloat16_if_faster(trained["recurrent"].module)
     assert len(timed) == 2  # remembered
+
+
+def test_a_grown_tree_expands_only_the_paths_the_drafter_is_confident_of(tiny_llama, trained):
+    """EAGLE-2's dynamic tree (`head_grow`): the second level is drafted under a first-level
+    node only while the drafter's probability of that node is at least the threshold, so
+    unconfident steps skip the second level's host time."""
+    from swiftwriter.engine.heads.source import DrafterSource
+
+    feature = torch.randn(tiny_llama.config.hidden_size, generator=torch.Generator().manual_seed(3))
+
+    def drafts(grow):
+        source = DrafterSource(trained["recurrent"], tiny_llama, tree=(3, 2), grow=grow)
+        source.start(SamplingSettings(greedy=True, penalty=1.0), 256)
+        source.set_feature(feature)
+        return source, [c.tokens for c in source.propose([7], 16)]
+
+    source, every = drafts(0.0)
+    assert sum(len(t) == 2 for t in every) == 6  # all three first-level nodes grew
+    state = source.module(feature[None].to(source.dtype), source.emb[[7]].to(source.dtype))
+    probs = source._probs(state, None)[0]
+    top = probs.topk(3)
+    firsts = [source.vocab_list[i] for i in top.indices.tolist()]
+    assert [t for t in every if len(t) == 1] == [(f,) for f in firsts]
+    p1, p2 = top.values.tolist()[:2]
+    assert p1 > p2
+    _, grown = drafts((p1 + p2) / 2)  # only the most likely first node is confident enough
+    assert [t for t in grown if len(t) == 1] == [(f,) for f in firsts]
+    assert {t[0] for t in grown if len(t) == 2} == {firsts[0]}
+    assert set(grown) <= set(every)
+    _, flat = drafts(min(0.999, p1 + 1e-3))  # none is: one level only
+    assert all(len(t) == 1 for t in flat)
+    with pytest.raises(UserError):
+        DraftSettings(head_grow=1.0)

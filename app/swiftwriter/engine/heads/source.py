@@ -84,8 +84,10 @@ class DrafterSource(CandidateSource):
         tree: Sequence[int] = (),
         beam: int = 4,
         vocab_limit: int = 0,
+        grow: float = 0.0,
     ):
         self.bundle = bundle
+        self.grow = grow
         self.module = bundle.module
         self.kind = bundle.kind
         self.wants_feature = self.module.feature  # "final" or "prenorm"
@@ -213,8 +215,10 @@ class DrafterSource(CandidateSource):
                 node = (self.feature, tok, (tok,), (confidence_rank(p),), p)
                 frontier.append(node)
                 out.append(Candidate(self.name, node[2], node[3][-1], ranks=node[3]))
-            frontier = frontier[: self.beam]
+            frontier = [n for n in frontier[: self.beam] if n[4] >= self.grow]
         for k in tree:
+            if not frontier:  # no path confident enough to grow (EAGLE-2's dynamic tree)
+                break
             feats = torch.stack([f for f, *_ in frontier])
             toks = torch.tensor([t for _, t, *_ in frontier])
             states = self.module(feats, self.emb[toks].to(self.dtype))
@@ -234,5 +238,5 @@ class DrafterSource(CandidateSource):
                     children.append(cand)
                     out.append(Candidate(self.name, cand[2], cand[3][-1], ranks=cand[3]))
             children.sort(key=lambda c: -c[4])
-            frontier = children[: self.beam]
+            frontier = [c for c in children[: self.beam] if c[4] >= self.grow]
         return out
