@@ -9,6 +9,8 @@ from swiftwriter.bench.eagle_trial import AttentionDrafter, AttentionTrainer, at
 from swiftwriter.engine.heads.features import extract_rows
 from swiftwriter.engine.heads.train import TrainSettings
 
+from tests.engine.heads.test_drafters import own_text
+
 
 def _inputs(b=1, t=10, h=32, seed=0):
     g = torch.Generator().manual_seed(seed)
@@ -41,25 +43,8 @@ def test_each_depth_sees_only_the_true_prefix_and_its_own_chain():
     torch.testing.assert_close(drafter.unroll(feats, other)[1][:, 5], base[1][:, 5])
 
 
-def _rows(model, rows=6, length=64):
-    g = torch.Generator().manual_seed(0)
-    out = []
-    for _ in range(rows):
-        prompt = torch.randint(2, model.config.vocab_size, (1, 4), generator=g)
-        ids = model.generate(
-            prompt,
-            attention_mask=torch.ones_like(prompt),
-            max_new_tokens=length,
-            min_new_tokens=length,
-            do_sample=False,
-            pad_token_id=0,
-        )
-        out.append(ids[0, 4 : 4 + length])
-    return torch.stack(out)
-
-
 def test_training_lowers_the_loss_and_hits_are_counted_like_the_recurrent_drafters(tiny_llama):
-    rows = _rows(tiny_llama)
+    rows = own_text(tiny_llama, rows=6, length=64)
     data = extract_rows(tiny_llama, rows, penalty=1.2)
     data["tokens"] = rows
     settings = TrainSettings(steps=40, batch=64, draft_vocab=256, warmup=5, val_rows=1)

@@ -134,21 +134,12 @@ class AttentionTrainer(Trainer):
             total = total + 0.8 ** (i - 1) * term
         return total
 
-    def train_step(self) -> float:
+    def draw(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """This step's windows: (rows, window starts), reproducible per step."""
         g = torch.Generator().manual_seed(self.s.seed * 1_000_003 + self.step)
         r = self.train_rows[torch.randint(len(self.train_rows), (self.windows,), generator=g)]
         limit = self.data["tokens"].shape[1] - self.span - self.s.depth
-        s = torch.randint(max(1, limit), (self.windows,), generator=g)
-        self.module.train()
-        for group in self.opt.param_groups:
-            group["lr"] = self.lr_at(self.step)
-        loss = self.loss(r, s)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(self.module.parameters(), 1.0)
-        self.opt.step()
-        self.step += 1
-        return float(loss.detach())
+        return r, torch.randint(max(1, limit), (self.windows,), generator=g)
 
 
 @torch.no_grad()

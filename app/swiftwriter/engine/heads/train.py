@@ -152,11 +152,15 @@ class Trainer:
         progress = (step - s.warmup) / max(1, s.steps - s.warmup)
         return base * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
+    def draw(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """This step's (rows, positions), reproducible per step."""
+        return self.batches.positions(self.step, self.s.batch)
+
     def train_step(self) -> float:
         self.module.train()
         for group in self.opt.param_groups:
             group["lr"] = self.lr_at(self.step)
-        r, t = self.batches.positions(self.step, self.s.batch)
+        r, t = self.draw()
         loss = self.loss(r, t)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
