@@ -125,7 +125,7 @@ class AttentionTrainer(Trainer):
         return flat_r, out
 
     def loss(self, r, t) -> torch.Tensor:
-        flat_r, preds = self._predictions(r[: self.windows], t[: self.windows])
+        flat_r, preds = self._predictions(r, t)
         total = 0.0
         for i, state, pos in preds:
             term = self._soft_ce(state, flat_r, pos)
@@ -230,7 +230,6 @@ def main(argv: list[str] | None = None) -> int:
     from swiftwriter.engine.heads import files
     from swiftwriter.modelstore import loader, registry
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     loaded = loader.load(registry.resolve(None), dtype="bfloat16", with_drafter=False)
     model = loaded.model
     texts = sorted(args.features.glob("*.safetensors"))
