@@ -204,6 +204,11 @@ class DrafterSource(CandidateSource):
             out.extend(Candidate(self.name, t, r[-1], ranks=r) for t, r in paths)
         return out
 
+    def _to_grow(self, nodes: list) -> list:
+        """The nodes (most probable first) expanded at the next depth: the beam's, while the
+        path probability holds `grow` (EAGLE-2's dynamic tree)."""
+        return [n for n in nodes[: self.beam] if n[4] >= self.grow]
+
     def _propose_recurrent(self, last_token: int, presence, first, tree) -> list[Candidate]:
         # frontier: (feature, last token id, path tokens, path ranks, path probability)
         out: list[Candidate] = []
@@ -215,7 +220,7 @@ class DrafterSource(CandidateSource):
                 node = (self.feature, tok, (tok,), (confidence_rank(p),), p)
                 frontier.append(node)
                 out.append(Candidate(self.name, node[2], node[3][-1], ranks=node[3]))
-            frontier = [n for n in frontier[: self.beam] if n[4] >= self.grow]
+            frontier = self._to_grow(frontier)
         for k in tree:
             if not frontier:  # no path confident enough to grow (EAGLE-2's dynamic tree)
                 break
@@ -238,5 +243,5 @@ class DrafterSource(CandidateSource):
                     children.append(cand)
                     out.append(Candidate(self.name, cand[2], cand[3][-1], ranks=cand[3]))
             children.sort(key=lambda c: -c[4])
-            frontier = [c for c in children[: self.beam] if c[4] >= self.grow]
+            frontier = self._to_grow(children)
         return out
