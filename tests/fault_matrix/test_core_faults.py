@@ -1,11 +1,8 @@
-"""The fault matrix: each fault a writer's machine can throw at a project, run for real in a
-child process, then the same checks: nothing committed is lost, `integrity_check` is ok, the
-writer saw at most one line of error and no traceback, and the source file is unchanged."""
+"""Fault matrix rows: kills mid-write, a full disk, read-only files, a symlinked lock, a zip
+bomb, bad encodings and a corrupt registry (shared checks in `common.py`)."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import signal
 import subprocess
@@ -20,66 +17,7 @@ from swiftwriter.store import Project
 from swiftwriter.store import backups as backups_mod
 
 from tests.conftest import run_as_user
-
-CLI = [sys.executable, "-m", "swiftwriter"]
-BASE = "Chapter one, written and saved before anything went wrong."
-
-
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture
-def env(tmp_path):
-    return {
-        **os.environ,
-        "SWIFTWRITER_DATA_DIR": str(tmp_path / "data"),
-        "SWIFTWRITER_CONFIG_DIR": str(tmp_path / "config"),
-        "SWIFTWRITER_LOG_DIR": str(tmp_path / "logs"),
-    }
-
-
-@pytest.fixture
-def project(tmp_path):
-    path = tmp_path / "Novel.swiftwriter"
-    with Project.create(path, title="Novel") as p:
-        p.add_document("Chapter 1", BASE)
-    return path
-
-
-def check_project(path: Path, must_hold: list[str]) -> None:
-    with Project.open(path) as p:
-        assert p.integrity_check() == "ok"
-        texts = [p.document(d.id).text for d in p.documents()]
-        texts += [g.text for g in p.generations()]
-    for text in must_hold:
-        assert any(text in t for t in texts), f"lost: {text[:60]!r}"
-
-
-def one_line(result: subprocess.CompletedProcess, expect: str) -> None:
-    err = result.stderr.strip()
-    assert result.returncode != 0, result
-    assert "Traceback" not in result.stderr and err.count("\n") == 0, err
-    assert expect in err, err
-
-
-def kill_when(code: str, marker: str, env, *args: str) -> list[str]:
-    """Run `code` in a child, SIGKILL it once it printed `marker` twice; its output lines."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(code), *args],
-        stdout=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    lines: list[str] = []
-    deadline = time.monotonic() + 60
-    while sum(marker in line for line in lines) < 2 and time.monotonic() < deadline:
-        line = child.stdout.readline()
-        if not line:
-            break
-        lines.append(line.strip())
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=30)
-    return lines
-
+from tests.fault_matrix.common import BASE, CLI, check_project, digest, kill_when, one_line
 
 def test_sigkill_mid_take(project, env):
     lines = kill_when(
