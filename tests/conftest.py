@@ -5,15 +5,32 @@ need it. Tests never reach the network."""
 from __future__ import annotations
 
 import os
-import tempfile
 
 import pytest
+
+from tests import isolation
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-os.environ.setdefault("SWIFTWRITER_LOG_DIR", tempfile.mkdtemp(prefix="swiftwriter-test-logs-"))
+# Before anything of SwiftWriter is imported: the writer's own data, config, state and cache
+# folders are listed now and compared at the end of the session, and every test (and child
+# process) uses temporary ones instead.
+REAL_FOLDERS = isolation.real_folders()
+REAL_BEFORE = isolation.snapshot(REAL_FOLDERS.values())
+TEST_ROOT = isolation.redirect(REAL_FOLDERS)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the session if any test wrote into the writer's real folders."""
+    changed = isolation.changes(REAL_BEFORE, isolation.snapshot(REAL_FOLDERS.values()))
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        lines = ["Tests wrote outside their temporary folders:", *changed[:40]]
+        if reporter:
+            reporter.write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def build_tiny(

@@ -23,7 +23,10 @@ def data_dir() -> Path:
 
 
 def models_dir() -> Path:
-    path = data_dir() / "models"
+    """Converted models; SWIFTWRITER_MODELS_DIR moves them apart from the rest of the data
+    (a shared or read-only-linked folder: the tests reach the converted default model so)."""
+    override = os.environ.get("SWIFTWRITER_MODELS_DIR")
+    path = Path(override) if override else data_dir() / "models"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -34,6 +37,17 @@ def config_dir() -> Path:
         Path(override)
         if override
         else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cache_dir() -> Path:
+    """Per-user cache (the compiled kernel): anything here can be rebuilt;
+    SWIFTWRITER_CACHE_DIR overrides it."""
+    override = os.environ.get("SWIFTWRITER_CACHE_DIR")
+    path = (
+        Path(override) if override else Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
     )
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -4,7 +4,6 @@ bomb, bad encodings and a corrupt registry (shared checks in `common.py`)."""
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from swiftwriter.store import backups as backups_mod
 
 from tests.conftest import run_as_user
 from tests.fault_matrix.common import BASE, CLI, check_project, digest, kill_when, one_line
+
 
 def test_sigkill_mid_take(project, env):
     lines = kill_when(

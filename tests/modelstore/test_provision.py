@@ -18,6 +18,8 @@ def test_killed_conversion_is_redone(tmp_path, monkeypatch):
     env = dict(
         os.environ, SWIFTWRITER_DATA_DIR=str(data), SWIFTWRITER_CONFIG_DIR=str(tmp_path / "cfg")
     )
+    env.pop("SWIFTWRITER_MODELS_DIR")  # the models go into this data folder, not the session's
+    monkeypatch.delenv("SWIFTWRITER_MODELS_DIR")
     proc = subprocess.Popen(
         [sys.executable, "-m", "swiftwriter", "models", "prepare"],
         env=env,
@@ -59,6 +61,7 @@ def test_missing_package_or_bad_hash_is_a_clear_error(monkeypatch, tmp_path):
     from swiftwriter.errors import UserError
 
     monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("SWIFTWRITER_MODELS_DIR")
     entry = registry.default_entry()
     with pytest.raises(UserError, match="not installed"):
         provision.convert(replace(entry, package="no-such-package-xyz"))

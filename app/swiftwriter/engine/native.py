@@ -23,6 +23,8 @@ from pathlib import Path
 
 import torch
 
+from swiftwriter import paths
+
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("tree_attention.cpp")
@@ -54,8 +56,7 @@ def _cpu_flags() -> str:
 
 
 def build_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "swiftwriter" / "native"
+    return paths.cache_dir() / "native"
 
 
 def _name(flags: list[str] = FLAGS) -> str:
