@@ -65,3 +65,23 @@ def test_no_document_ticked_exports_nothing(qtbot, window, make_project, tmp_pat
     out = tmp_path / "nothing.docx"
     assert not dialog.export_to(out) and not out.exists()
     assert dialog.words.text() == "Tick at least one document to export"
+
+
+def test_exporting_over_the_open_project_is_refused_and_saves_still_land(
+    qtbot, window, make_project, tmp_path, monkeypatch
+):
+    path = make_project(docs=DOCS)
+    window.open_project(path)
+    monkeypatch.chdir(tmp_path)
+    dialog = window.export_dialog()
+    dialog.format.setCurrentIndex(dialog.format.findData("md"))
+    before = path.read_bytes()
+    assert not dialog.export_to(path.name)  # the project itself, spelled relative
+    assert "the project Novel.swiftwriter itself" in window.last_error
+    assert path.read_bytes() == before
+    window.project.add_document("Chapter 4", "Saved after the refused export.")
+    window.close_project()
+    from swiftwriter.store import Project
+
+    with Project.open(path, readonly=True) as proj:
+        assert "Chapter 4" in [d.title for d in proj.documents()]

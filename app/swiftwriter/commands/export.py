@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         author=args.author,
         strict=args.strict,
     )
-    removed = export_manuscript(manuscript, out, request)
+    removed = export_manuscript(manuscript, out, request, project=project_path)
     if removed:
         print(
             f"swiftwriter: dropped {removed} control character(s) a document cannot hold",

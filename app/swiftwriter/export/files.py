@@ -4,7 +4,8 @@ export never leaves half a file where the writer expects a finished one.
 The target must be an ordinary writable file or a new name: a link, a pipe, a device or a
 read-only file is refused, never replaced or written through. The new file is synced to disk
 before it takes the name, and temporary files an interrupted export left behind are removed
-on the next export to the same name."""
+on the next export to the same name. An export never replaces the project it reads, nor a
+file SQLite or the lock keeps beside it, however the target is spelled (`refuse_project_files`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,39 @@ from collections.abc import Callable
 from pathlib import Path
 
 from swiftwriter.errors import UserError
+
+# What SQLite and the lock keep beside a project; replacing one loses or unlocks the project.
+COMPANIONS = ("-wal", "-shm", "-journal", ".lock")
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)  # through links: a link names the file it points to
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def refuse_project_files(out: Path | str, project: Path | str | None) -> None:
+    """Refuse `out` when it is the project or one of its companion files under any spelling:
+    existing files are compared by identity (device and inode: a hard link, a symbolic link,
+    a relative name or `..` all match), names that do not exist yet by their real folder."""
+    if project is None:
+        return
+    out, project = Path(out).expanduser(), Path(project).expanduser()
+    out_id, out_real = _identity(out), os.path.realpath(out)
+    for base in {project.absolute(), Path(os.path.realpath(project))}:
+        for suffix in ("", *COMPANIONS):
+            mine = base.with_name(base.name + suffix)
+            if out_real == os.path.realpath(mine) or (
+                out_id is not None and out_id == _identity(mine)
+            ):
+                what = (
+                    f"the project {project.name} itself"
+                    if not suffix
+                    else f"{mine.name}, a file kept beside the project"
+                )
+                raise UserError(f"{out} is {what}: not replaced; export to another name")
 
 
 def _check_target(out: Path) -> None:

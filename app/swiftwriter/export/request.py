@@ -36,9 +36,18 @@ class ExportRequest:
             raise UserError(f"No such template: {self.template}")
 
 
-def export_manuscript(manuscript: Manuscript, out: Path | str, request: ExportRequest) -> int:
-    """Write `out` as asked; returns how many control characters were dropped."""
+def export_manuscript(
+    manuscript: Manuscript,
+    out: Path | str,
+    request: ExportRequest,
+    project: Path | str | None = None,
+) -> int:
+    """Write `out` as asked; returns how many control characters were dropped. `project`, the
+    file the manuscript came from, is never replaced, nor the files kept beside it."""
+    from swiftwriter.export.files import refuse_project_files
+
     request.check()
+    refuse_project_files(out, project)
     overrides = {k: v for k, v in (("title", request.title), ("author", request.author)) if v}
     if overrides:
         manuscript = dataclasses.replace(manuscript, **overrides)

@@ -138,7 +138,7 @@ class ToolsMixin:
         self.save_now()
         try:
             manuscript = manuscript_from_project(self.project, doc_ids)
-            export_manuscript(manuscript, path, request)
+            export_manuscript(manuscript, path, request, project=self.project.path)
         except (UserError, OSError) as exc:
             self.show_error("Export failed", str(exc))
             return False
