@@ -173,3 +173,33 @@ def test_the_store_and_its_cli_never_import_torch_or_qt():
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_hostile_tree_lists_without_recursion_and_breaks_cycles(project, project_path, caplog):
+    """A file nesting 3,000 deep and holding a parent cycle (a -> b -> a): every document is
+    listed once, the cycle's lowest id at the top level, said once in the log."""
+    import sqlite3
+
+    a = project.add_document("A", "alpha")
+    b = project.add_document("B", "beta", parent_id=a.id)
+    below = project.add_document("Below B", "gamma", parent_id=b.id)
+    project.close()
+    conn = sqlite3.connect(project_path)
+    conn.execute("UPDATE documents SET parent_id = ? WHERE id = ?", [b.id, a.id])
+    conn.executemany(
+        "INSERT INTO documents (id, parent_id, kind, title, text, position) "
+        "VALUES (?, ?, 'section', ?, '', 0)",
+        [(100 + i, 99 + i if i else None, f"Level {i}") for i in range(3000)],
+    )
+    conn.commit()
+    conn.close()
+    with Project.open(project_path, readonly=True) as view:
+        docs = view.documents()
+        view.documents()
+        by_id = {d.id: d for d in docs}
+        assert len(docs) == len(by_id) == 3003
+        assert (by_id[a.id].depth, by_id[a.id].parent_id) == (0, None)
+        assert (by_id[b.id].depth, by_id[below.id].depth, by_id[3099].depth) == (1, 2, 2999)
+        assert view.document(b.id).depth == 1 and view.document(3099).depth == 2999
+        assert view.document(a.id).parent_id is None
+    assert sum("parent cycle" in r.getMessage() for r in caplog.records) == 1

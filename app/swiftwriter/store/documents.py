@@ -6,6 +6,7 @@ change). Positions among siblings are kept dense (0, 1, 2, ...) so moves stay si
 from __future__ import annotations
 
 import functools
+import logging
 import sqlite3
 from collections import defaultdict
 
@@ -20,6 +21,51 @@ from swiftwriter.store.records import (
     check_title,
     now,
 )
+
+log = logging.getLogger(__name__)
+_said: set = set()  # cycles already logged: once per file and cycle
+
+
+def tree_order(rows: list[dict], make, where: str = "") -> list[Document]:
+    """Rows as documents in depth-first order, without recursion (a hostile file may nest
+    thousands deep). A parent cycle (a -> b -> a) is broken by showing its lowest id at the
+    top level, said once in the log."""
+    children = defaultdict(list)
+    ids = {r["id"] for r in rows}
+    for r in rows:
+        children[r["parent_id"] if r["parent_id"] in ids else None].append(r)
+    for siblings in children.values():
+        siblings.sort(key=lambda r: (r["position"], r["id"]), reverse=True)
+    out: list[Document] = []
+    seen: set[int] = set()
+    stack = [(r, 0) for r in children.get(None, ())]
+    broken = []
+    while True:
+        while stack:
+            r, depth = stack.pop()
+            if r["id"] in seen:
+                continue
+            seen.add(r["id"])
+            out.append(make(r, depth))
+            stack.extend((c, depth + 1) for c in children.get(r["id"], ()))
+        left = [r for r in rows if r["id"] not in seen]
+        if not left:
+            break
+        by_id = {r["id"]: r for r in left}  # only a cycle keeps rows out of reach: find it
+        at, path = min(by_id), []
+        while at not in path:
+            path.append(at)
+            at = by_id[at]["parent_id"]
+        top = by_id[min(path[path.index(at) :])]
+        broken.append(top["id"])
+        stack.append(({**top, "parent_id": None}, 0))
+    if broken and (where, tuple(broken)) not in _said:
+        _said.add((where, tuple(broken)))
+        log.warning(
+            "%s: documents %s sit in a parent cycle; shown at the top level",
+            where, ", ".join(map(str, broken)),
+        )  # fmt: skip
+    return out
 
 
 def _locked(method):
@@ -52,36 +98,22 @@ class DocumentsMixin:
         rows = list(
             self.db.query(f"SELECT {self._DOC_COLUMNS} FROM documents WHERE deleted IS NULL")
         )
-        children = defaultdict(list)
-        ids = {r["id"] for r in rows}
-        for r in rows:
-            parent = r["parent_id"] if r["parent_id"] in ids else None
-            children[parent].append(r)
-        out: list[Document] = []
-        seen: set[int] = set()
-
-        def walk(parent, depth):
-            for r in sorted(children.get(parent, ()), key=lambda r: (r["position"], r["id"])):
-                if r["id"] in seen:
-                    continue
-                seen.add(r["id"])
-                out.append(self._doc(r, depth))
-                walk(r["id"], depth + 1)
-
-        walk(None, 0)
-        return out
+        return tree_order(rows, self._doc, self.path.name)
 
     @_locked
     def document(self, doc_id: int) -> Document:
         row = self._doc_row(doc_id)
-        depth, parent, hops = 0, row["parent_id"], 0
-        while parent is not None and hops < 10_000:
+        depth, parent, above = 0, row["parent_id"], {doc_id}
+        while parent is not None:
             up = self.db.execute(
                 "SELECT parent_id FROM documents WHERE id = ?", [parent]
             ).fetchone()
             if up is None:
                 break
-            depth, parent, hops = depth + 1, up[0], hops + 1
+            if parent in above:  # a parent cycle planted in the file: as the tree shows it
+                return next(d for d in self.documents() if d.id == doc_id)
+            above.add(parent)
+            depth, parent = depth + 1, up[0]
         return self._doc(row, depth)
 
     def add_document(

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from swiftwriter.export import office
 from swiftwriter.export.layout import PageSetup, default_page_size, rounded_word_count
 from swiftwriter.export.request import ExportRequest
+from swiftwriter.ui.project_tree import tree_parent
 from swiftwriter.words import count_words
 
 FORMAT_NAMES = {"md": "Markdown (.md)", "docx": "Word (.docx)", "odt": "OpenDocument (.odt)",
@@ -104,7 +105,7 @@ class ExportDialog(QDialog):
             item.setData(0, ID_ROLE, doc.id)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
             item.setCheckState(0, Qt.CheckState.Checked)
-            parent = items.get(doc.parent_id)
+            parent = tree_parent(items, doc)
             (parent.addChild(item) if parent else self.documents.addTopLevelItem(item))
             items[doc.id] = item
         self.documents.expandAll()

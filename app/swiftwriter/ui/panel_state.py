@@ -5,6 +5,7 @@ shipped presets are always there and cannot be deleted)."""
 from __future__ import annotations
 
 import json
+import math
 
 from swiftwriter.ui.generation_panel import CONTEXT_POLICIES, PRESETS, STORY_LABELS, UNITS
 
@@ -44,9 +45,9 @@ def apply_state(panel, state: dict) -> list[str]:
     applied = []
 
     def number(key, widget, kind):
-        value = state.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            widget.setValue(kind(value))
+        value = state.get(key)  # a hostile file may hold 1e300, NaN or -10**30: clamp or skip
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            widget.setValue(kind(min(max(value, widget.minimum()), widget.maximum())))
             applied.append(key)
 
     def choice(key, widget, allowed):

@@ -26,6 +26,15 @@ from swiftwriter.store.records import DOCUMENT_KINDS
 ID_ROLE = Qt.ItemDataRole.UserRole
 # What "Add inside" makes under a document of each kind: a part holds chapters, a chapter scenes.
 CHILD_KIND = {"part": "chapter", "chapter": "scene", "scene": "scene"}
+# Deeper documents (a hostile file nests thousands) hang beside their parent at this level:
+# Qt and the walks over items recurse per level.
+MAX_DEPTH = 32
+
+
+def tree_parent(items: dict, doc) -> QTreeWidgetItem | None:
+    """The item a document hangs under in a tree widget (None: the top level)."""
+    parent = items.get(doc.parent_id)
+    return parent.parent() if parent is not None and doc.depth >= MAX_DEPTH else parent
 
 
 def new_kind(parent_kind: str | None, sibling_kind: str | None) -> str:
@@ -131,7 +140,7 @@ class ProjectTree(QWidget):
             if not self.project.readonly:
                 flags |= Qt.ItemFlag.ItemIsEditable
             for doc in self.project.documents():
-                parent = items.get(doc.parent_id)
+                parent = tree_parent(items, doc)
                 item = QTreeWidgetItem([doc.title, doc.kind])
                 item.setForeground(1, self.palette().placeholderText())
                 item.setData(0, ID_ROLE, doc.id)
@@ -165,14 +174,11 @@ class ProjectTree(QWidget):
 
     def ids_in_order(self) -> list[int]:
         out: list[int] = []
-
-        def walk(item: QTreeWidgetItem):
+        stack = [self.tree.topLevelItem(i) for i in reversed(range(self.tree.topLevelItemCount()))]
+        while stack:
+            item = stack.pop()
             out.append(item.data(0, ID_ROLE))
-            for i in range(item.childCount()):
-                walk(item.child(i))
-
-        for i in range(self.tree.topLevelItemCount()):
-            walk(self.tree.topLevelItem(i))
+            stack.extend(item.child(i) for i in reversed(range(item.childCount())))
         return out
 
     # -- changes ----------------------------------------------------------------------------
