@@ -54,6 +54,8 @@ def test_export_over_the_project_is_refused(project, env, tmp_path, how):
                             env=env, cwd=cwd, capture_output=True, text=True, timeout=60)  # fmt: skip
     one_line(result, "the project")
     assert digest(project) == before
+    if how == "hardlink":
+        Path(target).unlink()  # a project with two names is not opened for writing
     check_project(project, [BASE])
 
 
@@ -174,3 +176,46 @@ def test_models_add_writes_through_a_symlinked_registry(env, tmp_path):
     assert text.startswith("# kept in my dotfiles") and "[models.tiny]" in text
     assert sorted(p.name for p in dotfiles.iterdir()) == ["models.toml"]
     assert sorted(p.name for p in link.parent.iterdir()) == ["models.toml"]
+
+
+# -- one writer per project, whatever name it is opened by -----------------------------------
+@pytest.mark.parametrize("held_by", ["real", "link"])
+@pytest.mark.parametrize("how", ["symlink", "symlinked-folder", "relative"])
+def test_the_lock_holds_under_another_spelling(project, env, tmp_path, held_by, how):
+    if how == "symlink":
+        other = tmp_path / "Link.swiftwriter"
+        other.symlink_to(project)
+    elif how == "symlinked-folder":
+        (tmp_path / "shortcut").symlink_to(tmp_path, target_is_directory=True)
+        other = tmp_path / "shortcut" / project.name
+    else:
+        other = Path(os.path.relpath(project, tmp_path / "data"))
+    source = tmp_path / "more.md"
+    source.write_text("# More\n\nText.")
+    first, second = (project, other) if held_by == "real" else (other, project)
+    (tmp_path / "data").mkdir(exist_ok=True)
+    with Project.open(tmp_path / "data" / first if how == "relative" else first) as held:
+        result = subprocess.run([*CLI, "project", "import", str(second), str(source)], env=env,
+                                cwd=tmp_path / "data", capture_output=True, text=True,
+                                timeout=60)  # fmt: skip
+        one_line(result, f"is open in another SwiftWriter (process {os.getpid()} ")
+        held.add_document("Chapter 2", "Written by the one writer.")
+    check_project(project, [BASE, "Written by the one writer."])
+    with Project.open(project, readonly=True) as p:
+        assert "More" not in [d.title for d in p.documents()]
+
+
+def test_a_project_with_a_second_hard_link_is_refused_for_writing(project, env, tmp_path):
+    other = tmp_path / "elsewhere" / "Same.swiftwriter"
+    other.parent.mkdir()
+    os.link(project, other)
+    source = tmp_path / "more.md"
+    source.write_text("# More\n\nText.")
+    before = digest(project)
+    for name in (project, other):  # each name's lock and -wal would be its own
+        result = subprocess.run([*CLI, "project", "import", str(name), str(source)], env=env,
+                                capture_output=True, text=True, timeout=60)  # fmt: skip
+        one_line(result, "2 names (hard links)")
+    assert digest(project) == before
+    other.unlink()
+    check_project(project, [BASE])

@@ -3,7 +3,13 @@
 The operating system drops the lock when its holder dies, however it dies, so a crash never
 leaves a project locked; the file also names the holder (pid, host, time) so the second
 instance can say who has the project open. Where the file system cannot lock, the recorded
-pid is checked instead (same host only)."""
+pid is checked instead (same host only).
+
+The lock is keyed on the real file, not on how its path is spelled: the lock file sits beside
+the path with every symbolic link resolved (SQLite resolves them too for its `-wal`), so a
+link, a relative name or `..` all find the same lock. A hard link is a second real name, whose
+lock file (and SQLite's `-wal`, kept by name) would be another one: rather than a registry of
+inodes that outlives crashes badly, a project with more than one name is refused for writing."""
 
 from __future__ import annotations
 
@@ -31,7 +37,20 @@ _WIN_LOCK_OFFSET = 1 << 30  # lock a byte far past the holder info, which stays 
 
 
 def lock_path_for(project: Path) -> Path:
-    return project.with_name(project.name + ".lock")
+    real = Path(os.path.realpath(project))
+    return real.with_name(real.name + ".lock")
+
+
+def _one_name(project: Path) -> None:
+    """Refuse a project file that has other names (hard links): see the module's docstring."""
+    with contextlib.suppress(FileNotFoundError):
+        links = os.stat(project).st_nlink
+        if links > 1:
+            raise OSError(
+                errno.EMLINK,
+                f"the file has {links} names (hard links), and SQLite keeps its journal beside "
+                "each name, so writing through two of them can damage it: keep one name",
+            )
 
 
 @dataclass(frozen=True)
@@ -70,11 +89,13 @@ class ProjectLock:
     """Held from `acquire` until `release`; `held_by` names the other holder on failure."""
 
     def __init__(self, project: Path):
+        self.project = Path(project)
         self.path = lock_path_for(project)
         self.fd: int | None = None
 
     def acquire(self) -> Holder | None:
         """Take the lock; returns None on success, else who holds it."""
+        _one_name(self.project)
         for _ in range(5):
             fd = self._open(os.O_RDWR | os.O_CREAT)
             try:
