@@ -6,13 +6,17 @@ file systems without hard links, damaged backups, a clock a year fast and a kill
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime, timedelta
+from pathlib import Path
 
 from swiftwriter.store import Project
+from swiftwriter.store import backups as backups_mod
 
-from tests.fault_matrix.common import BASE, CLI, check_project, digest
+from tests.fault_matrix.common import BASE, CLI, check_project, digest, kill_when, one_line
 
 DEEP = 3000
 
@@ -71,3 +75,107 @@ def test_hostile_tree_and_settings(project, env, tmp_path):
     assert window.returncode == 0, window.stderr[-2000:]
     assert window.stdout.split() == [str(DEEP + 3), "True"]
     check_project(project, [BASE, "alpha", "beta"])
+
+
+def _cli(env, *args, code: str = "") -> subprocess.CompletedProcess:
+    """The CLI in a child, after `code` (a fault planted in that process)."""
+    run = f"import sys\n{code}\nfrom swiftwriter.cli import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", run, *args], env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+
+
+def _backup(project, env) -> Path:
+    made = _cli(env, "project", "backup", str(project))
+    assert made.returncode == 0, made.stderr
+    return Path(made.stdout.strip().split(" to ", 1)[1])
+
+
+def _folder(project, env) -> Path:
+    return Path(env["SWIFTWRITER_DATA_DIR"]) / "backups" / backups_mod.folder_for(project).name
+
+
+def test_clock_a_year_fast_keeps_the_dailies(project, env):
+    folder = _folder(project, env)
+    folder.mkdir(parents=True)
+    start = datetime.now().replace(microsecond=0)
+    dailies = [folder / f"{start - timedelta(days=d):{backups_mod.STAMP}}.swiftwriter"
+               for d in range(1, 21)]  # fmt: skip
+    for path in dailies:
+        shutil.copyfile(project, path)
+    fast = _cli(env, "project", "backup", str(project),
+                code="import time\nreal = time.time\ntime.time = lambda: real() + 365 * 86400")  # fmt: skip
+    assert fast.returncode == 0, fast.stderr
+    assert all(p.exists() for p in dailies), "a backup made a year fast deleted the dailies"
+    _backup(project, env)  # the clock right again
+    assert all(p.exists() for p in dailies) and len(list(folder.glob("*.swiftwriter"))) == 22
+    check_project(project, [BASE])
+
+
+STALL = """
+import os, sys, time
+def stall(*args, **kwargs):
+    print("stalled", flush=True)
+    print("stalled", flush=True)
+    time.sleep(120)
+os.{call} = stall
+from swiftwriter.cli import main
+main(sys.argv[1:])
+"""
+
+
+def test_killed_backup_and_restore_leave_no_partials(project, env, tmp_path):
+    with Project.open(project) as p:
+        p.add_document("Bulk", "filler " * 200_000)
+    made = _backup(project, env)
+    kill_when(STALL.format(call="replace"), "stalled", env, "project", "backup", str(project))
+    folder = made.parent
+    assert list(folder.glob(".*.partial")), "the killed backup left its temporary"
+    listed = _cli(env, "project", "backups", str(project))
+    assert listed.returncode == 0 and str(made) in listed.stdout, listed.stderr
+    assert not list(folder.glob(".*.partial"))
+    where = tmp_path / "restored"
+    where.mkdir()
+    kill_when(STALL.format(call="link"), "stalled", env,
+              "project", "restore", str(made), str(where / "First.swiftwriter"))  # fmt: skip
+    partials = [p for p in where.iterdir() if p.name.startswith(".")]
+    assert partials and sum(p.stat().st_size for p in partials) > 1_000_000
+    again = _cli(env, "project", "restore", str(made), str(where / "Second.swiftwriter"))
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in where.iterdir()) == ["Second.swiftwriter"]
+    check_project(where / "Second.swiftwriter", [BASE])
+    check_project(project, [BASE])
+
+
+def test_restore_through_a_planted_link(project, env, tmp_path):
+    made = _backup(project, env)
+    victim = tmp_path / "victim.db"
+    victim.write_bytes(b"")
+    new = tmp_path / "New.swiftwriter"
+    Path(tmp_path / f".{new.name}.restoring").symlink_to(victim)
+    result = _cli(env, "project", "restore", str(made), str(new))
+    assert result.returncode == 0, result.stderr
+    assert victim.read_bytes() == b"", "the restore wrote through the planted link"
+    check_project(new, [BASE])
+
+
+def test_restore_where_hard_links_fail(project, env, tmp_path):
+    made = _backup(project, env)
+    new = tmp_path / "New.swiftwriter"
+    no_links = ("import errno, os\n"
+                "def link(*a, **k):\n    raise OSError(errno.EPERM, 'Operation not permitted')\n"
+                "os.link = link")  # fmt: skip
+    result = _cli(env, "project", "restore", str(made), str(new), code=no_links)
+    assert result.returncode == 0, result.stderr
+    check_project(new, [BASE])
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_damaged_backup_is_refused(project, env, tmp_path):
+    made = _backup(project, env)
+    made.write_bytes(made.read_bytes().replace(b"went wrong", b"went WRONG"))
+    listed = _cli(env, "project", "backups", str(project))
+    assert "DAMAGED" in listed.stdout, listed.stdout
+    new = tmp_path / "New.swiftwriter"
+    one_line(_cli(env, "project", "restore", str(made), str(new)), "checksum")
+    assert not new.exists()
+    check_project(project, [BASE])

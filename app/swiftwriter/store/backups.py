@@ -4,8 +4,11 @@ mistaken delete can take the project file, so consistent copies live in the data
 A backup is made with SQLite's online backup API (a consistent copy even while the project is
 open and being written), first under a temporary name, then renamed into place. Each project
 has its own folder of backups, named by the project's file name and a hash of its full path;
-the newest few are kept, and older ones thinned to one per day for a month. A backup is
-restored as a new project, never over the live file."""
+the newest few are kept, and older ones thinned to one per day for the last month that has
+backups (counted by days with backups, never by age: a clock set wrong deletes nothing). Each
+backup's SHA-256 is recorded beside it when made and checked before it is restored. A backup is
+restored as a new project, never over the live file; temporaries get fresh names (a planted
+link is never followed) and are locked while in use, so those of a killed run are cleared."""
 
 from __future__ import annotations
 
@@ -14,10 +17,16 @@ import hashlib
 import json
 import os
 import sqlite3
+import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None
 
 from swiftwriter import paths
 from swiftwriter.store.records import ProjectError
@@ -27,6 +36,9 @@ KEEP_DAYS = 30  # older ones: the newest of each day, for this many days
 STAMP = "%Y%m%d-%H%M%S"
 SUFFIX = ".swiftwriter"
 SOURCE = "source.json"  # which project a backup folder belongs to
+CHECKSUM = ".sha256"  # beside each backup: its SHA-256, recorded when it was made
+AHEAD = timedelta(hours=1)  # a backup dated further after the clock is suspect
+STALE_S = 600  # without file locks: a temporary untouched this long belongs to a killed run
 
 
 @dataclass(frozen=True)
@@ -36,7 +48,9 @@ class Backup:
     size: int
 
     def describe(self) -> str:
-        return f"{self.made:%Y-%m-%d %H:%M:%S}  {self.size / 1024:,.0f} KB  {self.path}"
+        """One line for a listing, with the checksum checked (the path last)."""
+        mark = {True: "checksum ok", False: "DAMAGED", None: "no checksum"}[verify(self.path)]
+        return f"{self.made:%Y-%m-%d %H:%M:%S}  {self.size / 1024:,.0f} KB  {mark}  {self.path}"
 
 
 def backups_root() -> Path:
@@ -57,48 +71,77 @@ def make_backup(db: sqlite3.Connection, project: Path, now: float | None = None)
     folder = folder_for(project)
     made = datetime.fromtimestamp(time.time() if now is None else now)
     target = folder / f"{made.strftime(STAMP)}{SUFFIX}"
-    tmp = folder / f".{target.name}.partial"
+    tmp = held = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / SOURCE).write_text(json.dumps({"project": str(project)}), encoding="utf-8")
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        clear_stale(folder, ".*.partial")
+        tmp, held = _temporary(folder, f".{target.name}.", ".partial")
         dest = sqlite3.connect(tmp)
         try:
             db.backup(dest)
             dest.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
         finally:
             dest.close()
+        _sync(tmp)
+        _write_synced(Path(f"{target}{CHECKSUM}"), f"{_sha256(tmp)}  {target.name}\n")
         os.replace(tmp, target)
     except (OSError, sqlite3.Error) as exc:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, TypeError):
             tmp.unlink()
         raise ProjectError(f"Could not back up {project.name}: {exc}") from exc
-    thin(folder, made)
+    finally:
+        if held is not None:
+            os.close(held)
+    thin(folder, datetime.fromtimestamp(time.time()))  # the clock now, not the backup's name
     return Backup(target, made, target.stat().st_size)
 
 
 def list_backups(project: Path) -> list[Backup]:
     """The project's backups, newest first."""
     folder = folder_for(project)
-    return sorted(_in_folder(folder), key=lambda b: b.made, reverse=True) if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    clear_stale(folder, ".*.partial")  # left by a backup killed midway
+    return sorted(_in_folder(folder), key=lambda b: b.made, reverse=True)
+
+
+def verify(backup: Path) -> bool | None:
+    """Whether the backup still has the SHA-256 recorded when it was made (None: none was)."""
+    try:
+        recorded = Path(f"{backup}{CHECKSUM}").read_text(encoding="utf-8").split()[0]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return None
+    try:
+        return _sha256(Path(backup)) == recorded
+    except OSError:
+        return False
 
 
 def thin(folder: Path, now: datetime) -> list[Path]:
-    """Keep the newest KEEP_RECENT backups and, beyond them, the newest of each day for
-    KEEP_DAYS days; remove the rest. Returns what was removed."""
-    backups = sorted((b for b in _in_folder(folder)), key=lambda b: b.made, reverse=True)
-    keep_days: set = set()
-    removed = []
-    for index, backup in enumerate(backups):
+    """Keep the newest KEEP_RECENT backups and, beyond them, the newest of each of the
+    KEEP_DAYS latest days that have backups; remove the rest. Counting days with backups
+    instead of age means a clock set a year fast deletes nothing. A backup dated after `now`
+    (the clock) is suspect: kept, but it never holds a place among the recent or the days
+    (only the newest KEEP_RECENT of those are kept). Returns what was removed."""
+    backups = sorted(_in_folder(folder), key=lambda b: b.made, reverse=True)
+    future = [b for b in backups if b.made > now + AHEAD]
+    sane = [b for b in backups if b.made <= now + AHEAD]
+    days: list = []
+    drop = future[KEEP_RECENT:]
+    for index, backup in enumerate(sane):
         day = backup.made.date()
-        age_days = (now - backup.made).days
-        keep = index < KEEP_RECENT or (day not in keep_days and age_days < KEEP_DAYS)
-        keep_days.add(day)
-        if not keep:
-            with contextlib.suppress(OSError):
-                backup.path.unlink()
-                removed.append(backup.path)
+        new_day = day not in days
+        if new_day:
+            days.append(day)
+        if not (index < KEEP_RECENT or (new_day and len(days) <= KEEP_DAYS)):
+            drop.append(backup)
+    removed = []
+    for backup in drop:
+        with contextlib.suppress(OSError):
+            backup.path.unlink()
+            removed.append(backup.path)
+            Path(f"{backup.path}{CHECKSUM}").unlink(missing_ok=True)
     return removed
 
 
@@ -119,13 +162,20 @@ def restore(backup: Path, new: Path) -> Path:
     from swiftwriter.store.project import inspect_file
 
     backup, new = Path(backup).expanduser(), Path(new).expanduser()
+    if verify(backup) is False:
+        raise ProjectError(
+            f"{backup.name} is damaged (its checksum differs from the one recorded when it was "
+            "made); it was not restored: choose another backup"
+        )
     inspect_file(backup)
-    if new.exists():
+    if new.exists() or new.is_symlink():
         raise ProjectError(f"{new} already exists: restore to a new name")
     if not new.parent.is_dir():
         raise ProjectError(f"No such folder: {new.parent}")
-    tmp = new.with_name(f".{new.name}.restoring")
+    tmp = held = None
     try:
+        clear_stale(new.parent, ".*.restoring")  # left by a restore killed midway
+        tmp, held = _temporary(new.parent, f".{new.name}.", ".restoring")
         source = sqlite3.connect(backup.resolve().as_uri() + "?mode=ro", uri=True)
         dest = sqlite3.connect(tmp)
         try:
@@ -134,16 +184,112 @@ def restore(backup: Path, new: Path) -> Path:
         finally:
             dest.close()
             source.close()
-        os.link(tmp, new)  # never overwrites a name taken meanwhile
+        _sync(tmp)
+        _link_or_rename(tmp, new)
     except FileExistsError:
         raise ProjectError(f"{new} already exists: restore to a new name") from None
     except (OSError, sqlite3.Error) as exc:
         raise ProjectError(f"Could not restore {backup.name}: {exc}") from exc
     finally:
-        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+        if held is not None:
+            os.close(held)
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")) if tmp else ():
             with contextlib.suppress(OSError):
                 leftover.unlink()
     return new
+
+
+def _link_or_rename(tmp: Path, new: Path) -> None:
+    """Give the finished file its name, never over a name taken meanwhile: a hard link, or
+    where the file system has none (EPERM, EXDEV, ENOTSUP), the name reserved with O_EXCL and
+    the file renamed onto that reservation in one step."""
+    try:
+        os.link(tmp, new)
+        return
+    except FileExistsError:
+        raise
+    except OSError:
+        pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    os.close(os.open(new, flags, 0o644))
+    try:
+        os.replace(tmp, new)
+    except OSError:
+        with contextlib.suppress(OSError):
+            new.unlink()
+        raise
+
+
+def _temporary(folder: Path, prefix: str, suffix: str) -> tuple[Path, int]:
+    """A fresh file made with O_EXCL (a planted file or link is never used), held under a
+    lock for as long as its descriptor is open, so `clear_stale` knows it is in use."""
+    fd, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=folder)
+    if fcntl is not None:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return Path(name), fd
+
+
+def clear_stale(folder: Path, pattern: str) -> list[Path]:
+    """Remove temporaries (and their SQLite side files) that no live process holds: those a
+    killed backup or restore left, which can be the size of a whole book."""
+    removed = []
+    for path in folder.glob(pattern):
+        if _in_use(path):
+            continue
+        for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+                removed.append(leftover)
+    return removed
+
+
+def _in_use(path: Path) -> bool:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False  # a link planted there, or gone already: never ours
+    try:
+        if fcntl is None:  # pragma: no cover - Windows: judge by age
+            return time.time() - os.fstat(fd).st_mtime < STALE_S
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_synced(path: Path, text: str) -> None:
+    """Write a small file whole: a temporary, synced, renamed into place."""
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
 
 
 SYNCED_FOLDERS = ("dropbox", "onedrive", "google drive", "googledrive", "icloud", "nextcloud",
