@@ -4,13 +4,18 @@ rollback journal (shared checks in `common.py`)."""
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from swiftwriter.store import Project
 
+from tests.conftest import run_as_user
 from tests.fault_matrix.common import BASE, CLI, check_project, digest, one_line
 
 
@@ -218,4 +223,134 @@ def test_a_project_with_a_second_hard_link_is_refused_for_writing(project, env, 
         one_line(result, "2 names (hard links)")
     assert digest(project) == before
     other.unlink()
+    check_project(project, [BASE])
+
+
+# -- a full disk is named as such, a hot rollback journal is rolled back ---------------------
+def _leave_hot_journal(project: Path, env) -> None:
+    """A project in rollback-journal mode (as before it was first opened for writing, after
+    an older release) whose write was killed after SQLite spilled pages into the file."""
+    conn = sqlite3.connect(project)
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    code = textwrap.dedent(
+        """
+        import os, sqlite3, sys
+        conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+        conn.execute("PRAGMA cache_size = 10")  # spill to the file before the commit
+        conn.execute("BEGIN")
+        conn.execute("UPDATE documents SET text = ?", ["never committed " * 200_000])
+        os.kill(os.getpid(), 9)
+        """
+    )
+    subprocess.run([sys.executable, "-c", code, str(project)], env=env, timeout=60)
+    assert Path(f"{project}-journal").stat().st_size > 0
+
+
+def test_a_hot_rollback_journal_is_rolled_back_not_called_damaged(project, env, tmp_path):
+    _leave_hot_journal(project, env)
+    before = digest(project)
+    out = tmp_path / "book.md"
+    result = subprocess.run([*CLI, "export", str(project), "--out", str(out)], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    one_line(result, "unfinished change")  # read-only: cannot roll back, says why
+    assert "damaged" not in result.stderr and digest(project) == before
+    source = tmp_path / "more.md"
+    source.write_text("# More\n\nText.")
+    result = subprocess.run([*CLI, "project", "import", str(project), str(source)], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not Path(f"{project}-journal").exists()
+    check_project(project, [BASE, "Text."])
+    with Project.open(project, readonly=True) as p:
+        assert not any("never committed" in p.document(d.id).text for d in p.documents())
+
+
+def test_sqlite_full_says_the_disk_is_full(project, env):
+    """Runs everywhere: SQLite's own full condition (a page limit) in the child."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from swiftwriter.store import Project
+        from swiftwriter.store.records import ProjectError
+        with Project.open(sys.argv[1]) as p:
+            p.db.execute("PRAGMA max_page_count = " + str(p.db.execute("PRAGMA page_count").fetchone()[0] + 2))
+            try:
+                p.add_document("Long", "words " * 400_000)
+            except ProjectError as exc:
+                sys.exit(f"swiftwriter: {exc}")
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code, str(project)], env=env,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    one_line(result, "the disk is full")
+    assert "Novel.swiftwriter" in result.stderr and "damaged" not in result.stderr
+    check_project(project, [BASE])
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 4 MiB file system (tmpfs): needs root and a kernel that lets it mount one."""
+    folder = tmp_path / "small"
+    folder.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)],
+                           capture_output=True, text=True)  # fmt: skip
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {mount.stderr.strip()}")
+    yield folder
+    subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def _fill(folder: Path, leave: int = 0) -> Path:
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+    try:
+        while True:
+            os.write(fd, b"x" * 4096)
+    except OSError as exc:
+        assert exc.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    os.truncate(filler, max(0, filler.stat().st_size - leave))
+    return filler
+
+
+@pytest.mark.parametrize("leave", [0, 256 * 1024])  # nothing left to open; too little to save
+def test_a_full_disk_says_so(small_disk, env, tmp_path, leave):
+    project = small_disk / "Novel.swiftwriter"
+    with Project.create(project, title="Novel") as p:
+        p.add_document("Chapter 1", BASE)
+    filler = _fill(small_disk, leave)
+    before = digest(project)
+    source = tmp_path / "long.md"
+    source.write_text("# Long\n\n" + "words " * 400_000)
+    commands = [["project", "import", str(project), str(source)]]
+    if not leave:
+        commands.append(["export", str(project), "--out", str(tmp_path / "book.md")])
+    for args in commands:
+        result = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True,
+                                timeout=60)  # fmt: skip
+        one_line(result, "the disk is full")
+        assert "Novel.swiftwriter" in result.stderr and "damaged" not in result.stderr
+    assert digest(project) == before
+    filler.unlink()
+    check_project(project, [BASE])
+
+
+def test_a_hot_journal_in_a_read_only_folder_is_not_read_past(project, env, tmp_path):
+    """Read-only folders are read as immutable, which would skip the journal and show the
+    half-written file: refused in one line instead, and nothing changes."""
+    _leave_hot_journal(project, env)
+    before = digest(project)
+    (tmp_path / "out").mkdir()
+    project.parent.chmod(0o555)
+    try:
+        result = run_as_user(
+            "import sys\nfrom swiftwriter.cli import main\nsys.exit(main(sys.argv[1:]))",
+            "export", str(project), "--out", str(tmp_path / "out" / "book.md"),
+        )  # fmt: skip
+    finally:
+        project.parent.chmod(0o755)
+    one_line(result, "Novel.swiftwriter-journal")
+    assert "damaged" not in result.stderr and digest(project) == before
     check_project(project, [BASE])

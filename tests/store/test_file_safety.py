@@ -166,7 +166,7 @@ def test_a_failed_lock_write_does_not_leave_the_project_locked(saved, monkeypatc
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(lock_mod.ProjectLock, "_write_holder", staticmethod(full_disk))
-    with pytest.raises(ProjectError, match="No space left"):
+    with pytest.raises(ProjectError, match="the disk is full"):
         Project.open(saved)
     monkeypatch.undo()
     with Project.open(saved) as p:  # the lock was given back

@@ -19,7 +19,7 @@ from pathlib import Path
 import sqlite_utils
 
 from swiftwriter import __version__
-from swiftwriter.store import schema
+from swiftwriter.store import diskfaults, schema
 from swiftwriter.store.documents import DocumentsMixin, _locked
 from swiftwriter.store.generations import GenerationsMixin
 from swiftwriter.store.history import HistoryMixin
@@ -66,13 +66,13 @@ def _readonly_connection(path: Path) -> sqlite3.Connection:
     memory file a WAL reader needs, so the file is read as immutable; changes still waiting in
     a `-wal` file there cannot be read, and opening is refused rather than showing old text."""
     uri = path.resolve().as_uri() + "?mode=ro"
-    if not _folder_writable(path):
-        wal = Path(f"{path}-wal")
-        if wal.exists() and wal.stat().st_size > 0:
-            raise ProjectError(
-                f"{path.name} has recent changes in {wal.name} and its folder is read-only, so "
-                "they cannot be read: copy the folder somewhere writable and open it there"
-            )
+    if not _folder_writable(path):  # immutable skips a -wal, and a -journal's rollback
+        for side in (Path(f"{path}-wal"), diskfaults.journal_of(path)):
+            if side.exists() and side.stat().st_size > 0:
+                raise ProjectError(
+                    f"{path.name} has recent changes in {side.name} and its folder is read-only, "
+                    "so they cannot be read: copy the folder somewhere writable and open it there"
+                )
         uri += "&immutable=1"
     return sqlite3.connect(uri, uri=True, check_same_thread=False)
 
@@ -140,7 +140,8 @@ def _inspect(path: Path) -> int:
         return version
     except sqlite3.DatabaseError as exc:
         raise ProjectError(
-            f"{path.name} is damaged or not a database ({exc}); it was left untouched"
+            diskfaults.explain(exc, path, "Could not read")
+            or f"{path.name} is damaged or not a database ({exc}); it was left untouched"
         ) from exc
     finally:
         conn.close()
@@ -245,7 +246,8 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
             holder = lock.acquire()
         except OSError as exc:
             raise ProjectError(
-                f"Cannot lock {path.name} ({exc.strerror or exc}): open it read-only"
+                diskfaults.explain(exc, path, "Could not open")
+                or f"Cannot lock {path.name} ({exc.strerror or exc}): open it read-only"
             ) from exc
         if holder is not None:
             message = f"{path.name} is open in another SwiftWriter ({holder.describe()})"
@@ -253,6 +255,13 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                 return cls._open_readonly(path, message + ": opened read-only")
             raise ProjectLockedError(message + "; open it read-only or close it there", holder)
         try:
+            try:  # a write killed in rollback-journal mode is undone first, as SQLite intends
+                diskfaults.roll_back_hot_journal(path, schema.APPLICATION_ID)
+            except sqlite3.Error as exc:
+                raise ProjectError(
+                    diskfaults.explain(exc, path, "Could not open")
+                    or f"Could not roll back the unfinished change in {path.name}: {exc}"
+                ) from exc
             version = inspect_file(path)
             if version < schema.SCHEMA_VERSION:
                 cls._backup(path, version)
@@ -267,7 +276,10 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                 db.enable_wal()
             except sqlite3.Error as exc:
                 db.close()
-                raise ProjectError(f"Could not open {path.name} for writing: {exc}") from exc
+                raise ProjectError(
+                    diskfaults.explain(exc, path, "Could not open")
+                    or f"Could not open {path.name} for writing: {exc}"
+                ) from exc
         except BaseException:
             lock.release()
             raise
@@ -344,6 +356,10 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                 with self.db.atomic():
                     yield self.db
             except sqlite3.Error as exc:
+                if diskfaults.is_disk_full(exc, self.path):
+                    why = "this change was not made: free some space and save again"
+                    message = diskfaults.full_message(self.path, "Could not save to", why)
+                    raise ProjectError(message) from exc
                 raise ProjectError(
                     f"Could not save to {self.path.name} ({exc}); this change was not made"
                 ) from exc
