@@ -65,6 +65,7 @@ def test_retry_save_as_and_discard(qtbot, window, make_project, failing_saves, t
     with Project.open(path, readonly=True) as p:
         assert p.documents()[0].text == "The sea was grey."  # the disk never took it
 
+    window.choose = lambda title, text, choices: "Not now"  # the copy of the refused text
     assert window.open_project(path)
     type_text(window, " Thrown away.")
     window.choose = lambda title, text, choices: "Discard changes"
@@ -92,7 +93,7 @@ def test_an_emergency_copy_is_offered_back_on_the_next_open(
     assert window.close_project()
     failing_saves.heal()
     offered = []
-    window.ask = lambda title, text: offered.append(text) or True
+    window.choose = lambda title, text, choices: offered.append(text) or choices[0]
     assert window.open_project(path)
     assert "could not be saved" in offered[0]
     titles = [d.title for d in window.project.documents()]
@@ -163,3 +164,59 @@ def test_closing_while_a_take_will_not_stop_keeps_the_project_open_and_saved(
     monkeypatch.undo()
     window.generation.stop()
     qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+
+
+def test_a_note_typed_just_before_adding_another_is_kept(qtbot, window, make_project):
+    """Typing in a note and clicking + within the save delay: the list reloads for the new
+    note, and the typed text must be stored first (it used to be dropped)."""
+    from PySide6.QtCore import Qt
+
+    path = open_doc(window, make_project)
+    notes = window.notes
+    note_id = notes.current_id()
+    notes.text.setFocus()
+    notes.text.moveCursor(notes.text.textCursor().MoveOperation.End)
+    qtbot.keyClicks(notes.text, ", harbourmaster")
+    assert notes._save_timer.isActive()  # the debounced save has not run yet
+    qtbot.mouseClick(notes.add_button, Qt.MouseButton.LeftButton)
+    assert notes.current_id() != note_id and notes.list.count() == 2
+    assert window.project.note(note_id).text == "Elena Marsh, harbourmaster"
+    qtbot.wait(1000)  # the save delay passes: nothing overwrites it
+    qtbot.keyClicks(notes.text, "a note deleted at once")
+    notes.delete_current()  # its text goes with it: no failed save, no emergency copy
+    assert notes.current_id() == note_id and window.last_error == ""
+    assert safekeeping.emergency_copies(path) == []
+    window.close_project()
+    with Project.open(path, readonly=True) as p:
+        assert p.note(note_id).text == "Elena Marsh, harbourmaster"
+
+
+def test_not_now_keeps_an_emergency_copy_and_only_a_confirmed_discard_deletes_it(
+    qtbot, window, make_project, failing_saves
+):
+    path = open_doc(window, make_project)
+    type_text(window, " Words the disk refused.")
+    window.choose = lambda title, text, choices: "Discard changes"
+    assert window.close_project()
+    failing_saves.heal()
+    offers, confirms = [], []
+
+    def reopen(choice: str, confirm: bool) -> list[str]:
+        window.choose = lambda title, text, choices: offers.append(text) or choice
+        window.ask = lambda title, text: confirms.append(text) or confirm
+        assert window.open_project(path)
+        titles = [d.title for d in window.project.documents()]
+        assert window.close_project()
+        return titles
+
+    assert reopen("Not now", False) == ["Chapter 1"]
+    assert len(safekeeping.emergency_copies(path)) == 1  # kept: offered again next time
+    assert reopen("Discard…", False) == ["Chapter 1"]  # the confirmation said no
+    assert "could not be saved" in offers[1] and "for good" in confirms[-1]
+    assert [c.text for c in safekeeping.emergency_copies(path)] == [
+        "The sea was grey. Words the disk refused."
+    ]
+    assert reopen("Discard…", True) == ["Chapter 1"]
+    assert safekeeping.emergency_copies(path) == []
+    reopen("Not now", True)
+    assert len(offers) == 3  # nothing left to offer

@@ -32,13 +32,13 @@ class NotesPanel(QWidget):
         self.list.setToolTip("Tick a note to pin it to the prompt")
         self.text = QPlainTextEdit(placeholderText="Note text: characters, places, style…")
         self.text.setEnabled(False)
-        add = QToolButton(text="+", toolTip="Add a note", autoRaise=True)
+        self.add_button = QToolButton(text="+", toolTip="Add a note", autoRaise=True)
         remove = QToolButton(text="−", toolTip="Delete this note", autoRaise=True)
-        add.clicked.connect(lambda: self.add_note())
+        self.add_button.clicked.connect(lambda: self.add_note())
         remove.clicked.connect(self.delete_current)
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
-        bar.addWidget(add)
+        bar.addWidget(self.add_button)
         bar.addWidget(remove)
         bar.addStretch(1)
         split = QSplitter(Qt.Orientation.Vertical)
@@ -59,9 +59,13 @@ class NotesPanel(QWidget):
     def set_project(self, project: Project | None) -> None:
         self.save()
         self.project = project
-        self.reload()
+        self.reload(save_shown=False)  # the shown note is the old project's: saved above
 
-    def reload(self, select: int | None = None) -> None:
+    def reload(self, select: int | None = None, save_shown: bool = True) -> None:
+        """Rebuild the list from the store. The shown note's text is saved first: the list and
+        the text box are cleared, so a save still waiting for its delay would lose it."""
+        if save_shown and not self._loading:
+            self.save()
         self._loading = True
         try:
             self.list.clear()
@@ -105,7 +109,7 @@ class NotesPanel(QWidget):
             return
         self._save_timer.stop()
         self.project.delete_note(note_id)
-        self.reload()
+        self.reload(save_shown=False)  # its text went with it
 
     def set_pinned(self, note_id: int, pinned: bool) -> None:
         if self.project is not None:
