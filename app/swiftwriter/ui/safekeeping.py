@@ -6,8 +6,9 @@ main window).
   and on close; during a take the take's own span is left out (the generation's record is its
   safe copy) and merged when the take ends.
 - A save that fails keeps an emergency copy of the text in the data folder, offered back when
-  the project is next opened; closing or switching documents after a failed save asks: Retry,
-  Save the text as a file, Discard, or Cancel.
+  the project is next opened (Not now keeps it for the next time; only a confirmed Discard
+  deletes it); closing or switching documents after a failed save asks: Retry, Save the text
+  as a file, Discard, or Cancel.
 - A backup goes to the data folder on close and every few minutes of writing (store/backups.py);
   File > Backups lists them and restores one as a new project."""
 
@@ -37,6 +38,7 @@ from swiftwriter.store import backups as backups_mod
 
 BACKUP_EVERY_S = 10 * 60
 LEAVING_CHOICES = ("Retry", "Save text as…", "Discard changes", "Cancel")
+OFFER_CHOICES = ("Add as a new document", "Discard…", "Not now")  # closing the box: Not now
 
 
 @dataclass
@@ -210,21 +212,32 @@ class SafekeepingMixin:
 
     # -- emergency copies and backups -------------------------------------------------------
     def offer_emergency_copies(self) -> None:
-        """Text a failed save kept for this project, offered back as new documents."""
+        """Text a failed save kept for this project, offered back as new documents. A copy is
+        deleted only once added back or after a confirmed Discard: Not now keeps it for the
+        next time the project opens."""
         if self.project is None or self.project.readonly:
             return
         for copy in emergency_copies(self.project.path):
             words = len(copy.text.split())
-            if self.ask(
+            choice = self.choose(
                 "Unsaved text was kept",
                 f"{words:,} words typed in “{copy.title}” could not be saved on {copy.saved}. "
-                "Add them back as a new document?",
-            ):
+                f"Add them back as a new document? Not now keeps them in {copy.path.parent} "
+                "and asks again the next time this project opens.",
+                OFFER_CHOICES,
+            )
+            if choice == OFFER_CHOICES[0]:
                 try:
                     self.project.add_document(f"{copy.title} (recovered)", copy.text)
                 except ProjectError as exc:
                     self.show_error("Could not add the recovered text", str(exc))
                     continue
+            elif choice != OFFER_CHOICES[1] or not self.ask(
+                "Discard the kept text",
+                f"Delete the {words:,} words kept from “{copy.title}” for good? This cannot be "
+                "undone.",
+            ):
+                continue
             with contextlib.suppress(OSError):
                 copy.path.unlink()
 
