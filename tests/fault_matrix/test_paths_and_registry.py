@@ -354,3 +354,24 @@ def test_a_hot_journal_in_a_read_only_folder_is_not_read_past(project, env, tmp_
     one_line(result, "Novel.swiftwriter-journal")
     assert "damaged" not in result.stderr and digest(project) == before
     check_project(project, [BASE])
+
+
+@pytest.mark.slow
+def test_a_real_conversion_replaces_only_the_models_own_folder(model_env, tmp_path):
+    data = Path(model_env["SWIFTWRITER_DATA_DIR"])
+    stale = data / "models" / "planted"
+    stale.mkdir(parents=True)
+    (stale / "old-weights.bin").write_text("an earlier conversion")
+    (data / "models" / "other-model").mkdir()
+    (data / "models" / "other-model" / "config.json").write_text("{}")
+    registry = Path(model_env["SWIFTWRITER_CONFIG_DIR"]) / "models.toml"
+    registry.parent.mkdir(parents=True)
+    registry.write_text('[models."planted"]\n' + _gguf_entry())
+    before = {k: v for k, v in _files(tmp_path).items() if "models/planted" not in k}
+    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force"], env=model_env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    after = _files(tmp_path)
+    assert {k: v for k, v in after.items() if "models/planted" not in k} == before
+    assert "data/models/planted/config.json" in after
+    assert "data/models/planted/old-weights.bin" not in after
