@@ -179,3 +179,106 @@ def test_damaged_backup_is_refused(project, env, tmp_path):
     one_line(_cli(env, "project", "restore", str(made), str(new)), "checksum")
     assert not new.exists()
     check_project(project, [BASE])
+
+
+PLANTED = (
+    "CREATE TRIGGER wipe AFTER UPDATE ON documents BEGIN DELETE FROM documents; END;"
+    "CREATE TRIGGER wipe_new AFTER INSERT ON documents BEGIN DELETE FROM documents; END;"
+    "CREATE VIEW peek AS SELECT text FROM documents;"
+)
+
+
+def _plant(path) -> None:
+    conn = sqlite3.connect(path)
+    conn.executescript(PLANTED)
+    conn.close()
+
+
+def _planted_in(path) -> list:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    found = conn.execute("SELECT name FROM sqlite_master WHERE type IN ('trigger', 'view')")
+    names = [row[0] for row in found]
+    conn.close()
+    return names
+
+
+def test_planted_trigger_never_runs_on_saves_or_reaches_backups(project, env, tmp_path):
+    _plant(project)
+    made = _backup(project, env)
+    assert _planted_in(made) == [] and _planted_in(project) != []
+    source = tmp_path / "more.md"
+    source.write_text("# More\n\nImported after the trigger was planted.")
+    result = _cli(env, "project", "import", str(project), str(source))
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert _planted_in(project) == []
+    check_project(project, [BASE, "Imported after the trigger"])
+    restored = tmp_path / "Restored.swiftwriter"
+    assert _cli(env, "project", "restore", str(made), str(restored)).returncode == 0
+    assert _planted_in(restored) == []
+
+
+FORMAT_1 = """
+CREATE TABLE "meta" ("key" TEXT PRIMARY KEY, "value" TEXT NOT NULL);
+CREATE TABLE "documents" ("id" INTEGER PRIMARY KEY,
+   "parent_id" INTEGER REFERENCES "documents"("id"), "kind" TEXT NOT NULL,
+   "title" TEXT NOT NULL, "text" TEXT NOT NULL DEFAULT '', "position" INTEGER NOT NULL,
+   "created" TEXT, "modified" TEXT);
+CREATE INDEX "idx_documents_parent_id_position" ON "documents" ("parent_id", "position");
+CREATE TABLE "snapshots" ("id" INTEGER PRIMARY KEY,
+   "doc_id" INTEGER NOT NULL REFERENCES "documents"("id"), "title" TEXT,
+   "text" TEXT NOT NULL, "reason" TEXT, "created" TEXT NOT NULL);
+CREATE INDEX "idx_snapshots_doc_id" ON "snapshots" ("doc_id");
+CREATE TABLE "notes" ("id" INTEGER PRIMARY KEY, "title" TEXT NOT NULL,
+   "text" TEXT NOT NULL DEFAULT '', "pinned" INTEGER NOT NULL DEFAULT 0,
+   "position" INTEGER NOT NULL, "created" TEXT, "modified" TEXT);
+"""
+
+# The pre-migration copy goes slowly, a page at a time, announcing each: SIGKILL lands midway.
+SLOW_COPY = """
+import sqlite3, sys, types
+import swiftwriter.store.project as project_mod
+
+class Slow(sqlite3.Connection):
+    def backup(self, target, **kwargs):
+        def progress(status, remaining, total):
+            print("copying", remaining, "of", total, flush=True)
+        return super().backup(target, pages=1, progress=progress)
+
+shim = types.ModuleType("sqlite3")
+shim.__dict__.update(sqlite3.__dict__)
+shim.connect = lambda *args, **kwargs: sqlite3.connect(*args, factory=Slow, **kwargs)
+project_mod.sqlite3 = shim
+from swiftwriter.store import Project
+Project.open(sys.argv[1]).close()
+print("migrated", flush=True)
+"""
+
+
+def test_killed_migration_redoes_its_backup(env, tmp_path):
+    from swiftwriter.store import schema
+
+    old = tmp_path / "Old.swiftwriter"
+    conn = sqlite3.connect(old)
+    conn.executescript(FORMAT_1)
+    conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO meta VALUES ('title', 'Old')")
+    conn.execute("INSERT INTO documents VALUES (1, NULL, 'chapter', 'One', ?, 0, 't', 't')",
+                 [BASE + " filler" * 200_000])  # fmt: skip
+    conn.commit()
+    conn.close()
+    before = digest(old)
+    lines = kill_when(SLOW_COPY, "copying", env, str(old))
+    assert lines and "migrated" not in lines
+    assert digest(old) == before  # killed before the migration: the file as it was
+    done = subprocess.run([sys.executable, "-c", SLOW_COPY.replace("pages=1", "pages=-1"),
+                           str(old)], env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.split()[-1] == "migrated", done.stderr
+    bak = tmp_path / "Old.swiftwriter.format1.bak"
+    copy = sqlite3.connect(f"file:{bak}?mode=ro", uri=True)
+    assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert copy.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert copy.execute("SELECT text FROM documents").fetchone()[0].startswith(BASE)
+    copy.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    check_project(old, [BASE])

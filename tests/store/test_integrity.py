@@ -249,3 +249,85 @@ def test_generation_killed_mid_stream_keeps_every_flushed_piece(project, project
         with pytest.raises(ProjectError, match="not an interrupted one"):
             proj.recover_generation(gen.id)
     assert os.path.exists(project_path)
+
+
+PLANTED = """
+CREATE TRIGGER wipe AFTER UPDATE ON documents BEGIN DELETE FROM documents; END;
+CREATE TRIGGER wipe_new AFTER INSERT ON documents BEGIN DELETE FROM documents; END;
+CREATE VIEW peek AS SELECT text FROM documents;
+CREATE TABLE stash (x);
+CREATE INDEX stash_x ON stash (x);
+"""
+
+
+def _objects(path) -> set:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    found = {(t, n) for t, n in conn.execute("SELECT type, name FROM sqlite_master")}
+    conn.close()
+    return found
+
+
+def test_planted_triggers_views_and_tables_never_run_or_reach_backups(
+    project, project_path, tmp_path, monkeypatch, caplog
+):
+    """A project file can carry SQL of its own: a trigger that empties the document tree on
+    the writer's next save. What the app does not make is dropped on open, and never copied
+    into a backup or a restored project."""
+    from swiftwriter.store import backups
+
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path / "data"))
+    doc = project.add_document("Chapter 1", "Saved before the trigger was planted.")
+    project.close()
+    conn = sqlite3.connect(project_path)
+    conn.executescript(PLANTED)
+    conn.close()
+    planted = {("trigger", "wipe"), ("trigger", "wipe_new"), ("view", "peek"),
+               ("table", "stash"), ("index", "stash_x")}  # fmt: skip
+    with Project.open(project_path, readonly=True) as view:  # a read-only view: no change
+        made = view.backup()
+    assert planted <= _objects(project_path)
+    assert not planted & _objects(made.path)
+    restored = backups.restore(made.path, tmp_path / "Restored.swiftwriter")
+    assert not planted & _objects(restored)
+    conn = sqlite3.connect(made.path)  # a backup planted after it was made: restore drops them
+    conn.executescript(PLANTED)
+    conn.close()
+    (made.path.parent / f"{made.path.name}{backups.CHECKSUM}").unlink()
+    again = backups.restore(made.path, tmp_path / "Again.swiftwriter")
+    assert not planted & _objects(again)
+    with Project.open(project_path) as proj:
+        proj.update_text(doc.id, "Saved after.")
+        proj.add_document("Chapter 2", "More.")
+        assert [d.text for d in proj.documents()] == ["Saved after.", "More."]
+    assert not planted & _objects(project_path)
+    assert sum("does not make" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_an_unreadable_pre_migration_backup_is_redone(tmp_path):
+    """A run killed while copying the old format left a `.bak` that cannot be read: the next
+    open makes it again before migrating, instead of trusting the name."""
+    path = tmp_path / "Old.swiftwriter"
+    make_format_1(path)
+    bak = tmp_path / "Old.swiftwriter.format1.bak"
+    bak.write_bytes(path.read_bytes()[:5000])  # what a copy killed midway leaves
+    with Project.open(path) as proj:
+        assert proj.schema_version() == schema.SCHEMA_VERSION
+    backup = sqlite3.connect(f"file:{bak}?mode=ro", uri=True)
+    assert backup.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert backup.execute("SELECT text FROM documents WHERE id = 2").fetchone()[0] == "It began."
+    assert backup.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    backup.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_pre_migration_copy_that_does_not_check_out_stops_the_migration(tmp_path, monkeypatch):
+    from swiftwriter.store import backups
+
+    path = tmp_path / "Old.swiftwriter"
+    make_format_1(path)
+    digest = file_digest(path)
+    monkeypatch.setattr(backups, "sound_copy", lambda copy, version: False)
+    with pytest.raises(ProjectError, match="before upgrading"):
+        Project.open(path)
+    assert file_digest(path) == digest
+    assert not (tmp_path / "Old.swiftwriter.format1.bak").exists()

@@ -80,6 +80,7 @@ def make_backup(db: sqlite3.Connection, project: Path, now: float | None = None)
         dest = sqlite3.connect(tmp)
         try:
             db.backup(dest)
+            _drop_planted(dest)
             dest.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
         finally:
             dest.close()
@@ -180,6 +181,7 @@ def restore(backup: Path, new: Path) -> Path:
         dest = sqlite3.connect(tmp)
         try:
             source.backup(dest)
+            _drop_planted(dest)
             dest.execute("PRAGMA journal_mode = WAL")
         finally:
             dest.close()
@@ -197,6 +199,77 @@ def restore(backup: Path, new: Path) -> Path:
             with contextlib.suppress(OSError):
                 leftover.unlink()
     return new
+
+
+def before_migration(project: Path, version: int) -> Path:
+    """Keep a copy of the project in its old format beside it before a migration: written
+    whole (a fresh temporary, synced, checked, then renamed), so a run killed midway leaves no
+    `.bak` that looks done; one that is missing or unreadable is made again."""
+    from swiftwriter.store.project import _readonly_connection
+
+    target = project.with_name(f"{project.name}.format{version}.bak")
+    if sound_copy(target, version):
+        return target
+    tmp = held = None
+    try:
+        clear_stale(project.parent, f".{target.name}.*.partial")
+        tmp, held = _temporary(project.parent, f".{target.name}.", ".partial")
+        source = _readonly_connection(project)
+        try:
+            dest = sqlite3.connect(tmp)
+            try:
+                source.backup(dest)
+                dest.execute("PRAGMA journal_mode = DELETE")  # one self-contained file
+            finally:
+                dest.close()
+        finally:
+            source.close()
+        _sync(tmp)
+        if not sound_copy(tmp, version):
+            raise ProjectError(
+                f"Could not back up {project.name} before upgrading it: the copy did not check "
+                "out; the project was left as it was"
+            )
+        os.replace(tmp, target)
+        with contextlib.suppress(OSError):  # the new name on disk too, where folders sync
+            _sync(project.parent)
+    except (OSError, sqlite3.Error) as exc:
+        raise ProjectError(f"Could not back up {project.name} before upgrading it: {exc}") from exc
+    finally:
+        if held is not None:
+            os.close(held)
+        for leftover in (tmp, Path(f"{tmp}-journal")) if tmp else ():
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+    return target
+
+
+def sound_copy(copy: Path, version: int) -> bool:
+    """Whether `copy` is a whole project file of format `version` (SQLite's full check)."""
+    if not copy.is_file() or copy.is_symlink():
+        return False
+    try:
+        conn = sqlite3.connect(copy.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return conn.execute("PRAGMA user_version").fetchone()[0] == version and conn.execute(
+            "PRAGMA integrity_check"
+        ).fetchall() == [("ok",)]
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _drop_planted(copy: sqlite3.Connection) -> None:
+    """A copy keeps only the SQL the app makes (a planted trigger would run on the writer's
+    saves in a restored project)."""
+    from swiftwriter.store import schema
+
+    version = copy.execute("PRAGMA user_version").fetchone()[0]
+    if 1 <= version <= schema.SCHEMA_VERSION:
+        schema.drop_foreign(copy, version)
 
 
 def _link_or_rename(tmp: Path, new: Path) -> None:

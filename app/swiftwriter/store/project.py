@@ -272,6 +272,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
                 db.execute("PRAGMA busy_timeout = 5000")
                 db.execute("PRAGMA synchronous = FULL")
                 db.execute("PRAGMA foreign_keys = ON")
+                schema.remove_planted(db, version, path.name)  # a trigger must not run on saves
                 schema.migrate(db)  # first: a migration that fails leaves every byte as it was
                 db.enable_wal()
             except sqlite3.Error as exc:
@@ -300,21 +301,10 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
 
     @staticmethod
     def _backup(path: Path, version: int) -> None:
-        """Before a migration, keep a copy of the file in its old format (once)."""
-        target = path.with_name(f"{path.name}.format{version}.bak")
-        if target.exists():
-            return
-        source = _readonly_connection(path)
-        try:
-            dest = sqlite3.connect(target)
-            try:
-                source.backup(dest)
-            finally:
-                dest.close()
-        except sqlite3.Error as exc:
-            raise ProjectError(f"Could not back up {path.name} before upgrading it: {exc}") from exc
-        finally:
-            source.close()
+        """Before a migration, keep a sound copy of the file in its old format (see backups)."""
+        from swiftwriter.store import backups
+
+        backups.before_migration(path, version)
 
     def close(self) -> None:
         with self._mutex:

@@ -8,6 +8,7 @@ file as it was."""
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Callable
 
 import sqlite_utils
@@ -147,6 +148,60 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> list[int
             db.execute(f"PRAGMA user_version = {version}")
             applied.append(version)
     return applied
+
+
+@functools.cache
+def expected_objects(version: int) -> frozenset[tuple[str, str]]:
+    """(type, name) of every table, index, trigger and view a file of format `version` has."""
+    import sqlite3
+
+    db = sqlite_utils.Database(sqlite3.connect(":memory:"), execute_plugins=False)
+    migrate(db, version)
+    names = frozenset(_objects(db.conn))
+    db.close()
+    return names
+
+
+def _objects(conn) -> list[tuple[str, str]]:
+    return [
+        (kind, name)
+        for kind, name in conn.execute("SELECT type, name FROM sqlite_master")
+        if not name.startswith("sqlite_")  # SQLite's own (autoindexes, sequences, statistics)
+    ]
+
+
+def foreign_objects(conn, version: int) -> list[tuple[str, str]]:
+    """What a file holds that the migrations never make: a trigger planted in a project runs
+    on the writer's own saves (one that deletes documents on update), so it is not kept."""
+    expected = expected_objects(version)
+    order = {"trigger": 0, "view": 1, "table": 2, "index": 3}
+    found = [o for o in _objects(conn) if o not in expected]
+    return sorted(found, key=lambda o: (order.get(o[0], 4), o[1]))
+
+
+def drop_foreign(conn, version: int) -> list[str]:
+    """Drop the triggers, views, tables and indexes the app does not make, in the caller's
+    transaction; returns what was dropped ('trigger wipe', ...)."""
+    dropped = []
+    for kind, name in foreign_objects(conn, version):
+        if kind not in ("trigger", "view", "table", "index"):
+            continue
+        quoted = '"' + name.replace('"', '""') + '"'
+        conn.execute(f"DROP {kind.upper()} IF EXISTS {quoted}")
+        dropped.append(f"{kind} {name}")
+    return dropped
+
+
+def remove_planted(db: sqlite_utils.Database, version: int, where: str) -> list[str]:
+    """Drop what the app does not make before anything writes (one transaction), said once
+    in the log: the writer's saves then run only the app's own SQL."""
+    with db.atomic():
+        dropped = drop_foreign(db.conn, version)
+    if dropped:
+        logging.getLogger(__name__).warning(
+            "%s held things SwiftWriter does not make (%s): removed", where, ", ".join(dropped)
+        )
+    return dropped
 
 
 @functools.cache
