@@ -1,21 +1,29 @@
 """Files a writer should never have imported, refused quickly with one clear line: zip bombs,
-damaged Word files, text in an unknown encoding, binary files, pathological headings."""
+damaged Word files, text in an unknown encoding, binary files; and files read, bounded, that
+would have taken minutes or gigabytes: pathological runs, list levels, templates, odd names."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import textwrap
 import time
 import zipfile
+from pathlib import Path
 
 import docx
 import pytest
 from swiftwriter.cli import main
 from swiftwriter.errors import UserError
 from swiftwriter.export import docx_in
-from swiftwriter.export.importers import import_file, markdown_to_manuscript
+from swiftwriter.export.docx_out import export_docx
+from swiftwriter.export.importers import import_file, import_manuscript, markdown_to_manuscript
+from swiftwriter.export.model import Manuscript, Section
 from swiftwriter.store import Project
+
+from tests.export import hostile_docx
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +156,48 @@ def test_a_heading_line_of_a_hundred_thousand_blanks_parses_in_linear_time():
 )
 def test_atx_titles_follow_commonmark(line, title):
     assert markdown_to_manuscript(line + "\n\ntext").sections[0].title == title
+
+
+LIMITED = "import resource\nresource.setrlimit(resource.RLIMIT_AS, ({0}, {0}))\n{1}"
+
+
+def _limited(code: str, *args: str) -> dict[str, str]:
+    """`code` in a child with 1.5 GB of address space: its 'key: value' lines."""
+    script = LIMITED.format(1536 << 20, code)
+    result = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120
+    )
+    return dict(line.split(": ", 1) for line in result.stdout.splitlines() if ": " in line)
+
+
+def test_many_parts_just_under_a_megabyte_are_refused_before_any_is_read(tmp_path):
+    bomb = hostile_docx.many_parts_bomb(tmp_path / "parts.docx")
+    assert bomb.stat().st_size < 400_000
+    lines = _limited(REFUSE, str(bomb))
+    assert "was refused" in lines.get("refused", ""), lines
+    assert float(lines["seconds"]) < 2.0 and float(lines["extra_mb"]) < 300
+
+
+TEMPLATE = textwrap.dedent(
+    """
+    import sys, time
+    from swiftwriter.errors import UserError
+    from swiftwriter.export.docx_out import export_docx
+    from swiftwriter.export.model import Manuscript, Section
+    start = time.perf_counter()
+    try:
+        export_docx(Manuscript(sections=[Section(1, "One", "Text.")]), sys.argv[2],
+                    template=sys.argv[1])
+        print("exported: yes")
+    except UserError as exc:
+        print("refused:", exc)
+    print("seconds:", time.perf_counter() - start)
+    """
+)
+
+
+def test_a_template_gets_the_same_bounds_as_an_import(tmp_path):
+    bomb = hostile_docx.many_parts_bomb(tmp_path / "house.docx")
+    lines = _limited(TEMPLATE, str(bomb), str(tmp_path / "out.docx"))
+    assert "was refused" in lines.get("refused", ""), lines
+    assert float(lines["seconds"]) < 2.0 and not (tmp_path / "out.docx").exists()

@@ -33,6 +33,7 @@ from docx.text.paragraph import Paragraph
 
 from swiftwriter.errors import UserError
 from swiftwriter.export import ooxml
+from swiftwriter.export.docx_package import check_docx_package
 from swiftwriter.export.files import write_atomically
 from swiftwriter.export.layout import (
     PageSetup,
@@ -100,6 +101,7 @@ def open_template(template: Path | str | None):
     if template is None:
         return docx.Document()
     path = Path(template).expanduser()
+    check_docx_package(path, "a template")  # python-docx reads all of it: bombs are refused
     try:
         document = docx.Document(str(path))
     except (OSError, ValueError, KeyError) as exc:

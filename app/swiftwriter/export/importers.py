@@ -18,12 +18,9 @@ from swiftwriter.export.docx_in import docx_to_manuscript
 from swiftwriter.export.mdparse import MarkdownParser, render_tokens
 from swiftwriter.export.model import Manuscript, Section
 
+from swiftwriter.export.docx_package import check_docx_package
 SUFFIXES = (".md", ".markdown", ".txt", ".docx")
 MAX_TEXT_BYTES = 64 << 20  # a text file this large is not a manuscript (about 10 million words)
-MAX_DOCX_BYTES = 64 << 20
-MAX_DOCX_UNPACKED = 256 << 20  # all parts together, as the zip's directory declares them
-MAX_DOCX_RATIO = 100  # a part that unpacks to this many times its packed size is a bomb
-MAX_DOCX_PARTS = 5000
 
 
 def import_file(path: Path | str, encoding: str | None = None) -> list[tuple[int, str, str]]:
@@ -40,7 +37,7 @@ def import_manuscript(path: Path | str, encoding: str | None = None) -> Manuscri
         raise UserError(f"No such file: {file}")
     suffix = file.suffix.lower()
     if suffix == ".docx":
-        check_docx_size(file)
+        check_docx_package(file)
         try:
             ms = docx_to_manuscript(file)
         except (zipfile.BadZipFile, PackageNotFoundError, KeyError, ValueError) as exc:
@@ -56,31 +53,6 @@ def import_manuscript(path: Path | str, encoding: str | None = None) -> Manuscri
             Manuscript(sections=[Section(1, "", text)] if text.strip() else []), file.stem
         )
     raise UserError(f"Cannot import {file.name}: choose a {', '.join(SUFFIXES)} file")
-
-
-def check_docx_size(file: Path) -> None:
-    """Refuse a Word file before any part is unpacked when it, or what its zip directory says
-    its parts unpack to, is far beyond any manuscript (a zip bomb unpacks to gigabytes). The
-    zip reader never unpacks a part past its declared size, so the declared sizes bound the
-    memory the import can take."""
-    size = file.stat().st_size
-    if size > MAX_DOCX_BYTES:
-        raise UserError(f"{file.name} is too large to import ({size >> 20} MB; at most 64 MB)")
-    try:
-        with zipfile.ZipFile(file) as zf:
-            parts = zf.infolist()
-    except (zipfile.BadZipFile, OSError) as exc:
-        raise UserError(f"{file.name} is not a Word (.docx) document: {exc}") from exc
-    unpacked = sum(p.file_size for p in parts)
-    packed_bomb = any(
-        p.file_size > (1 << 20) and p.file_size > MAX_DOCX_RATIO * max(p.compress_size, 1)
-        for p in parts
-    )
-    if len(parts) > MAX_DOCX_PARTS or unpacked > MAX_DOCX_UNPACKED or packed_bomb:
-        raise UserError(
-            f"{file.name} was refused: it unpacks to {unpacked >> 20} MB in {len(parts)} parts, "
-            "far more than a manuscript (a damaged or malicious file)"
-        )
 
 
 def read_text(file: Path, encoding: str | None = None) -> str:

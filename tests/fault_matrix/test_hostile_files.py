@@ -1,0 +1,50 @@
+"""Fault matrix rows: hostile files given to import and export, each run through the CLI in a
+child process with a memory limit and a time bound (shared checks in `common.py`). A
+refusal is one line and changes nothing; a file that can be read is read, bounded."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+import docx
+import pytest
+from swiftwriter.store import Project
+
+from tests.export import hostile_docx
+from tests.fault_matrix.common import BASE, CLI, check_project, digest, one_line
+
+MEMORY = 1536 << 20  # the child's whole address space: far below what the bombs reached
+CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+
+
+def cli(env, *args, timeout: int = 60) -> tuple[subprocess.CompletedProcess, float]:
+    """The CLI in a child with at most 1.5 GB of address space; its result and seconds."""
+    start = time.monotonic()
+    result = subprocess.run([*CLI, *args], env=env, capture_output=True, text=True,
+                            timeout=timeout, preexec_fn=_limit_memory)  # fmt: skip
+    return result, time.monotonic() - start
+
+
+def titles(project: Path) -> list[str]:
+    with Project.open(project, readonly=True) as p:
+        return [d.title for d in p.documents()]
+
+
+def test_many_parts_just_under_a_megabyte(project, env, tmp_path):
+    bomb = hostile_docx.many_parts_bomb(tmp_path / "parts.docx")
+    before = digest(bomb)
+    result, seconds = cli(env, "project", "import", str(project), str(bomb))
+    one_line(result, "refused")
+    assert seconds < 20  # start-up included; it reached 2.7 GB and 15 s before
+    assert digest(bomb) == before
+    check_project(project, [BASE])
+    assert titles(project) == ["Chapter 1"]
