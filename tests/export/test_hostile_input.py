@@ -201,3 +201,17 @@ def test_a_template_gets_the_same_bounds_as_an_import(tmp_path):
     lines = _limited(TEMPLATE, str(bomb), str(tmp_path / "out.docx"))
     assert "was refused" in lines.get("refused", ""), lines
     assert float(lines["seconds"]) < 2.0 and not (tmp_path / "out.docx").exists()
+
+
+def test_a_template_without_numbering_still_numbers_lists(tmp_path):
+    bare = hostile_docx.without_numbering(tmp_path / "bare.docx")
+    out = tmp_path / "out.docx"
+    body = "1. first\n2. second\n\n- a bullet\n    1. nested"
+    export_docx(Manuscript(sections=[Section(1, "One", body)]), out, template=bare)
+    listed = [
+        p.text
+        for p in docx.Document(str(out)).paragraphs
+        if p._p.pPr is not None and p._p.pPr.numPr is not None
+    ]
+    assert listed == ["first", "second", "a bullet", "nested"]
+    assert import_file(out)[0][2] == body

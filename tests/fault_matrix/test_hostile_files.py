@@ -48,3 +48,21 @@ def test_many_parts_just_under_a_megabyte(project, env, tmp_path):
     assert digest(bomb) == before
     check_project(project, [BASE])
     assert titles(project) == ["Chapter 1"]
+
+
+def test_hostile_templates(project, env, tmp_path):
+    bomb = hostile_docx.many_parts_bomb(tmp_path / "house.docx")
+    out = tmp_path / "out.docx"
+    result, seconds = cli(env, "export", str(project), "--out", str(out), "--template", str(bomb))
+    one_line(result, "refused")
+    assert seconds < 20 and not out.exists()
+
+    bare = hostile_docx.without_numbering(tmp_path / "bare.docx")
+    with Project.open(project) as p:
+        p.add_document("Lists", "1. first\n2. second\n\n- a bullet")
+    result, _ = cli(env, "export", str(project), "--out", str(out), "--template", str(bare))
+    assert result.returncode == 0, result.stderr
+    listed = [p.text for p in docx.Document(str(out)).paragraphs if p._p.pPr is not None
+              and p._p.pPr.numPr is not None]  # fmt: skip
+    assert listed == ["first", "second", "a bullet"]
+    check_project(project, [BASE])

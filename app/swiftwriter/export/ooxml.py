@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import unicodedata
 
+from docx.opc.constants import CONTENT_TYPE as CT
 from docx.opc.constants import RELATIONSHIP_TYPE as RT
 from docx.oxml import OxmlElement, parse_xml
 from docx.oxml.ns import nsdecls, qn
+from docx.parts.numbering import NumberingPart
 
 TWIPS_PER_INCH = 1440
 _BULLETS = ("\u2022", "\u25e6", "\u25aa")
@@ -33,6 +35,23 @@ def _list_level(ilvl: int, fmt: str, text: str, style: str | None = None) -> str
     )
 
 
+def numbering_part(document):
+    """The document's numbering part, made empty when it has none (many templates): python-docx
+    finds one or raises NotImplementedError."""
+    try:
+        return document.part.numbering_part
+    except NotImplementedError:
+        package = document.part.package
+        part = NumberingPart(
+            package.next_partname("/word/numbering%d.xml"),
+            CT.WML_NUMBERING,
+            parse_xml(f"<w:numbering {nsdecls('w')}/>"),
+            package,
+        )
+        document.part.relate_to(part, RT.NUMBERING)
+        return part
+
+
 class Numbering:
     """Adds this exporter's own list definitions to the document's numbering part.
 
@@ -40,7 +59,7 @@ class Numbering:
     (Word's 'List Number' style would carry on counting across the whole document)."""
 
     def __init__(self, document) -> None:
-        self.element = document.part.numbering_part.element
+        self.element = numbering_part(document).element
         self._bullet_abstract = self._add_abstract(
             [_list_level(i, "bullet", _BULLETS[i % 3]) for i in range(9)]
         )
