@@ -215,3 +215,35 @@ def test_a_template_without_numbering_still_numbers_lists(tmp_path):
     ]
     assert listed == ["first", "second", "a bullet", "nested"]
     assert import_file(out)[0][2] == body
+
+
+@pytest.mark.parametrize("ilvl", ["200000000", "-3", "x", "8"])
+def test_list_levels_read_from_a_word_file_are_clamped(tmp_path, ilvl):
+    path = hostile_docx.with_paragraphs(
+        tmp_path / "deep.docx", hostile_docx.list_item("deep item", ilvl)
+    )
+    start = time.perf_counter()
+    ((_, _, body),) = import_file(path)
+    assert time.perf_counter() - start < 2.0
+    assert body.lstrip(" ") == "- deep item" and len(body) <= len("- deep item") + 4 * 8
+
+
+def test_numbering_definitions_and_outline_levels_out_of_range_are_read_sanely(tmp_path):
+    numbering = (
+        '<w:abstractNum w:abstractNumId="90"><w:lvl w:ilvl="99999999999">'
+        '<w:start w:val="99999999999999999999"/><w:numFmt w:val="decimal"/></w:lvl>'
+        '<w:lvl><w:numFmt w:val="decimal"/></w:lvl>'
+        '<w:lvl w:ilvl="1"><w:start w:val="-40"/><w:numFmt w:val="decimal"/></w:lvl>'
+        '</w:abstractNum><w:num w:numId="90"><w:abstractNumId w:val="90"/>'
+        '<w:lvlOverride w:ilvl="zz"><w:startOverride w:val="3"/></w:lvlOverride></w:num>'
+    )
+    paragraphs = (
+        hostile_docx.list_item("one", "1", "90")
+        + '<w:p><w:pPr><w:outlineLvl w:val="-100000"/></w:pPr><w:r><w:t>Low</w:t></w:r></w:p>'
+        + '<w:p><w:pPr><w:outlineLvl w:val="abc"/></w:pPr><w:r><w:t>Odd</w:t></w:r></w:p>'
+        + '<w:p><w:pPr><w:outlineLvl w:val="1"/></w:pPr><w:r><w:t>Head</w:t></w:r></w:p>'
+    )
+    path = hostile_docx.with_paragraphs(tmp_path / "odd.docx", paragraphs, numbering)
+    sections = import_file(path)
+    assert [(level, title) for level, title, _ in sections] == [(1, "odd"), (1, "Head")]
+    assert sections[0][2] == "    0. one\n\nLow\n\nOdd"

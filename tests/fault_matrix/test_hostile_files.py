@@ -50,6 +50,17 @@ def test_many_parts_just_under_a_megabyte(project, env, tmp_path):
     assert titles(project) == ["Chapter 1"]
 
 
+def test_a_list_level_of_two_hundred_million(project, env, tmp_path):
+    source = hostile_docx.with_paragraphs(
+        tmp_path / "deep.docx", hostile_docx.list_item("deep item", "200000000")
+    )
+    result, seconds = cli(env, "project", "import", str(project), str(source))
+    assert result.returncode == 0, result.stderr
+    assert seconds < 20  # it took 17 s, 3.2 GB and an 801 MB project before
+    assert project.stat().st_size < 5 << 20
+    check_project(project, [BASE, "deep item"])
+
+
 def test_hostile_templates(project, env, tmp_path):
     bomb = hostile_docx.many_parts_bomb(tmp_path / "house.docx")
     out = tmp_path / "out.docx"

@@ -55,6 +55,10 @@ class _Piece:
 
 
 MAX_PARAGRAPHS = 500_000  # ten times the longest novels; a file with more is refused
+# Numbers read from the file become indents and counters: list and outline levels are Word's
+# 0-8, list starts at most Word's 32767; anything else is read as the nearest sane value.
+MAX_LEVEL = 8
+MAX_START = 32767
 
 
 def docx_to_manuscript(path: Path) -> Manuscript:
@@ -177,8 +181,8 @@ class _Reader:
             return int(m.group(1))
         ppr = p._p.pPr
         own = ppr.find(qn("w:outlineLvl")) if ppr is not None else None
-        value = int(own.get(qn("w:val"))) if own is not None else self.styles.outline(sid)
-        return value + 1 if value is not None and value < 9 else 0
+        value = _outline(own) if own is not None else self.styles.outline(sid)
+        return value + 1 if value is not None else 0
 
     def _list_marker(self, p, sid: str | None) -> tuple[str, int, str] | None:
         num_pr = _num_pr(p._p.pPr) or self.styles.numbering(sid)
@@ -197,11 +201,35 @@ class _Reader:
         return f"{levels[ilvl]}.", ilvl, num_id
 
 
+def _number(value: str | None, default: int | None = None) -> int | None:
+    try:
+        return int(value) if value is not None and len(value) < 20 else default
+    except ValueError:
+        return default
+
+
+def _clamp(value: int, high: int) -> int:
+    return min(max(value, 0), high)
+
+
+def _val(el) -> str | None:
+    return el.get(qn("w:val")) if el is not None else None
+
+
+def _outline(el) -> int | None:
+    """An outline level 0-8 (a heading), or None: 9 is body text, the rest is damage."""
+    value = _number(_val(el))
+    return value if value is not None and 0 <= value <= MAX_LEVEL else None
+
+
 def _num_pr(ppr) -> tuple[str, int] | None:
-    if ppr is None or ppr.numPr is None or ppr.numPr.numId is None:
+    """(numId, list level) of a paragraph's or style's numbering, the level clamped to 0-8."""
+    num_pr = ppr.find(qn("w:numPr")) if ppr is not None else None
+    num_id = _number(_val(num_pr.find(qn("w:numId")))) if num_pr is not None else None
+    if num_id is None:
         return None
-    ilvl = ppr.numPr.ilvl
-    return str(ppr.numPr.numId.val), int(ilvl.val) if ilvl is not None else 0
+    ilvl = _number(_val(num_pr.find(qn("w:ilvl"))), 0)
+    return str(num_id), _clamp(ilvl, MAX_LEVEL)
 
 
 def _on(rpr, tag: str) -> bool | None:
@@ -231,7 +259,7 @@ class _Styles:
                 "name": (name.get(qn("w:val")) if name is not None else sid or "").lower(),
                 "type": el.get(qn("w:type")),
                 "based_on": based.get(qn("w:val")) if based is not None else None,
-                "outline": int(outline.get(qn("w:val"))) if outline is not None else None,
+                "outline": _outline(outline) if outline is not None else None,
                 "num": _num_pr(ppr),
                 "bold": _on(rpr, "w:b"),
                 "italic": _on(rpr, "w:i"),
@@ -279,12 +307,12 @@ def _numbering_formats(document) -> dict[tuple[str, int], tuple[str, int]]:
     for a in root.findall(qn("w:abstractNum")):
         levels = {}
         for lvl in a.findall(qn("w:lvl")):
+            ilvl = _number(lvl.get(qn("w:ilvl")))
+            if ilvl is None or not 0 <= ilvl <= MAX_LEVEL:
+                continue  # no paragraph can be on this level (theirs are clamped to 0-8)
             fmt = lvl.find(qn("w:numFmt"))
-            start = lvl.find(qn("w:start"))
-            levels[int(lvl.get(qn("w:ilvl")))] = (
-                fmt.get(qn("w:val")) if fmt is not None else "decimal",
-                int(start.get(qn("w:val"))) if start is not None else 1,
-            )
+            start = _number(_val(lvl.find(qn("w:start"))), 1)
+            levels[ilvl] = (_val(fmt) or "decimal", _clamp(start, MAX_START))
         abstract[a.get(qn("w:abstractNumId"))] = levels
     out = {}
     for num in root.findall(qn("w:num")):
@@ -292,10 +320,10 @@ def _numbering_formats(document) -> dict[tuple[str, int], tuple[str, int]]:
         ref = num.find(qn("w:abstractNumId"))
         levels = dict(abstract.get(ref.get(qn("w:val")) if ref is not None else "", {}))
         for override in num.findall(qn("w:lvlOverride")):
-            start = override.find(qn("w:startOverride"))
-            ilvl = int(override.get(qn("w:ilvl")))
+            start = _number(_val(override.find(qn("w:startOverride"))))
+            ilvl = _number(override.get(qn("w:ilvl")))
             if start is not None and ilvl in levels:
-                levels[ilvl] = (levels[ilvl][0], int(start.get(qn("w:val"))))
+                levels[ilvl] = (levels[ilvl][0], _clamp(start, MAX_START))
         for ilvl, value in levels.items():
             out[(num_id, ilvl)] = value
     return out
