@@ -247,3 +247,53 @@ def test_numbering_definitions_and_outline_levels_out_of_range_are_read_sanely(t
     sections = import_file(path)
     assert [(level, title) for level, title, _ in sections] == [(1, "odd"), (1, "Head")]
     assert sections[0][2] == "    0. one\n\nLow\n\nOdd"
+
+
+def _word_file(path, text):
+    d = docx.Document()
+    for line in text.split("\n\n"):
+        d.add_paragraph(line)
+    d.save(str(path))
+
+
+RUNS = [
+    ("spaces", "a" + " " * 300_000 + "b"),
+    ("spaces and a break", "a" + " " * 150_000 + "\n" + " " * 150_000 + "b"),
+    ("tabs", "a" + "\t" * 300_000 + "b"),
+    ("brackets", "[" * 300_000),
+    ("link openers", "[a](" * 75_000),
+    ("stars", "a" + "*" * 300_000 + "b"),
+    ("mixed emphasis", "*a_" * 100_000),
+    ("backticks", "` " * 150_000),
+    ("angles", "<" * 300_000),
+    ("ampersands", "&" * 300_000),
+    ("backslashes", "\\" * 300_000),
+    ("blank lines of spaces", (" " * 100 + "\n") * 3000 + "end"),
+    ("a heading of brackets", "# " + "[" * 300_000),
+    ("a heading of spaces", "# x" + " " * 300_000 + "y"),
+]
+
+
+# Word keeps each tab as an element of its own: python-docx reads 300,000 of them in about two
+# seconds, linearly, before any of the text handling measured here.
+@pytest.mark.parametrize(
+    "suffix, name, text",
+    [
+        (suffix, name, text)
+        for suffix in (".md", ".txt", ".docx")
+        for name, text in RUNS
+        if (suffix, name) != (".docx", "tabs")
+    ],
+)
+def test_pathological_runs_import_in_well_under_two_seconds(tmp_path, suffix, name, text):
+    path = tmp_path / f"runs{suffix}"
+    if suffix == ".docx":
+        _word_file(path, text)
+    else:
+        path.write_text(text)
+    start = time.perf_counter()
+    sections = import_file(path)
+    assert time.perf_counter() - start < 2.0, name
+    held = "".join(t + b for _, t, b in sections)  # nothing lost: escapes only add
+    marker = suffix == ".md" and text.startswith("#")  # the heading's own "#"
+    assert sum(not c.isspace() for c in held) >= sum(not c.isspace() for c in text) - marker

@@ -61,6 +61,22 @@ def test_a_list_level_of_two_hundred_million(project, env, tmp_path):
     check_project(project, [BASE, "deep item"])
 
 
+@pytest.mark.parametrize("suffix", [".docx", ".md", ".txt"])
+def test_a_paragraph_of_300000_spaces(project, env, tmp_path, suffix):
+    text = "before" + " " * 300_000 + "after"
+    source = tmp_path / f"blank{suffix}"
+    if suffix == ".docx":
+        d = docx.Document()
+        d.add_paragraph(text)
+        d.save(str(source))
+    else:
+        source.write_text(text + "\n")
+    result, seconds = cli(env, "project", "import", str(project), str(source))
+    assert result.returncode == 0, result.stderr
+    assert seconds < 15  # start-up included; the .docx took 52 s before
+    check_project(project, [BASE, text])
+
+
 def test_hostile_templates(project, env, tmp_path):
     bomb = hostile_docx.many_parts_bomb(tmp_path / "house.docx")
     out = tmp_path / "out.docx"

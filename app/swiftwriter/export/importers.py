@@ -130,7 +130,7 @@ def markdown_to_manuscript(text: str) -> Manuscript:
     tokens = render_tokens("\n".join(lines))
     for token, inline in zip(tokens, tokens[1:], strict=False):
         if token.type == "heading_open" and token.level == 0 and token.map:
-            title = parser.plain(inline.content) if inline.content.strip() else ""
+            title = _title(parser, inline.content)
             if not title and token.markup == "#":
                 continue  # a lone '#': the writer's scene break
             headings.append((token.map[0], token.map[1], int(token.tag[1]), title))
@@ -150,6 +150,17 @@ def markdown_to_manuscript(text: str) -> Manuscript:
         # Text before the first heading stands beside the top headings, not above them.
         out.append(Section(level=level or top, title=title, body=text_body))
     return Manuscript(title=meta.get("title", ""), author=meta.get("author", ""), sections=out)
+
+
+MAX_MARKED_TITLE = 1000  # a longer heading keeps its text as written: no title is this long,
+# and markdown-it takes seconds on a long run of brackets
+
+
+def _title(parser: MarkdownParser, text: str) -> str:
+    """A heading's visible text: its inline markup removed, its blanks collapsed."""
+    if len(text) > MAX_MARKED_TITLE:
+        return " ".join(text.split())
+    return parser.plain(text) if text.strip() else ""
 
 
 def normalize_levels(sections: list[Section]) -> list[Section]:
