@@ -8,7 +8,7 @@ import sys
 
 from swiftwriter import __version__
 from swiftwriter.commands import bench, export, generate, heads, models, project
-from swiftwriter.errors import UserError
+from swiftwriter.errors import UserError, printable
 
 COMMANDS = [generate, models, heads, bench, export, project]
 
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_app(model=args.model, project=args.project)
         return args.func(args) or 0
     except UserError as exc:
-        print(f"swiftwriter: {exc}", file=sys.stderr)
+        print(f"swiftwriter: {printable(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("swiftwriter: interrupted", file=sys.stderr)
@@ -49,9 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - one line here, the traceback in the log
         from swiftwriter import logs
 
-        print(
-            f"swiftwriter: {logs.unexpected(args.command or 'SwiftWriter', exc)}", file=sys.stderr
-        )
+        line = logs.unexpected(args.command or "SwiftWriter", exc)
+        print(f"swiftwriter: {printable(line)}", file=sys.stderr)
         return 1
 
 

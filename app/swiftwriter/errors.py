@@ -1,5 +1,25 @@
-"""One exception type for mistakes a user can fix; the CLI and the app show its message alone."""
+"""One exception type for mistakes a user can fix; the CLI and the app show its message alone,
+and `printable` keeps what the CLI prints from driving the terminal."""
+
+import re
+
+# C0 and C1 controls and DEL, which a terminal obeys, and lone surrogates (a file name's bytes
+# that are not UTF-8), which a strict UTF-8 stdout cannot print.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class UserError(Exception):
     """Bad input or a missing resource: shown as one clear line, never as a traceback."""
+
+
+def printable(text: object) -> str:
+    """`text` on one line with its control characters shown as escapes (ESC as \\x1b), and a
+    file name's undecodable byte as the byte (\\xff)."""
+    return _UNPRINTABLE.sub(_escape, str(text))
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

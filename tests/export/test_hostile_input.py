@@ -297,3 +297,40 @@ def test_pathological_runs_import_in_well_under_two_seconds(tmp_path, suffix, na
     held = "".join(t + b for _, t, b in sections)  # nothing lost: escapes only add
     marker = suffix == ".md" and text.startswith("#")  # the heading's own "#"
     assert sum(not c.isspace() for c in held) >= sum(not c.isspace() for c in text) - marker
+
+
+C0_C1 = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def test_control_characters_are_kept_out_of_titles_and_bodies(tmp_path):
+    source = tmp_path / "evil\x1b[31m\x07.md"
+    source.write_text(
+        "Opening \x9b1m words.\n\n# Chap\x1b]0;pwned\x07ter\t\x1b[31mRed\x85\n\n"
+        "body \x1b[2J\ttab\x7f\x0c\nline two\n"
+    )
+    sections = import_file(source)
+    assert [title for _, title, _ in sections] == ["evil[31m", "Chap]0;pwnedter [31mRed"]
+    assert [body for _, _, body in sections] == ["Opening 1m words.", "body [2J\ttab\nline two"]
+    d = docx.Document()
+    d.core_properties.title = "Book\x9b5m"
+    d.add_heading("Head\x9b2J", 1)
+    d.add_paragraph("Body\x85text")
+    d.save(str(tmp_path / "w.docx"))
+    ms = import_manuscript(tmp_path / "w.docx")
+    assert (ms.title, ms.sections[0].title, ms.sections[0].body) == ("Book5m", "Head2J", "Bodytext")
+
+
+def test_the_cli_never_prints_raw_control_characters(tmp_path, capsys):
+    project = tmp_path / "P\x1b[1m.swiftwriter"
+    Project.create(project, title="P").close()
+    bad = tmp_path / "bad\x1b[2J.txt"
+    bad.write_bytes(b"caf\xe9")
+    assert main(["project", "import", str(project), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert not C0_C1.search(err) and "bad\\x1b[2J.txt is not UTF-8 text" in err
+    good = tmp_path / "good\x1b[2J.md"
+    good.write_text("text")
+    assert main(["project", "import", str(project), str(good)]) == 0
+    assert main(["project", "docs", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert not C0_C1.search(out) and "P\\x1b[1m.swiftwriter" in out and "good[2J" in out

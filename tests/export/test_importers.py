@@ -165,3 +165,15 @@ def test_import_errors_are_clear(tmp_path):
     fake.write_text("not a zip", encoding="utf-8")
     with pytest.raises(UserError, match="not a Word"):
         import_file(fake)
+
+
+def test_a_windows_file_labelled_latin1_keeps_its_quotes_and_dashes(tmp_path):
+    """Import drops C1 controls; Windows text read as Latin-1 would be nothing but them."""
+    legacy = tmp_path / "old.txt"
+    legacy.write_bytes("\u201cQuoted\u201d \u2014 caf\u00e9\u2026".encode("cp1252"))
+    expected = [(1, "old", "\u201cQuoted\u201d \u2014 caf\u00e9\u2026")]
+    assert import_file(legacy, encoding="latin-1") == expected
+    assert import_file(legacy, encoding="cp1252") == expected
+    odd = tmp_path / "odd.txt"
+    odd.write_bytes(b"caf\xe9 \x81 end")  # 0x81 is unused in Windows-1252: Latin-1 after all
+    assert import_file(odd, encoding="latin-1") == [(1, "odd", "caf\u00e9  end")]

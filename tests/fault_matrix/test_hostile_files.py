@@ -93,3 +93,23 @@ def test_hostile_templates(project, env, tmp_path):
               and p._p.pPr.numPr is not None]  # fmt: skip
     assert listed == ["first", "second", "a bullet"]
     check_project(project, [BASE])
+
+
+def test_control_characters_in_titles_and_names(project, env, tmp_path):
+    source = tmp_path / "evil\x1b[31m.md"
+    source.write_text(
+        "Opening.\n\n# Chap\x1b]0;pwned\x07ter \x1b[31mRed\x1b[0m\n\nbody \x1b[2J\ttab\x7f\n"
+    )
+    result, _ = cli(env, "project", "import", str(project), str(source))
+    assert result.returncode == 0, result.stderr
+    assert not CONTROLS.search(result.stdout + result.stderr)
+    assert titles(project) == ["Chapter 1", "evil[31m", "Chap]0;pwnedter [31mRed[0m"]
+    check_project(project, [BASE, "body [2J\ttab"])
+    listing, _ = cli(env, "project", "docs", str(project))
+    assert listing.returncode == 0 and not CONTROLS.search(listing.stdout)
+
+    bad = tmp_path / "bad\x1b[2J.txt"
+    bad.write_bytes(b"caf\xe9\n")
+    result, _ = cli(env, "project", "import", str(project), str(bad))
+    one_line(result, "is not UTF-8 text")
+    assert not CONTROLS.search(result.stderr) and "\\x1b[2J" in result.stderr

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from swiftwriter.errors import UserError
+from swiftwriter.errors import UserError, printable
 
 FORMATS = ("md", "docx", "odt", "pdf")
 
@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         )
     count = len(manuscript.sections)
     seconds = time.perf_counter() - start
-    print(f"Exported {count} document(s) to {out} in {seconds:.2f} s")
+    print(f"Exported {count} document(s) to {printable(out)} in {seconds:.2f} s")
     return 0
 
 

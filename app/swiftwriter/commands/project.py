@@ -9,7 +9,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from swiftwriter.errors import UserError
+from swiftwriter.errors import UserError, printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -121,14 +121,14 @@ def _docs(proj, args) -> int:
     docs = proj.documents()
     meta = proj.meta
     print(
-        f"{meta.get('title') or proj.path.stem}"
-        + (f" by {meta['author']}" if meta.get("author") else "")
+        printable(meta.get("title") or proj.path.stem)
+        + (f" by {printable(meta['author'])}" if meta.get("author") else "")
     )
     if not docs:
         print("  (no documents yet: `swiftwriter project import` adds some)")
     for d in docs:
         words = len(d.text.split())
-        print(f"{d.id:>5}  {'  ' * d.depth}{d.title}  [{d.kind}, {words} words]")
+        print(f"{d.id:>5}  {'  ' * d.depth}{printable(d.title)}  [{d.kind}, {words} words]")
     return 0
 
 
@@ -146,7 +146,7 @@ def _import(proj, args) -> int:
     sections = import_file(Path(args.source), encoding=args.encoding)
     added = import_sections(proj, sections, parent_id=parent)
     words = sum(len(d.text.split()) for d in added)
-    print(f"Imported {len(added)} document(s), {words} words, into {proj.path.name}")
+    print(f"Imported {len(added)} document(s), {words} words, into {printable(proj.path.name)}")
     return 0
 
 

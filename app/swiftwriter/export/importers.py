@@ -6,7 +6,10 @@ that start at 1 and never skip one, so they always make a valid tree."""
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -15,11 +18,16 @@ from lxml import etree
 
 from swiftwriter.errors import UserError
 from swiftwriter.export.docx_in import docx_to_manuscript
+from swiftwriter.export.docx_package import check_docx_package
 from swiftwriter.export.mdparse import MarkdownParser, render_tokens
 from swiftwriter.export.model import Manuscript, Section
 
-from swiftwriter.export.docx_package import check_docx_package
 SUFFIXES = (".md", ".markdown", ".txt", ".docx")
+# C0 and C1 controls and DEL (terminal escapes among them): a manuscript never means them, and
+# printed raw they would drive the writer's terminal. Bodies keep tabs and line breaks.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_SURROGATES = re.compile("[\ud800-\udfff]")  # a file name's bytes that are not UTF-8
+_C1 = re.compile("[\x80-\x9f]")
 MAX_TEXT_BYTES = 64 << 20  # a text file this large is not a manuscript (about 10 million words)
 
 
@@ -67,6 +75,12 @@ def read_text(file: Path, encoding: str | None = None) -> str:
     if encoding:
         try:
             text = raw.decode(encoding)
+            if codecs.lookup(encoding).name == "iso8859-1" and _C1.search(text):
+                # a Windows file labelled Latin-1, read as browsers read it: its quotes and
+                # dashes would be C1 controls, which the import drops (unless a byte that
+                # Windows-1252 leaves unused says it is Latin-1 after all)
+                with contextlib.suppress(UnicodeDecodeError):
+                    text = raw.decode("cp1252")
         except LookupError:
             raise UserError(f"Unknown encoding '{encoding}'") from None
         except UnicodeDecodeError as exc:
@@ -177,10 +191,27 @@ def normalize_levels(sections: list[Section]) -> list[Section]:
     return out
 
 
+def clean_text(text: str) -> str:
+    """Text without control characters (tabs and line breaks kept), bytes that were not UTF-8
+    as U+FFFD."""
+    return _SURROGATES.sub("\ufffd", _CONTROLS.sub("", text))
+
+
+def clean_title(text: str) -> str:
+    """One line of visible text: tabs and line breaks as spaces, other controls dropped."""
+    return clean_text(text.replace("\t", " ").replace("\n", " ")).strip()
+
+
 def _finish(ms: Manuscript, stem: str) -> Manuscript:
-    """Untitled leading text takes the file's name; an empty file still gives one section."""
+    """Untitled leading text takes the file's name; an empty file still gives one section.
+    Titles and bodies lose their control characters here, whatever the file's format."""
+    stem = clean_title(stem)
     sections = [
-        s if s.title.strip() or s is not ms.sections[0] else Section(s.level, stem, s.body)
-        for s in ms.sections
+        Section(s.level, clean_title(s.title) or (stem if i == 0 else ""), clean_text(s.body))
+        for i, s in enumerate(ms.sections)
     ] or [Section(1, stem, "")]
-    return Manuscript(title=ms.title, author=ms.author, sections=normalize_levels(sections))
+    return Manuscript(
+        title=clean_title(ms.title),
+        author=clean_title(ms.author),
+        sections=normalize_levels(sections),
+    )
