@@ -93,3 +93,17 @@ def test_partials_of_an_interrupted_export_are_removed_next_time(tmp_path):
     other.write_text("another name's export in progress")
     write_atomically(tmp_path / "out.md", write_text("done"))
     assert not stale.exists() and other.exists()
+
+
+def test_a_long_name_exports_and_a_name_too_long_is_one_line(tmp_path):
+    long_name = tmp_path / ("é" * 120 + ".md")  # 245 bytes: '.NAME.xxx.partial' would not fit
+    write_atomically(long_name, write_text("kept"))
+    assert long_name.read_text() == "kept" and not list(tmp_path.glob(".*.partial"))
+    stale = tmp_path / (".[x].md" + ".abc.partial")  # a name with glob characters
+    stale.write_text("old")
+    other = tmp_path / ".x.md.abc.partial"  # another name's partial, matched by '[x]'
+    other.write_text("another export's")
+    write_atomically(tmp_path / "[x].md", write_text("new"))
+    assert not stale.exists() and other.read_text() == "another export's"
+    with pytest.raises(UserError, match="File name too long"):
+        write_atomically(tmp_path / ("f" * 300 + ".md"), write_text("never"))

@@ -334,3 +334,20 @@ def test_the_cli_never_prints_raw_control_characters(tmp_path, capsys):
     assert main(["project", "docs", str(project)]) == 0
     out = capsys.readouterr().out
     assert not C0_C1.search(out) and "P\\x1b[1m.swiftwriter" in out and "good[2J" in out
+
+
+def test_a_file_name_that_is_not_utf8_imports_with_the_byte_replaced(tmp_path, capsys):
+    project = tmp_path / "P.swiftwriter"
+    Project.create(project, title="P").close()
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/chap\xff.md"))
+    odd.write_text("Text.")
+    assert import_file(odd) == [(1, "chap\ufffd", "Text.")]
+    assert main(["project", "import", str(project), str(odd)]) == 0
+    assert "Imported 1 document(s)" in capsys.readouterr().out
+    with Project.open(project, readonly=True) as p:
+        assert [d.title for d in p.documents()] == ["chap\ufffd"]
+
+
+def test_a_source_name_too_long_for_the_file_system_is_one_line(tmp_path):
+    with pytest.raises(UserError, match="too long"):
+        import_file(tmp_path / ("n" * 300 + ".md"))

@@ -113,3 +113,23 @@ def test_control_characters_in_titles_and_names(project, env, tmp_path):
     result, _ = cli(env, "project", "import", str(project), str(bad))
     one_line(result, "is not UTF-8 text")
     assert not CONTROLS.search(result.stderr) and "\\x1b[2J" in result.stderr
+
+
+def test_odd_file_names(project, env, tmp_path):
+    odd = os.fsencode(tmp_path) + b"/chap\xff.md"
+    Path(os.fsdecode(odd)).write_text("Text of an odd name.\n")
+    result, _ = cli(env, "project", "import", str(project), os.fsdecode(odd))
+    assert result.returncode == 0, result.stderr
+    assert titles(project) == ["Chapter 1", "chap\ufffd"]
+
+    result, _ = cli(env, "project", "import", str(project), str(tmp_path / ("n" * 300 + ".md")))
+    one_line(result, "too long")
+
+    long_out = tmp_path / ("e" * 240 + ".docx")  # fits, though '.NAME.xxx.partial' would not
+    result, _ = cli(env, "export", str(project), "--out", str(long_out))
+    assert result.returncode == 0, result.stderr
+    assert long_out.is_file() and not list(tmp_path.glob(".*.partial"))
+
+    result, _ = cli(env, "export", str(project), "--out", str(tmp_path / ("f" * 300 + ".docx")))
+    one_line(result, "too long")
+    check_project(project, [BASE, "Text of an odd name."])

@@ -10,6 +10,8 @@ file SQLite or the lock keeps beside it, however the target is spelled (`refuse_
 from __future__ import annotations
 
 import contextlib
+import glob
+import hashlib
 import os
 import stat
 import tempfile
@@ -67,9 +69,18 @@ def _check_target(out: Path) -> None:
             raise UserError(f"{out} is read-only: not replaced; choose another name")
 
 
+def _partial_prefix(out: Path) -> str:
+    """'.NAME.' before the temporary file's random part and '.partial'; for a name so long
+    that this would pass the file system's 255 bytes, its start and a hash of the whole name."""
+    name = os.fsencode(out.name)
+    if len(name) <= 200:
+        return f".{out.name}."
+    return f".{out.name[:40]}~{hashlib.sha256(name).hexdigest()[:16]}."
+
+
 def _remove_stale_partials(out: Path) -> None:
     """Temporary files of earlier exports to this name that never finished (a killed app)."""
-    for stale in out.parent.glob(f".{out.name}.*.partial"):
+    for stale in out.parent.glob(glob.escape(_partial_prefix(out)) + "*.partial"):
         with contextlib.suppress(OSError):
             if stale.is_file() and not stale.is_symlink():
                 stale.unlink()
@@ -96,11 +107,14 @@ def write_atomically(out: Path | str, write: Callable[[str], None]) -> Path:
     """Call `write(tmp_path)`, sync it, then rename the temporary file over `out`. Any failure
     of the disk (full, read-only, too large) is one clear UserError and leaves `out` as it was."""
     out = Path(out).expanduser()
-    _check_target(out)
+    try:
+        _check_target(out)
+    except OSError as exc:  # a name longer than the file system allows, a loop of links
+        raise UserError(f"Could not export to {out}: {exc.strerror or exc}") from exc
     _remove_stale_partials(out)
     tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_partial_prefix(out), suffix=".partial", dir=out.parent)
         os.close(fd)
         write(tmp)
         os.chmod(tmp, 0o644)  # mkstemp makes 0600; an export is an ordinary file

@@ -41,7 +41,11 @@ def import_manuscript(path: Path | str, encoding: str | None = None) -> Manuscri
     """The whole file as a manuscript, with the title and author it names, if any. Text files
     are read as `encoding` when given, else as UTF-8 (or UTF-8/16 with a byte-order mark)."""
     file = Path(path).expanduser()
-    if not file.is_file():
+    try:
+        found = file.is_file()
+    except OSError as exc:  # a name longer than the file system allows, a loop of links
+        raise UserError(f"Cannot read {file.name}: {exc.strerror or exc}") from None
+    if not found:
         raise UserError(f"No such file: {file}")
     suffix = file.suffix.lower()
     if suffix == ".docx":
@@ -71,7 +75,10 @@ def read_text(file: Path, encoding: str | None = None) -> str:
     size = file.stat().st_size
     if size > MAX_TEXT_BYTES:
         raise UserError(f"{file.name} is too large to import ({size >> 20} MB; at most 64 MB)")
-    raw = file.read_bytes()
+    try:
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise UserError(f"Cannot read {file.name}: {exc.strerror or exc}") from None
     if encoding:
         try:
             text = raw.decode(encoding)
