@@ -85,6 +85,12 @@ def isolated_settings(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="session")
 def tiny_words():
+    """The tiny model, its passes' one-time set-up done: the tree-attention kernel is built
+    (about a minute on two cores where the cache lacks it) or loaded here, not inside the first
+    take of the session, whose test would wait for its first tokens for as long."""
+    from swiftwriter.engine import native
+
+    native.tree_attention()
     return tiny_loaded()
 
 
