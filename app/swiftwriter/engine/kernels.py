@@ -123,10 +123,15 @@ def _linears(model: nn.Module) -> list[nn.Linear]:
 
 
 def time_linears(
-    linears: list[nn.Linear], rows=(1, 2, 8), reps: int = 3, among=(STOCK, ONEDNN, PACKED)
+    linears: list[nn.Linear],
+    rows=(1, 2, 8),
+    reps: int = 3,
+    among=(STOCK, ONEDNN, PACKED),
+    keep_all: bool = False,
 ) -> dict[str, dict[int, float]]:
     """Seconds to run every one of these Linears once per row count, per kernel (best of
-    `reps`), for the kernels `among` usable here."""
+    `reps`), for the kernels `among` usable here; `keep_all` gives every repetition's seconds
+    after an untimed first run (which packs the weights), to judge how steady they were."""
     if not linears:
         return {STOCK: {}}
     dtype = linears[0].weight.dtype
@@ -137,22 +142,24 @@ def time_linears(
             xs = [torch.randn(n, m.weight.shape[1], dtype=dtype) for m in linears]
             for kernel in kernels:
                 fn = product(kernel)
-                best = float("inf")
-                for _ in range(reps):
+                runs = []
+                for _ in range(reps + keep_all):
                     start = time.perf_counter()
                     for x, m in zip(xs, linears, strict=True):
                         fn(x, m.weight, m.bias)
-                    best = min(best, time.perf_counter() - start)
-                out[kernel][n] = best
+                    runs.append(time.perf_counter() - start)
+                out[kernel][n] = runs[1:] if keep_all else min(runs)
     for m in linears:  # the packed copies were for the timing only
         _PACKS.pop(id(m.weight), None)
     return out
 
 
-def time_kernels(model: nn.Module, rows=(1, 2, 8), reps: int = 3) -> dict[str, dict[int, float]]:
+def time_kernels(
+    model: nn.Module, rows=(1, 2, 8), reps: int = 3, keep_all: bool = False
+) -> dict[str, dict[int, float]]:
     """`time_linears` over the model's decoder: a pass streams them all (about a second for
     the default model)."""
-    return time_linears(_linears(model), rows, reps)
+    return time_linears(_linears(model), rows, reps, keep_all=keep_all)
 
 
 class KernelLinear(nn.Linear):

@@ -108,29 +108,41 @@ def measure_few_rows(
     """The largest row count up to which the row-major copy is faster here, streaming all of
     the model's decoder Linears like a pass does (about a second for the default model);
     0 when it never is, or when the copies would not be made anyway (over `max_bytes`)."""
+    measured = time_few_rows(model, candidates, reps, max_bytes)
+    return few_rows_from(
+        {n: {k: min(t) for k, t in times.items()} for n, times in measured.items()}
+    )
+
+
+def time_few_rows(
+    model: nn.Module, candidates=(1, 2, 3, 4, 6, 8), reps: int = 3, max_bytes: int = COPY_LIMIT
+) -> dict[int, dict[str, list[float]]]:
+    """Seconds of each repetition (after an untimed first run) of streaming the decoder's
+    Linears in both layouts, per row count, up to the first where row-major stops paying;
+    {} when the copies would not be made."""
     import time
 
     linears = _decoder_linears(model)
     if not linears or _copy_bytes(linears) > max_bytes:
-        return 0
+        return {}
     rows_major = [m.weight.detach().contiguous() for m in linears]
-    measured: dict[int, dict[str, float]] = {}
+    measured: dict[int, dict[str, list[float]]] = {}
     with torch.no_grad():
         for n in candidates:
             xs = [torch.randn(n, m.weight.shape[1], dtype=m.weight.dtype) for m in linears]
             times = {}
             for name, weights in (("cols", [m.weight for m in linears]), ("rows", rows_major)):
                 runs = []
-                for _ in range(reps):
+                for _ in range(reps + 1):
                     t = time.perf_counter()
                     for x, w in zip(xs, weights, strict=True):
                         nn.functional.linear(x, w)
                     runs.append(time.perf_counter() - t)
-                times[name] = min(runs)
+                times[name] = runs[1:]
             measured[n] = times
-            if times["rows"] >= 0.95 * times["cols"]:
+            if min(times["rows"]) >= 0.95 * min(times["cols"]):
                 break
-    return few_rows_from(measured)
+    return measured
 
 
 def few_rows_from(measured: dict[int, dict[str, float]]) -> int:

@@ -1,7 +1,8 @@
 """Load a registered model offline, on a chosen device and dtype.
 
 Every load is `local_files_only`; remote code runs only for a model whose user entry turned
-`trust_remote_code` on. The dtype "auto" is decided by a quick measurement, not a guess."""
+`trust_remote_code` on. The dtype "auto" is decided by a quick measurement, not a guess, kept
+only when it holds up (measurements.py) and checked again when a take contradicts it."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore import measurements
 from swiftwriter.modelstore.registry import ModelEntry
 
 DTYPE_NAMES = {
@@ -34,6 +36,18 @@ class LoadedModel:
     dtype: str
     drafter: object = None  # a learned drafter (engine.heads.files.DrafterBundle) when present
     drafter_status: str = "not checked"  # 'present: <folder>', 'missing' or 'mismatched: <why>'
+    dtype_why: str = ""  # how `auto` chose the dtype ("" when chosen by hand)
+
+    def precision(self) -> str:
+        """'bfloat16 (auto: measured 23 ms vs float32 36 ms per token, 2026-12-05)'."""
+        return f"{self.dtype} ({self.dtype_why})" if self.dtype_why else self.dtype
+
+    def observe_plain(self, seconds_per_token: float) -> str:
+        """A take timed plain decoding at this speed: mark the remembered CPU dtype choice
+        stale when this contradicts it (recheck_dtype); why, or ""."""
+        if self.device != "cpu":
+            return ""
+        return recheck_dtype(self.entry, self.dtype, seconds_per_token)
 
 
 def pick_device(device: str = "auto") -> str:
@@ -46,24 +60,6 @@ def pick_device(device: str = "auto") -> str:
     if device == "mps" and not torch.backends.mps.is_available():
         raise UserError("mps (Apple GPU) was asked for but torch cannot use one here")
     return device
-
-
-def _remembered(key: str, measure, valid):
-    """A per-machine measurement kept in the data folder's measurements.json under `key`:
-    measured on first use, read back afterwards (an unreadable or unwritable file only means
-    measuring again)."""
-    cache = paths.data_dir() / "measurements.json"
-    try:
-        known = json.loads(cache.read_text()) if cache.is_file() else {}
-    except (OSError, ValueError):
-        known = {}
-    if not isinstance(known, dict):
-        known = {}
-    if not valid(known.get(key)):
-        known[key] = measure()
-        with contextlib.suppress(OSError):
-            cache.write_text(json.dumps(known, indent=1))
-    return known[key]
 
 
 def _machine_key() -> str:
@@ -85,11 +81,9 @@ PASS_CONTEXT = 1000  # cached tokens behind the timed passes: a take's typical d
 
 
 def time_passes(model, context: int = PASS_CONTEXT, rows=(1, 8), reps: int = 7) -> dict:
-    """Median seconds of our real verification passes (batch-invariant, as a take runs them)
-    over 1 and 8 tokens after `context` cached ones: decoding is few-row work bound by memory,
-    which a prefill-sized matrix product does not measure."""
-    import statistics
-
+    """Seconds of each of `reps` real verification passes (batch-invariant, as a take runs
+    them; after an untimed one) over 1 and 8 tokens after `context` cached ones: decoding is
+    few-row work bound by memory, which a prefill-sized matrix product does not measure."""
     import torch
 
     from swiftwriter.engine.verify import ModelRunner
@@ -100,9 +94,9 @@ def time_passes(model, context: int = PASS_CONTEXT, rows=(1, 8), reps: int = 7) 
         ids = torch.randint(vocab // 10, vocab, (context,), generator=_seeded())
         runner.prefill(ids.tolist())
         out = {}
-        for n in rows:
-            times = [runner.time_pass(n) for _ in range(reps + 1)]
-            out[n] = statistics.median(times[1:])
+        with measurements.timed():
+            for n in rows:
+                out[n] = [runner.time_pass(n) for _ in range(reps + 1)][1:]
         runner.close()
     return out
 
@@ -122,31 +116,120 @@ def choose_dtype(costs: dict[str, dict]) -> str:
     return "float32"
 
 
-def measure_cpu_dtype(entry: ModelEntry) -> str:
-    """The CPU dtype for `auto`: the loaded model's real passes timed in float32 and bfloat16
-    (both exact: every pass is batch-invariant), measured once per machine and model (a few
-    seconds) and remembered."""
+def pass_costs(seconds: dict[str, float]) -> dict[str, dict[str, float]]:
+    """Measured kinds 'a/b' nested: {'float32/1': s} as choose_dtype takes it,
+    {'float32': {'1': s}}."""
+    costs: dict[str, dict[str, float]] = {}
+    for kind, t in seconds.items():
+        first, _, second = kind.partition("/")
+        costs.setdefault(first, {})[second] = t
+    return costs
 
-    def measure() -> dict:
-        costs = {}
-        for dtype in ("float32", "bfloat16"):
-            loaded = load(entry, device="cpu", dtype=dtype, with_drafter=False)
-            costs[dtype] = {str(n): t for n, t in time_passes(loaded.model).items()}
-            del loaded
-        return {"dtype": choose_dtype(costs), "pass_seconds": costs, "context": PASS_CONTEXT}
 
+DTYPES_APART = 8.0  # bfloat16 and float32 passes further apart than this are not believed
+
+
+def implausible_passes(seconds: dict[str, float]) -> str:
+    """What is wrong with a dtype measurement's numbers ("" when nothing): an 8-token pass
+    under half the one-token one, or the two dtypes DTYPES_APART apart (a loaded machine
+    once timed bfloat16 at 21x float32)."""
+    costs = pass_costs(seconds)
+    for dtype, cost in sorted(costs.items()):
+        if cost.get("8", 1.0) < 0.5 * cost.get("1", 0.0):
+            return f"{dtype}'s 8-token pass cheaper than half its one-token pass"
+    totals = [sum(c.values()) for c in costs.values()]
+    if len(totals) == 2 and max(totals) > DTYPES_APART * max(min(totals), 1e-9):
+        return f"the dtypes' passes {max(totals) / max(min(totals), 1e-9):.0f}x apart"
+    return ""
+
+
+def dtype_key(entry: ModelEntry) -> str:
+    """The remembered dtype choice's key: the passes' attention decides what a tree pass
+    costs, so one taken with the other attention (the kernel built since, or no longer
+    buildable) or another build of the kernel is not reused."""
     from swiftwriter.engine import native
 
-    # the passes' attention decides what a tree pass costs: a measurement taken with the
-    # other one (the kernel built since, or no longer buildable) or another build of the
-    # kernel is not reused
     attention = native.identity() or "sdpa"
-    found = _remembered(
-        f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}",
+    return f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}"
+
+
+def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:
+    """The CPU dtype for `auto` (`.value`): the loaded model's real passes timed in float32 and
+    bfloat16 (both exact: every pass is batch-invariant), in two rounds of a few seconds, and
+    remembered per machine and model when they hold up."""
+
+    def measure() -> dict:
+        samples = {}
+        for dtype in ("float32", "bfloat16"):
+            loaded = load(entry, device="cpu", dtype=dtype, with_drafter=False)
+            for n, times in time_passes(loaded.model).items():
+                samples[f"{dtype}/{n}"] = times
+            del loaded
+        return samples
+
+    return measurements.remembered(
+        dtype_key(entry),
         measure,
-        lambda v: isinstance(v, dict) and v.get("dtype") in ("float32", "bfloat16"),
+        lambda seconds: choose_dtype(pass_costs(seconds)),
+        implausible_passes,
     )
-    return found["dtype"]
+
+
+def measure_cpu_dtype(entry: ModelEntry) -> str:
+    return cpu_dtype_choice(entry).value
+
+
+def ms(seconds: float) -> str:
+    value = seconds * 1000
+    return (
+        f"{value:.0f} ms"
+        if value >= 10
+        else f"{value:.1f} ms"
+        if value >= 0.1
+        else (f"{value:.3f} ms")
+    )
+
+
+def dtype_reason(found: measurements.Measured) -> str:
+    """Why `auto` took the dtype: 'auto: measured 23 ms vs float32 36 ms per token, 2026-12-05'
+    (the one-token passes; a measurement not remembered says why)."""
+    costs = pass_costs(found.seconds)
+    chosen = str(found.value)
+    other = "float32" if chosen == "bfloat16" else "bfloat16"
+    if "1" not in costs.get(chosen, {}) or "1" not in costs.get(other, {}):
+        return "auto: measured"
+    when = found.date if found.remembered else "now, not remembered: " + found.unquiet[0]
+    return (
+        f"auto: measured {ms(costs[chosen]['1'])} vs {other} {ms(costs[other]['1'])} per token, "
+        + when
+    )
+
+
+RECHECK = 1.5  # a take's plain decoding this much faster than remembered: measured again
+
+
+def recheck_dtype(entry: ModelEntry, dtype: str, seconds_per_token: float) -> str:
+    """Mark the remembered dtype choice stale when a take's plain decoding contradicts it: it
+    ran `dtype` RECHECK times faster than the one-token pass remembered for it (the entry was
+    taken under load), or fast enough that the other dtype would not have been chosen. A
+    take's step also pays sampling and other contexts, so only a faster take is evidence.
+    Returns why it was marked, or ""."""
+    found = measurements.stored(dtype_key(entry))
+    if found is None or found.get("stale") or seconds_per_token <= 0:
+        return ""
+    costs = pass_costs(found.get("seconds") or {})
+    remembered = costs.get(dtype, {}).get("1")
+    if not remembered or seconds_per_token >= remembered:
+        return ""
+    scaled = {rows: t * seconds_per_token / remembered for rows, t in costs[dtype].items()}
+    if seconds_per_token * RECHECK < remembered:
+        why = f"remembered {ms(remembered)}"
+    elif choose_dtype({**costs, dtype: scaled}) != found.get("value"):
+        why = f"faster than {found.get('value')} remembered"
+    else:
+        return ""
+    why = f"a take ran {dtype} at {ms(seconds_per_token)} per token, {why}"
+    return why if measurements.mark_stale(dtype_key(entry), why) else ""
 
 
 def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
@@ -154,12 +237,17 @@ def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
     once (about a second) and remembered; set on the model."""
     from swiftwriter.engine import kernels
 
-    found = _remembered(
+    def measure() -> dict:
+        with measurements.timed():
+            times = kernels.time_kernels(model, keep_all=True)
+        return {f"{k}/{n}": t for k, by_rows in times.items() for n, t in by_rows.items()}
+
+    found = measurements.remembered(
         f"kernel-2|{entry.id}|{dtype}|{_machine_key()}",
-        lambda: {"times": kernels.time_kernels(model)},
-        lambda v: isinstance(v, dict) and isinstance(v.get("times"), dict),
+        measure,
+        lambda seconds: kernels.choose_kernel(pass_costs(seconds)),
     )
-    kernel = kernels.choose_kernel(found["times"])
+    kernel = found.value
     if not kernels.usable(kernel, next(model.parameters()).dtype):
         kernel = kernels.STOCK
     kernels.set_kernel(model, kernel)
@@ -169,13 +257,18 @@ def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
 def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
     """Up to how many rows the stock weight layout is the faster one on this machine and model
     (engine/layout.py): measured once (about a second) and remembered."""
-    from swiftwriter.engine.layout import measure_few_rows
+    from swiftwriter.engine.layout import few_rows_from, time_few_rows
 
-    return _remembered(
-        f"few-rows|{entry.id}|{dtype}|{_machine_key()}",
-        lambda: measure_few_rows(model),
-        lambda v: isinstance(v, int),
-    )
+    def measure() -> dict:
+        with measurements.timed():
+            times = time_few_rows(model)
+        return {f"{n}/{k}": t for n, by_layout in times.items() for k, t in by_layout.items()}
+
+    def decide(seconds: dict[str, float]) -> int:
+        return few_rows_from({int(n): t for n, t in pass_costs(seconds).items()})
+
+    key = f"few-rows|{entry.id}|{dtype}|{_machine_key()}"
+    return measurements.remembered(key, measure, decide).value
 
 
 def _torch_version() -> str:
@@ -185,14 +278,25 @@ def _torch_version() -> str:
 
 
 def pick_dtype(entry: ModelEntry, device: str, dtype: str = "auto") -> str:
+    return pick_dtype_why(entry, device, dtype)[0]
+
+
+def pick_dtype_why(entry: ModelEntry, device: str, dtype: str = "auto") -> tuple[str, str]:
+    """(dtype, how `auto` chose it: "" when chosen by hand)."""
+    why = ""
     if dtype == "auto":
         kind = "cuda" if device.startswith("cuda") else "mps" if device == "mps" else "cpu"
         dtype = entry.dtype.get(kind, "auto")
-        if dtype == "auto":
-            dtype = measure_cpu_dtype(entry) if kind == "cpu" else gpu_dtype(kind)
+        why = f"auto: the model's setting for {kind}"
+        if dtype == "auto" and kind == "cpu":
+            found = cpu_dtype_choice(entry)
+            dtype, why = found.value, dtype_reason(found)
+        elif dtype == "auto":
+            dtype = gpu_dtype(kind)
+            why = "auto: " + ("computed natively here" if dtype == "bfloat16" else "no bfloat16")
     if dtype not in DTYPE_NAMES:
         raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
-    return DTYPE_NAMES[dtype]
+    return DTYPE_NAMES[dtype], why
 
 
 # float16 products this many times slower than float32 mean the CPU has no float16 arithmetic
@@ -202,8 +306,9 @@ FLOAT16_TOO_SLOW = 4.0
 
 
 def time_float16_products(width: int = 576, out: int = 1536, rows: int = 4, reps: int = 5) -> dict:
-    """Seconds of a few-row product (decoding's shape: `rows` x `width` times `width` x `out`)
-    in float16 and in float32, on both weight layouts the passes use, best of `reps`. The
+    """Seconds of each of `reps` few-row products (decoding's shape: `rows` x `width` times
+    `width` x `out`; after an untimed one) in float16 and in float32, on both weight layouts
+    the passes use. The
     layouts matter: on that EPYC a square float16 product ran at float32's speed while the
     model's [576 -> 1,536] one took 6-12x longer."""
     import time
@@ -216,13 +321,14 @@ def time_float16_products(width: int = 576, out: int = 1536, rows: int = 4, reps
         x = torch.randn(rows, width, generator=gen).to(dtype)
         w = torch.randn(out, width, generator=gen).to(dtype)
         layouts = (w, w.t().contiguous().t())  # [out, in] and [in, out] storage
-        best = float("inf")
-        for _ in range(reps):
-            t = time.perf_counter()
-            for weight in layouts:
-                torch.nn.functional.linear(x, weight)
-            best = min(best, time.perf_counter() - t)
-        out_times[str(dtype).removeprefix("torch.")] = best
+        runs = []
+        with measurements.timed():
+            for _ in range(reps + 1):
+                t = time.perf_counter()
+                for weight in layouts:
+                    torch.nn.functional.linear(x, weight)
+                runs.append(time.perf_counter() - t)
+        out_times[str(dtype).removeprefix("torch.")] = runs[1:]
     return out_times
 
 
@@ -240,12 +346,12 @@ def check_cpu_float16(entry: ModelEntry) -> None:
     up its passes alone probes thousands of products), so the writer is told which dtype to
     choose instead."""
     width, out = _product_shape(entry)
-    found = _remembered(
+    found = measurements.remembered(
         f"float16-products|{width}x{out}|{_machine_key()}",
         lambda: time_float16_products(width, out),
-        lambda v: isinstance(v, dict) and {"float16", "float32"} <= set(v),
+        lambda seconds: round(seconds["float16"] / max(seconds["float32"], 1e-9), 3),
     )
-    slowdown = found["float16"] / max(found["float32"], 1e-9)
+    slowdown = found.value
     if slowdown >= FLOAT16_TOO_SLOW:
         raise UserError(
             f"float16 runs {slowdown:.0f}x slower than float32 on this CPU ({_cpu_name() or 'unknown'}: "
@@ -292,7 +398,7 @@ def load(
     folder: Path = entry.folder()
     device = pick_device(device)
     chosen = dtype == "auto"
-    dtype = pick_dtype(entry, device, dtype)
+    dtype, why = pick_dtype_why(entry, device, dtype)
     if dtype == "float16" and device == "cpu" and device_map is None:
         check_cpu_float16(entry)
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
@@ -322,7 +428,9 @@ def load(
         merge_projections(model)
     if chosen and device == "cpu" and device_map is None:
         exact_by_default_here(model)
-    loaded = LoadedModel(entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype)
+    loaded = LoadedModel(
+        entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype, dtype_why=why
+    )
     if with_drafter:
         loaded.drafter, loaded.drafter_status = load_drafter(loaded)
     return loaded
