@@ -60,6 +60,7 @@ class LiveStats:
     prefill_s: float = 0.0
     decode_s: float = 0.0
     dtype: str = ""
+    dtype_why: str = ""  # how `auto` chose it (modelstore.loader.dtype_reason), "" by hand
     invariant: bool = False
     plain_steps: int = 0  # steps decoded plainly because drafting measured slower
     forward_passes: int = 0
@@ -99,6 +100,7 @@ class Take:
         self.session = self._session()
         self.target = self.session.ending.target  # tokens asked for (a sentence end may add a few)
         self.plain: float | None = None
+        self.dtype_why = getattr(request.loaded, "dtype_why", "")
         self._t0 = time.perf_counter()
         self._last = 0.0
 
@@ -153,6 +155,21 @@ class Take:
             self.plain = base.tokens_per_s
             session.extra_stats.update(base.as_dict())
             self.on_baseline(base.as_dict())
+            self._recheck_dtype(base.tokens_per_s)
+
+    def _recheck_dtype(self, plain_tokens_per_s: float) -> None:
+        """Plain decoding just timed is evidence about the remembered dtype choice: the model
+        marks it stale when this contradicts it (modelstore.loader.recheck_dtype), and the
+        Speed dock says so."""
+        observe = getattr(self.request.loaded, "observe_plain", None)
+        if observe is None or plain_tokens_per_s <= 0:
+            return
+        why = observe(1.0 / plain_tokens_per_s)
+        if why:
+            again = f"auto's remembered choice is measured again at the next load: {why}"
+            self.dtype_why = f"{self.dtype_why}; {again}" if self.dtype_why else again
+        if self.dtype_why:
+            self.session.extra_stats["dtype_why"] = self.dtype_why
 
     def _on_step(self, event) -> None:
         now = time.perf_counter()
@@ -191,6 +208,7 @@ class Take:
             **{k: stats[k] for k in LIVE_FIELDS if stats.get(k) is not None},
         )
         live.elapsed_s = time.perf_counter() - self._t0
+        live.dtype_why = self.dtype_why
         rate = live.tokens_per_s
         live.eta_s = 0.0 if final else ((self.target - live.tokens) / rate if rate > 0 else None)
         known = {**stats, "plain_tokens_per_s": self.plain} if self.plain else stats

@@ -138,11 +138,11 @@ class SpeedChart(QWidget):
         painter.end()
 
 
-def fmt_precision(dtype: str, invariant: bool | None) -> str:
-    """The dtype in use and whether the text is exactly plain decoding's."""
-    if invariant:
-        return f"{dtype} · exact: plain decoding's text"
-    return f"{dtype} · may differ from plain decoding"
+def fmt_precision(dtype: str, invariant: bool | None, why: str = "") -> str:
+    """The dtype in use, whether the text is exactly plain decoding's, and how `auto` chose
+    the dtype (its measurement, on a line of its own)."""
+    exact = "exact: plain decoding's text" if invariant else "may differ from plain decoding"
+    return "\n".join([f"{dtype} · {exact}", *(f"({part})" for part in why.split("; ") if part)])
 
 
 def precision_sentence(invariant: bool | None) -> str:
@@ -238,7 +238,9 @@ class StatsDock(QDockWidget):
         self.labels["elapsed"].setText(fmt_time(stats.elapsed_s))
         self.labels["eta"].setText(fmt_time(stats.eta_s))
         if stats.dtype:
-            self.labels["precision"].setText(fmt_precision(stats.dtype, stats.invariant))
+            self.labels["precision"].setText(
+                fmt_precision(stats.dtype, stats.invariant, stats.dtype_why)
+            )
             self.labels["precision"].setToolTip(precision_sentence(stats.invariant))
         if stats.plain_in_run and stats.plain_tokens_per_s:
             self.labels["plain"].setText(
