@@ -212,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
         )
     prompts = _prompts(args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
+    print(f"precision: {loaded.precision()}", file=sys.stderr)
     prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
     baseline = None
     if args.baseline_dtype:
@@ -267,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         "drafter_card": drafter.card if drafter is not None else None,
         "device": loaded.device,
         "dtype": loaded.dtype,
+        "dtype_why": loaded.dtype_why,
         "baseline_dtype": baseline[0] if baseline else None,
         "max_new_tokens": args.max_new_tokens,
         "penalty": args.penalty,

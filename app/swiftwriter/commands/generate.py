@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
     ending, _, _ = _ending(args), _sampling(args), _placement(args)  # bad options fail early
     entry = registry.resolve(args.model)
     loaded = _load(args, entry, prompt, ending.max_new_tokens)
+    _say_precision(loaded)
     from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.engine.textgen import stream_text
 
@@ -142,6 +143,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     sys.stdout.write("\n")
     return 0
+
+
+def _say_precision(loaded) -> None:
+    """The dtype on stderr, with how `auto` chose it (a stand-in model may not say)."""
+    precision = getattr(loaded, "precision", None)
+    if precision is not None:
+        print(f"precision: {precision()}", file=sys.stderr)
 
 
 def _placement(args: argparse.Namespace):
@@ -218,6 +226,7 @@ def run_project(args: argparse.Namespace) -> int:
 
         entry = registry.resolve(args.model)
         loaded = _load(args, entry, proj.document(doc_id).text, ending.max_new_tokens)
+        _say_precision(loaded)
         from swiftwriter.take import Take, TakeRequest
 
         def show(piece: str) -> None:

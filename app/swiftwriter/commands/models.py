@@ -1,4 +1,5 @@
-"""`swiftwriter models`: list known models, convert the default one, add a local folder."""
+"""`swiftwriter models`: list known models, convert the default one, add a local folder, measure
+a model's CPU dtype, kernel and layout again."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from swiftwriter.errors import UserError
 from swiftwriter.modelstore import provision, registry
 
 
@@ -16,6 +18,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     prep = msub.add_parser("prepare", help="convert the embedded default model (once)")
     prep.add_argument("model", nargs="?", help="registry id (default: the default model)")
     prep.add_argument("--force", action="store_true", help="convert again even if ready")
+    measure = msub.add_parser(
+        "measure", help="time a model's passes here again and say which dtype auto chooses"
+    )
+    measure.add_argument("model", nargs="?", help="registry id (default: the default model)")
     add = msub.add_parser("add", help="register a local Hugging Face model folder")
     add.add_argument("name")
     add.add_argument("folder")
@@ -43,6 +49,40 @@ def run(args: argparse.Namespace) -> int:
         provision.convert(entry, progress=lambda m: print(m, file=sys.stderr), force=args.force)
         print(f"{entry.id} is ready in {entry.folder()}")
         return 0
+    if cmd == "measure":
+        return measure_again(registry.resolve(args.model))
     entry = registry.add_user_model(args.name, Path(args.folder), args.trust_remote_code)
     print(f"Added {entry.id} -> {entry.folder()}")
     return 0
+
+
+LABELS = {"kernel-2": "product kernel", "few-rows": "row-major copies up to rows"}
+
+
+def measure_again(entry) -> int:
+    """Forget what was measured for this model here and measure it again: the passes in both
+    dtypes and auto's choice, then the kernel and layout measured on the way, each said to be
+    remembered or not (and why not)."""
+    from swiftwriter.modelstore import loader, measurements
+
+    if not entry.is_ready():
+        raise UserError(f"Model '{entry.id}' is not ready ({entry.status()})")
+    measurements.recent.clear()
+    measurements.forget(entry.id)
+    found = loader.cpu_dtype_choice(entry)
+    for dtype, cost in sorted(loader.pass_costs(found.seconds).items()):
+        passes = " · ".join(f"{rows}-token pass {loader.ms(t)}" for rows, t in sorted(cost.items()))
+        print(f"{dtype:9} {passes}")
+    print(f"auto chooses {found.value} ({loader.dtype_reason(found)})")
+    for key, other in measurements.recent.items():
+        if key != found.key:
+            what, _, dtype = key.split("|")[:3]
+            print(f"{LABELS.get(what, what)} ({dtype}): {other.value}, " + _kept(other))
+    print(f"dtype choice: {_kept(found)}")
+    return 0
+
+
+def _kept(found) -> str:
+    if found.remembered:
+        return f"remembered ({found.date})"
+    return "used for this run only, not remembered: " + "; ".join(found.unquiet)
