@@ -293,7 +293,8 @@ def pick_dtype_why(entry: ModelEntry, device: str, dtype: str = "auto") -> tuple
             dtype, why = found.value, dtype_reason(found)
         elif dtype == "auto":
             dtype = gpu_dtype(kind)
-            why = "auto: " + ("computed natively here" if dtype == "bfloat16" else "no bfloat16")
+            native = "computes" if dtype == "bfloat16" else "has no"
+            why = f"auto: this GPU {native} bfloat16 natively"
     if dtype not in DTYPE_NAMES:
         raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
     return DTYPE_NAMES[dtype], why
