@@ -101,8 +101,16 @@ def test_an_emergency_copy_survives_not_now_and_a_refused_discard(project, ui_en
     assert copy.is_file()
     close = "window.close()\n"
 
-    lines = run_window(close, ui_env, str(project), "Not now")
-    assert copy.is_file()  # offered again next time
+    type_and_save = """
+        from PySide6.QtTest import QTest
+        window.editor.moveCursor(window.editor.textCursor().MoveOperation.End)
+        QTest.keyClicks(window.editor, " Typed after Not now.")
+        window.actions_by_name["save"].trigger()
+        window.close()
+        """
+    lines = run_window(type_and_save, ui_env, str(project), "Not now")
+    assert copy.is_file()  # offered again next time: saving the document kept it
+    check_project(project, [BASE + " Typed after Not now."])
     assert any("could not be saved" in line and "-> Not now" in line for line in lines)
     assert not any(line.startswith("no such button") for line in lines), lines
     lines = run_window(close, ui_env, str(project), "Discard…|No")

@@ -220,3 +220,32 @@ def test_not_now_keeps_an_emergency_copy_and_only_a_confirmed_discard_deletes_it
     assert safekeeping.emergency_copies(path) == []
     reopen("Not now", True)
     assert len(offers) == 3  # nothing left to offer
+
+
+def test_a_kept_copy_outlives_later_saves_of_its_document(
+    qtbot, window, make_project, failing_saves
+):
+    """A copy offered back and put off with Not now holds words the editor does not have:
+    saving the document again must not delete it (a copy kept since the project opened is
+    superseded by the next save, the editor still holding its words)."""
+    path = open_doc(window, make_project)
+    type_text(window, " Words the disk refused.")
+    window.choose = lambda title, text, choices: "Discard changes"
+    assert window.close_project()
+    failing_saves.heal()
+    window.choose = lambda title, text, choices: "Not now"
+    assert window.open_project(path)
+    type_text(window, " New words.")
+    assert window.save_now()
+    assert [c.text for c in safekeeping.emergency_copies(path)] == [
+        "The sea was grey. Words the disk refused."
+    ]
+    failing_saves.failing = True
+    type_text(window, " Refused again.")
+    assert not window.save_now(quiet=True)  # a copy of its own, beside the old one
+    old = "The sea was grey. Words the disk refused."
+    texts = [c.text for c in safekeeping.emergency_copies(path)]
+    assert sorted(texts) == sorted([old, "The sea was grey. New words. Refused again."])
+    failing_saves.heal()
+    assert window.save_now()  # this run's copy goes once the editor's text is saved
+    assert [c.text for c in safekeeping.emergency_copies(path)] == [old]

@@ -56,11 +56,27 @@ def emergency_dir() -> Path:
     return folder
 
 
+# The copies this run kept, by project and document or note: their text is still in the editor
+# (or the note), so the next good save supersedes them. A copy from an earlier run (offered
+# and put off) holds words nothing here holds: a save never replaces or deletes it.
+_held: dict[str, Path] = {}
+
+
+def _held_key(project: Path, key: str) -> str:
+    return f"{backups_mod.folder_for(project).name}-{key}"
+
+
 def keep_emergency_copy(project: Path, key: str, title: str, text: str) -> Path:
     """Write text that could not be saved into the data folder (one file per project and
-    document or note, replaced by newer text); returns where."""
-    name = f"{backups_mod.folder_for(project).name}-{key}.json"
-    target = emergency_dir() / name
+    document or note in this run, replaced by its newer text, beside any copy an earlier run
+    kept); returns where."""
+    base = _held_key(project, key)
+    target = _held.get(base)
+    if target is None:
+        target, n = emergency_dir() / f"{base}.json", 2
+        while target.exists():
+            target, n = emergency_dir() / f"{base}-{n}.json", n + 1
+        _held[base] = target
     data = {
         "project": str(Path(project).resolve()),
         "title": title,
@@ -88,9 +104,17 @@ def emergency_copies(project: Path) -> list[EmergencyCopy]:
 
 
 def drop_emergency_copy(project: Path, key: str) -> None:
-    name = f"{backups_mod.folder_for(project).name}-{key}.json"
-    with contextlib.suppress(OSError):
-        (emergency_dir() / name).unlink()
+    """The document or note was saved: the copy this run kept of it is superseded."""
+    target = _held.pop(_held_key(project, key), None)
+    if target is not None:
+        with contextlib.suppress(OSError):
+            target.unlink()
+
+
+def let_go(copy: Path) -> None:
+    """The copy was offered back: whatever is done with it, no editor holds its text now."""
+    for base in [b for b, path in _held.items() if path == copy]:
+        del _held[base]
 
 
 class SafekeepingMixin:
@@ -218,6 +242,7 @@ class SafekeepingMixin:
         if self.project is None or self.project.readonly:
             return
         for copy in emergency_copies(self.project.path):
+            let_go(copy.path)
             words = len(copy.text.split())
             choice = self.choose(
                 "Unsaved text was kept",
