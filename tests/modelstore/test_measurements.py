@@ -468,3 +468,23 @@ def test_the_speed_dock_says_how_auto_chose_the_dtype(qtbot):
         f"({why})",
         "(auto's remembered choice is measured again at the next load: a take ran)",
     ]
+
+
+def test_bench_says_which_dtype_auto_chose_and_why(monkeypatch, tmp_path, capsys):
+    from swiftwriter.cli import main
+    from swiftwriter.modelstore import loader as loader_module
+
+    from tests.commands.tiny_cli import install_tiny
+    from tests.conftest import build_tiny
+
+    install_tiny(monkeypatch, build_tiny("llama", vocab=16, seed=3))
+    loaded = loader_module.load()
+    loaded.dtype_why = "auto: measured 23 ms vs bfloat16 36 ms per token, 2026-12-05"
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("3 7 3 7 5 9 3 7 5 11 3 7")
+    out = tmp_path / "report.json"
+    argv = ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "8", "--methods", "ar"]
+    assert main([*argv, "--json", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"precision: float32 ({loaded.dtype_why})" in err.splitlines()
+    assert json.loads(out.read_text())["meta"]["dtype_why"] == loaded.dtype_why

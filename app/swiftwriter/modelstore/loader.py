@@ -214,6 +214,8 @@ def recheck_dtype(entry: ModelEntry, dtype: str, seconds_per_token: float) -> st
     taken under load), or fast enough that the other dtype would not have been chosen. A
     take's step also pays sampling and other contexts, so only a faster take is evidence.
     Returns why it was marked, or ""."""
+    if not measurements.cache_file().is_file():
+        return ""
     found = measurements.stored(dtype_key(entry))
     if found is None or found.get("stale") or seconds_per_token <= 0:
         return ""
