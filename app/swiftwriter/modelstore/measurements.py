@@ -36,6 +36,8 @@ Samples = dict[str, list[float]]  # kind -> seconds of each repetition
 
 @dataclass
 class Measured:
+    """One measurement's outcome, read back or taken now."""
+
     key: str
     value: object  # what `decide` made of the numbers
     seconds: dict[str, float]  # kind -> seconds (the lower of the two rounds' medians)
@@ -56,20 +58,20 @@ _local = threading.local()  # this thread's timing-loop clock (see `timed`)
 
 def _clock() -> dict:
     if not hasattr(_local, "clock"):
-        _local.clock = {"cpu": 0.0, "wall": 0.0, "used": False}
+        _local.clock = {"others": 0.0, "wall": 0.0, "used": False}
     return _local.clock
 
 
 @contextlib.contextmanager
 def timed():
-    """Count a timing loop's thread CPU and wall time toward the load check (the rest of a
-    measurement, such as loading the model from disk, waits on other things than the CPU)."""
+    """Count what other processes took of the CPUs during a timing loop toward the load check
+    (the rest of a measurement, such as loading the model, does not time anything)."""
     wall, others = time.perf_counter(), _others_cpu_s()
     try:
         yield
     finally:
         clock = _clock()
-        clock["cpu"] += _others_cpu_s() - others
+        clock["others"] += _others_cpu_s() - others
         clock["wall"] += time.perf_counter() - wall
         clock["used"] = True
 
@@ -92,12 +94,12 @@ def _clocked(measure: Callable[[], Samples]) -> tuple[Samples, float, float]:
     seconds (of the whole call where it marks none)."""
     clock = _clock()
     saved = dict(clock)
-    clock.update(cpu=0.0, wall=0.0, used=False)
+    clock.update(others=0.0, wall=0.0, used=False)
     wall, others = time.perf_counter(), _others_cpu_s()
     try:
         samples = measure()
         if clock["used"]:
-            return samples, clock["cpu"], clock["wall"]
+            return samples, clock["others"], clock["wall"]
         return samples, _others_cpu_s() - others, time.perf_counter() - wall
     finally:
         clock.update(saved)
