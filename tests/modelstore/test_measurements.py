@@ -301,6 +301,21 @@ def test_a_remembered_float32_taken_under_load_is_corrected_by_the_next_auto_run
     assert loader.measure_cpu_dtype(entry) == "bfloat16" and len(asked) == 4  # now remembered
 
 
+def test_the_planted_float32_is_measured_again_with_real_timing(monkeypatch, tmp_path):
+    """The same plant, the tiny model's real passes, the real load detector: whatever this
+    machine's load, the plant is not what auto goes by, and nothing unquiet is stored."""
+    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path))
+    entry = tiny_entry(tmp_path)
+    asked = tiny_loads(monkeypatch)
+    key = plant(entry, DEFECT)
+    found = loader.cpu_dtype_choice(entry)
+    assert asked and found.seconds["bfloat16/1"] < 0.5  # timed now, not read back (0.80 s)
+    assert found.value == loader.choose_dtype(loader.pass_costs(found.seconds))
+    entry_now = stored().get(key)
+    assert entry_now != DEFECT
+    assert (entry_now is None) == bool(found.unquiet), found.unquiet
+
+
 def test_an_entry_whose_numbers_are_implausible_is_measured_again(monkeypatch, quiet, tmp_path):
     """The same numbers in the current format, even claiming a quiet measurement: bfloat16
     21x float32 is not believed."""
