@@ -56,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-LABELS = {"kernel-2": "product kernel", "few-rows": "row-major copies up to rows"}
+LABELS = {
+    "kernel-2": "product kernel ({dtype}): {value}",
+    "few-rows": "row-major weight copies ({dtype}): up to {value} rows",
+}
 
 
 def measure_again(entry) -> int:
@@ -77,7 +80,8 @@ def measure_again(entry) -> int:
     for key, other in measurements.recent.items():
         if key != found.key:
             what, _, dtype = key.split("|")[:3]
-            print(f"{LABELS.get(what, what)} ({dtype}): {other.value}, " + _kept(other))
+            label = LABELS.get(what, what + " ({dtype}): {value}")
+            print(label.format(dtype=dtype, value=other.value) + ", " + _kept(other))
     print(f"dtype choice: {_kept(found)}")
     return 0
 
