@@ -23,15 +23,19 @@ _XDG = ("XDG_DATA_HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 def real_folders() -> dict[str, Path]:
     """The folders a writer's SwiftWriter uses, as this environment names them."""
     env = os.environ
+
+    def folder(variable: str, default: str) -> Path:
+        return Path(env.get(variable) or default)
+
+    data = folder("SWIFTWRITER_DATA_DIR", platformdirs.user_data_dir(APP, False))
     return {
-        "data": Path(env.get("SWIFTWRITER_DATA_DIR") or platformdirs.user_data_dir(APP, False)),
-        "config": Path(
-            env.get("SWIFTWRITER_CONFIG_DIR") or platformdirs.user_config_dir(APP, False)
-        ),
+        "data": data,
+        "models": folder("SWIFTWRITER_MODELS_DIR", str(data / "models")),
+        "config": folder("SWIFTWRITER_CONFIG_DIR", platformdirs.user_config_dir(APP, False)),
         "old config": Path(platformdirs.user_config_dir("SwiftWriter", False)),
         "state": Path(platformdirs.user_state_dir(APP, False)),
-        "log": Path(env.get("SWIFTWRITER_LOG_DIR") or platformdirs.user_log_dir(APP, False)),
-        "cache": Path(env.get("SWIFTWRITER_CACHE_DIR") or platformdirs.user_cache_dir(APP, False)),
+        "log": folder("SWIFTWRITER_LOG_DIR", platformdirs.user_log_dir(APP, False)),
+        "cache": folder("SWIFTWRITER_CACHE_DIR", platformdirs.user_cache_dir(APP, False)),
     }
 
 
@@ -86,9 +90,8 @@ def _reach_read_only(real: dict[str, Path], root: Path) -> None:
     conversion refuses to), the kernel's build as a copy (the builder writes beside it)."""
     models = root / "models"
     models.mkdir(parents=True)
-    real_models = Path(os.environ.get("SWIFTWRITER_MODELS_DIR") or real["data"] / "models")
-    if real_models.is_dir():
-        for folder in real_models.iterdir():
+    if real["models"].is_dir():
+        for folder in real["models"].iterdir():
             if folder.is_dir() and not folder.name.startswith("."):
                 (models / folder.name).symlink_to(folder, target_is_directory=True)
     native = real["cache"] / "native"

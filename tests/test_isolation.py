@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import platformdirs
+import pytest
 from swiftwriter import paths
 
 from tests import conftest, isolation
@@ -37,11 +38,35 @@ def test_every_folder_the_app_uses_is_temporary():
         assert not real.is_relative_to(root)
 
 
-def test_the_default_model_is_reached_through_a_link_it_cannot_be_removed_through():
-    linked = [p for p in paths.models_dir().iterdir() if p.is_symlink()]
-    real = conftest.REAL_FOLDERS["data"] / "models"
-    for link in linked:
-        assert link.resolve().parent == real.resolve()
+def test_the_converted_models_are_reached_through_links():
+    real = conftest.REAL_FOLDERS["models"]
+    converted = sorted(
+        p.name for p in real.iterdir() if p.is_dir() and not p.name.startswith(".")
+    ) if real.is_dir() else []  # fmt: skip
+    linked = sorted(p.name for p in paths.models_dir().iterdir() if p.is_symlink())
+    assert linked == converted
+    for name in linked:
+        assert (paths.models_dir() / name).resolve() == (real / name).resolve()
+
+
+def test_a_conversion_never_replaces_or_follows_a_linked_model(tmp_path):
+    """The link that reaches the writer's converted model cannot be used to remove it."""
+    from swiftwriter.errors import UserError
+    from swiftwriter.modelstore import provision, registry
+
+    entry = registry.default_entry()
+    link = paths.models_dir() / entry.id
+    planted = not link.is_symlink()  # the writer has not converted it: a stand-in link
+    if planted:
+        (tmp_path / "real").mkdir()
+        link.symlink_to(tmp_path / "real")
+    try:
+        with pytest.raises(UserError, match="symbolic link"):
+            provision.convert(entry, force=True)
+        assert link.is_symlink()
+    finally:
+        if planted:
+            link.unlink()
 
 
 def test_snapshot_sees_a_new_a_changed_and_a_removed_file(tmp_path):

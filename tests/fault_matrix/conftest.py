@@ -16,6 +16,7 @@ def env(tmp_path):
     return {
         **os.environ,
         "SWIFTWRITER_DATA_DIR": str(tmp_path / "data"),
+        "SWIFTWRITER_MODELS_DIR": str(tmp_path / "data" / "models"),
         "SWIFTWRITER_CONFIG_DIR": str(tmp_path / "config"),
         "SWIFTWRITER_LOG_DIR": str(tmp_path / "logs"),
     }

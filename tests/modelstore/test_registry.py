@@ -7,13 +7,6 @@ from swiftwriter.errors import UserError
 from swiftwriter.modelstore import registry
 
 
-@pytest.fixture
-def user_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path
-
-
 def test_default_entry_is_the_embedded_model(user_dirs):
     entry = registry.default_entry()
     assert entry.id == "smollm2-135m-instruct"

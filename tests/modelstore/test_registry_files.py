@@ -10,13 +10,6 @@ from swiftwriter.modelstore import registry
 
 
 @pytest.fixture
-def user_dirs(tmp_path, monkeypatch):
-    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path
-
-
-@pytest.fixture
 def model_folder(user_dirs, tiny_llama):
     def make(name):
         folder = user_dirs / name

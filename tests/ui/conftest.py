@@ -81,6 +81,7 @@ def isolated_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("SWIFTWRITER_SETTINGS_PATH", str(tmp_path / "settings.ini"))
     monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("SWIFTWRITER_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SWIFTWRITER_MODELS_DIR", str(tmp_path / "data" / "models"))
 
 
 @pytest.fixture(scope="session")

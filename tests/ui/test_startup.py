@@ -12,7 +12,12 @@ import pytest
 @pytest.mark.default_model
 def test_run_command_opens_app_on_default_model():
     """What `make run` does, minus the event loop: start, load the default model, quit."""
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SWIFTWRITER_EXIT_WHEN_READY="1")
+    from tests.conftest import TEST_ROOT
+
+    # the session's models (the writer's converted default model, linked), not this test's
+    models = str(TEST_ROOT / "models")
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SWIFTWRITER_EXIT_WHEN_READY="1",
+               SWIFTWRITER_MODELS_DIR=models)  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-m", "swiftwriter"], env=env, capture_output=True, text=True, timeout=300
     )
