@@ -14,17 +14,17 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-# Before anything of SwiftWriter is imported: the writer's own data, config, state and cache
-# folders are listed now and compared at the end of the session, and every test (and child
-# process) uses temporary ones instead.
+# Before anything of SwiftWriter is imported: the writer's own data, config and state folders
+# are listed now and compared at the end of the session, and every test (and child process)
+# uses temporary ones instead (the cache too).
 REAL_FOLDERS = isolation.real_folders()
-REAL_BEFORE = isolation.snapshot(REAL_FOLDERS.values())
+REAL_BEFORE = isolation.snapshot(isolation.guarded(REAL_FOLDERS))
 TEST_ROOT = isolation.redirect(REAL_FOLDERS)
 
 
 def pytest_sessionfinish(session, exitstatus):
     """Fail the session if any test wrote into the writer's real folders."""
-    changed = isolation.changes(REAL_BEFORE, isolation.snapshot(REAL_FOLDERS.values()))
+    changed = isolation.changes(REAL_BEFORE, isolation.snapshot(isolation.guarded(REAL_FOLDERS)))
     if changed:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         lines = ["Tests wrote outside their temporary folders:", *changed[:40]]

@@ -39,6 +39,12 @@ def real_folders() -> dict[str, Path]:
     }
 
 
+def guarded(real: dict[str, Path]) -> list[Path]:
+    """The folders whose listing must not change: all but the cache, which holds only what can
+    be rebuilt and which any SwiftWriter running beside the tests may rebuild."""
+    return [path for name, path in real.items() if name != "cache"]
+
+
 def snapshot(folders) -> dict[str, tuple[int, int] | None]:
     """Every file and folder under `folders`: path -> (size, mtime_ns) for files, None for
     folders. A folder that does not exist lists as absent."""
@@ -96,4 +102,6 @@ def _reach_read_only(real: dict[str, Path], root: Path) -> None:
                 (models / folder.name).symlink_to(folder, target_is_directory=True)
     native = real["cache"] / "native"
     if native.is_dir():
-        shutil.copytree(native, root / "cache" / "native", symlinks=True)
+        # without a build's lock file: one copied mid-build would hold every later build
+        ignore = shutil.ignore_patterns("lock")
+        shutil.copytree(native, root / "cache" / "native", symlinks=True, ignore=ignore)
