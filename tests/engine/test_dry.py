@@ -143,11 +143,11 @@ class Recorder:
         self.rows.append(out)
         return out
 
-    def choose(self, processed, uniform):
-        return self.inner.choose(processed, uniform)
+    def choose(self, processed, noise):
+        return self.inner.choose(processed, noise)
 
-    def pick(self, processed, uniform):
-        return self.inner.pick(processed, uniform)
+    def pick(self, processed, noise):
+        return self.inner.pick(processed, noise)
 
 
 def test_sampled_nodes_are_scored_like_plain_decoding(tiny_vocab_model):

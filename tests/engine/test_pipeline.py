@@ -100,7 +100,7 @@ def test_a_draw_among_the_kept_tokens_has_the_filtered_distribution():
     n = 20_000
     counts = torch.zeros(64)
     for i in range(n):
-        counts[pipeline.choose(processed, draws.uniform(i))] += 1
+        counts[pipeline.choose(processed, draws.gumbel(i, 64))] += 1
     assert counts.sum() == counts[kept].sum()
     total_variation = 0.5 * float((counts / n - want).abs().sum())
     assert total_variation < 0.015, total_variation

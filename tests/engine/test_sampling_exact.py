@@ -103,7 +103,7 @@ class LongestMatchRun(Run):
                 logits = runner.logits_at(node, trie)
                 token = pipeline.choose(
                     pipeline.process(logits, window.presence(trie.path_to(node))),
-                    draws.uniform(len(self.produced) + len(new)),
+                    draws.gumbel(len(self.produced) + len(new), logits.shape[-1]),
                 )
                 new.append(token)
                 nxt = chain[len(path)] if len(path) < len(chain) else None

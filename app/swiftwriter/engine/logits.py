@@ -182,30 +182,24 @@ class LogitsPipeline:
             x = x.masked_fill(probs < limit, float("-inf"))
         return x
 
-    def choose(self, processed: torch.Tensor, uniform: float | None = None) -> int:
-        """The next token from one row of processed logits: the argmax, or the draw at
-        `uniform` (read back to the host: one read per call)."""
-        return int(self.pick(processed, uniform))
+    def choose(self, processed: torch.Tensor, noise: torch.Tensor | None = None) -> int:
+        """The next token from one row of processed logits: the argmax, or the Gumbel-max draw
+        under `noise` (read back to the host: one read per call)."""
+        return int(self.pick(processed, noise))
 
-    def pick(self, processed: torch.Tensor, uniform: float | None = None) -> torch.Tensor:
+    def pick(self, processed: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
         """`choose` left on the device (a 0-d tensor), so a step can read many at once."""
         if self.s.greedy:
             return processed.argmax()
-        return draw(processed, uniform)
+        return gumbel_max(processed, noise)
 
 
-def draw(processed: torch.Tensor, uniform: float) -> torch.Tensor:
-    """The token at `uniform` in [0, 1) of the row's distribution (inverse CDF): the first
-    token whose cumulative probability passes it. The sum runs in float64 (not on Apple's MPS,
-    which has none), so the uniform keeps its resolution; a filtered entry (probability 0) is
-    never drawn, even where a parallel scan's rounding makes the sum wobble."""
-    probs = processed.softmax(dim=-1)
-    wide = probs if probs.device.type == "mps" else probs.double()
-    cdf = wide.cumsum(dim=-1)
-    hit = (cdf > cdf[-1] * uniform) & (probs > 0)
-    positions = torch.arange(probs.shape[-1], device=probs.device)
-    last = torch.where(probs > 0, positions, 0).max()  # rounding may run past the end
-    return torch.where(hit.any(), hit.int().argmax(), last)
+def gumbel_max(processed: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """The token argmax(processed + noise): with standard Gumbel noise, a draw from
+    softmax(processed) (the Gumbel-max trick). A filtered entry (-inf) is never drawn. The sum
+    runs in float64 (float32 on Apple's MPS, which has none)."""
+    wide = torch.float32 if processed.device.type == "mps" else torch.float64
+    return (processed.to(wide) + noise.to(processed.device, wide)).argmax(-1)
 
 
 _MASK = (1 << 64) - 1
@@ -219,17 +213,41 @@ def _mix(z: int) -> int:
 
 
 class Draws:
-    """A run's random numbers, by position: the uniform for the t-th new token is a hash of
-    (seed, t). Plain decoding and speculation therefore use the same number for the same token
-    however many trie nodes a step visits, and a step can draw for every node at once."""
+    """A run's random numbers, by position: the t-th new token is drawn with Gumbel noise, one
+    number per (t, token id), generated from a hash of (seed, t). Plain decoding and
+    speculation therefore draw every token with the same numbers however many trie nodes a
+    step visits, and a drafter that sees the same numbers can propose the token the target
+    will sample, not only its most likely one: argmax(log q + g) agrees with argmax(log p + g)
+    with probability at least (1 - TV) / (1 + TV) (Daliri, Musco and Suresh 2024), and the
+    drafter's top k under the same noise are a draw without replacement from q (list sampling).
+    The output is still exactly distributed as the target's: the drafts never change g."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, keep: int = 64):
         self.seed = seed
         self._key = _mix((seed & _MASK) ^ 0x5DEECE66D)
+        self._kept: dict[tuple[int, int], torch.Tensor] = {}
+        self._keep = keep
 
     def uniform(self, index: int) -> float:
-        z = _mix((self._key + (index + 1) * 0x9E3779B97F4A7C15) & _MASK)
-        return (z >> 11) * (1.0 / (1 << 53))
+        """One uniform in [0, 1) for position `index` (seeds the position's noise)."""
+        return (self._position_key(index) >> 11) * (1.0 / (1 << 53))
+
+    def _position_key(self, index: int) -> int:
+        return _mix((self._key + (index + 1) * 0x9E3779B97F4A7C15) & _MASK)
+
+    def gumbel(self, index: int, size: int) -> torch.Tensor:
+        """Standard Gumbel noise [size] in float64 on the host for the token at `index`: the
+        same numbers for the same (seed, index), whoever asks and in whatever order."""
+        key = (index, size)
+        noise = self._kept.get(key)
+        if noise is None:
+            generator = torch.Generator().manual_seed(self._position_key(index) >> 1)
+            u = torch.rand(size, generator=generator, dtype=torch.float64)
+            noise = -torch.log(-torch.log(u))  # u = 0 gives -inf: that token cannot win
+            if len(self._kept) >= self._keep:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = noise
+        return noise
 
 
 class PipelineLogitsProcessor(LogitsProcessor):

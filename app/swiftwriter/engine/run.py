@@ -69,7 +69,7 @@ class Run:
         self._gated_s: dict[int, float] = {}
 
     def _draws(self, seed: int | None) -> Draws | None:
-        """The run's uniforms (sampling only): the call's seed, the settings', or a fresh one."""
+        """The run's random numbers (sampling only): the call's seed, the settings', or a fresh one."""
         if self.sampling.greedy:
             return None
         seed = seed if seed is not None else self.sampling.seed
@@ -81,6 +81,8 @@ class Run:
         measured once per model."""
         for src in self.sources:
             src.start(self.sampling, self.gen.vocab_size, self.window)
+            if self.draws is not None and self.drafting.couple:
+                src.couple(self.noise_ahead)
         if any(s.wants_feature == "prenorm" for s in self.readers):
             self.runner.enable_prenorm()
         prompt, stats = self.request.prompt, self.stats
@@ -186,8 +188,8 @@ class Run:
 
     def _walk(self, trie: Trie, remaining: int):
         """At each node the token plain decoding would choose there (the pipeline with that
-        node's own penalty context; when sampling, the uniform of that token's index in the
-        text); descend while a child holds it. Each choice is computed when the walk gets
+        node's own penalty context; when sampling, the Gumbel noise of that token's index in
+        the text); descend while a child holds it. Each choice is computed when the walk gets
         there, or, `batched`, every node's at once with one read from the device. End-of-text
         is forbidden for the request's first `min_new_tokens` tokens. Returns (accepted nodes,
         new tokens)."""
@@ -218,18 +220,24 @@ class Run:
             presence = self.window.presence(above) if sampling.penalty != 1.0 else None
             context = self.window.context(above) if sampling.dry_multiplier > 0 else None
             processed = pipeline.process(logits, presence, context)
-            return pipeline.choose(processed, self.uniform(trie.depths[node]))
+            return pipeline.choose(processed, self.noise(trie.depths[node]))
 
         return choose
 
-    def uniform(self, depth: int) -> float | None:
-        """The uniform of the token a node at `depth` would write (None when greedy)."""
-        return None if self.draws is None else self.draws.uniform(len(self.produced) + depth)
+    def noise_ahead(self, k: int) -> torch.Tensor:
+        """The noise of the k-th token after the committed text (sampling only), for drafters."""
+        return self.draws.gumbel(len(self.produced) + k, self.gen.vocab_size)
+
+    def noise(self, depth: int) -> torch.Tensor | None:
+        """The Gumbel noise of the token a node at `depth` would write (None when greedy)."""
+        if self.draws is None:
+            return None
+        return self.draws.gumbel(len(self.produced) + depth, self.gen.vocab_size)
 
     def _choose_all(self, trie: Trie) -> list[int]:
         """Every node's choice made on the model's device and read back in the step's one
         synchronisation, with the states the drafters will read: a node's choice depends on
-        its own path (and, sampling, on its depth's uniform), never on the walk. Greedy rows
+        its own path (and, sampling, on its depth's noise), never on the walk. Greedy rows
         go through the pipeline together; sampled and DRY rows one by one, as plain decoding
         computes them, still without a read."""
         n = len(trie)
@@ -255,7 +263,7 @@ class Run:
                         None if presence is None else presence[i],
                         self.window.context(paths[i]) if dry else None,
                     ),
-                    self.uniform(trie.depths[i]),
+                    self.noise(trie.depths[i]),
                 )
                 for i in range(n)
             ])  # fmt: skip

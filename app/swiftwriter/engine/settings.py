@@ -76,6 +76,9 @@ class DraftSettings:
     # Draft-vocabulary ids a drafter scores (its most frequent; 0 = all): 2,048 cover 90% of
     # the default model's tokens and cut the draft head's weight reads fourfold against 8,192.
     head_vocab: int = 2048
+    # Sampling: drafters propose what their own distribution draws under the noise the target
+    # will draw with (logits.Draws), not their most likely tokens. Off only to measure it.
+    couple: bool = True
 
     def __post_init__(self):
         if self.max_nodes < 0 or self.max_depth < 1:
@@ -110,3 +113,16 @@ class ContextSettings:
             raise UserError(f"The sink must be 0 or more tokens, not {self.sink}")
         if not 0 < self.keep < 1:
             raise UserError(f"keep must be a fraction of the context in (0, 1), not {self.keep}")
+
+
+# The app's modes and drafting strategies, one definition for the generation panel and the
+# bench (`swiftwriter bench --preset creative --strategy balanced` runs exactly the app's).
+MODES = {
+    "precise": SamplingSettings(),  # greedy, penalty 1.2 over 1,024 tokens
+    "creative": SamplingSettings(greedy=False, temperature=0.8, top_p=0.95, min_p=0.05),
+}
+STRATEGIES = {
+    "conservative": DraftSettings(max_nodes=8, max_depth=8),
+    "balanced": DraftSettings(),
+    "fast": DraftSettings(max_nodes=64, max_depth=32),
+}

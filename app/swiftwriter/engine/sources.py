@@ -28,7 +28,8 @@ class CandidateSource:
     """The drafter contract. Every source sets `name` and implements `observe` and `propose`;
     the other hooks have defaults that do nothing, so the generator calls them on every source
     without probing: `start` once per run, `set_feature` with the hidden state named by
-    `wants_feature` (learned drafters), and `gated` sources are asked only while they pay."""
+    `wants_feature` (learned drafters), `couple` with the sampler's noise (sampling only), and
+    `gated` sources are asked only while they pay."""
 
     name = "source"
     gated = False  # asked only while its drafts save more time than they cost (SourceGate)
@@ -40,6 +41,11 @@ class CandidateSource:
 
     def set_feature(self, feature) -> None:
         """The `wants_feature` hidden state after the newest committed token."""
+
+    def couple(self, noise) -> None:
+        """Sampling only: `noise(k)` is the Gumbel noise [vocab] with which the k-th token after
+        the committed text will be drawn (k = 0: the next one). A source that scores tokens
+        can propose the ones its own distribution draws under the same noise (logits.Draws)."""
 
     def observe(self, tokens: Sequence[int]) -> None:  # pragma: no cover - interface
         """New committed tokens (the prompt first, then each step's output)."""

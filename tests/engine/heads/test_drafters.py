@@ -3,6 +3,8 @@ drafter for another model is refused, and drafting with them keeps greedy output
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 from swiftwriter.bench.draftpass import DraftPass, DraftPassGenerator
@@ -184,8 +186,10 @@ def test_an_older_drafter_gets_half_the_penalty_and_the_models_own_guess_all_of_
         penalised = torch.where(logits > 0, logits / theta, logits * theta)
         return torch.where(presence, penalised, logits).softmax(-1)
 
-    torch.testing.assert_close(source._probs(states, presence), scored(1.1))
-    assert not torch.allclose(source._probs(states, presence), scored(1.2))
+    indices, probs = source._top(states, presence, 8, 0)
+    torch.testing.assert_close(probs, scored(1.1).gather(-1, indices))
+    assert torch.equal(indices, scored(1.1).topk(8).indices)
+    assert not torch.allclose(probs, scored(1.2).gather(-1, indices))
     # draft-pass mode: the model's own next-token logits are the first level, fully penalised
     base = torch.randn(256, generator=torch.Generator().manual_seed(2)) * 4
     full = torch.zeros(256, dtype=torch.bool)
@@ -282,11 +286,10 @@ def test_a_grown_tree_expands_only_the_paths_the_drafter_is_confident_of(tiny_ll
     source, every = drafts(0.0)
     assert sum(len(t) == 2 for t in every) == 6  # all three first-level nodes grew
     state = source.module(feature[None].to(source.dtype), source.emb[[7]].to(source.dtype))
-    probs = source._probs(state, None)[0]
-    top = probs.topk(3)
-    firsts = [source.vocab_list[i] for i in top.indices.tolist()]
+    indices, values = source._top(state, None, 3, 0)
+    firsts = [source.vocab_list[i] for i in indices[0].tolist()]
     assert [t for t in every if len(t) == 1] == [(f,) for f in firsts]
-    p1, p2 = top.values.tolist()[:2]
+    p1, p2 = values[0].tolist()[:2]
     assert p1 > p2
     _, grown = drafts((p1 + p2) / 2)  # only the most likely first node is confident enough
     assert [t for t in grown if len(t) == 1] == [(f,) for f in firsts]
@@ -296,3 +299,59 @@ def test_a_grown_tree_expands_only_the_paths_the_drafter_is_confident_of(tiny_ll
     assert all(len(t) == 1 for t in flat)
     with pytest.raises(UserError):
         DraftSettings(head_grow=1.0)
+
+
+CREATIVE = SamplingSettings(greedy=False, temperature=0.8, top_p=0.95, min_p=0.05, window=64)
+
+
+def test_sampled_drafts_share_the_targets_noise_and_stay_exact(
+    tiny_llama, tiny_data, trained, monkeypatch
+):
+    """Sampling (the app's Creative settings): the drafter proposes what its own distribution
+    draws under the noise the target will draw with, so it is accepted more often than when
+    it proposes its most likely tokens, and the text is plain decoding's for every seed."""
+    from swiftwriter.engine.heads.source import DrafterSource
+
+    drafting = DraftSettings(sources=("heads",), max_nodes=12, adaptive=False, head_tree=(3, 2))
+    prompt = tiny_data["tokens"][-1, :20].tolist()
+    accepted = {True: 0, False: 0}
+    for coupled in (True, False):
+        if not coupled:  # the drafts without the noise: most likely first
+            monkeypatch.setattr(DrafterSource, "couple", lambda self, noise: None)
+        for seed in range(6):
+            plain = Generator(tiny_llama, CREATIVE, DraftSettings.plain())
+            want = [t for ev in plain.generate(prompt, 80, seed=seed) for t in ev.tokens]
+            gen = Generator(tiny_llama, CREATIVE, drafting, drafter=trained["recurrent"])
+            got = [t for ev in gen.generate(prompt, 80, seed=seed) for t in ev.tokens]
+            assert got == want, seed
+            accepted[coupled] += gen.stats.accepted_drafts
+    assert accepted[True] > 2 * accepted[False], accepted
+
+
+def test_coupled_candidates_are_the_drafters_draws_under_the_noise(tiny_llama, trained):
+    """The k candidates for a position are the top k of the drafter's processed scores plus
+    that position's noise (a draw without replacement from its distribution); where the
+    run's filters leave fewer than k, its most likely ids fill the rest."""
+    from swiftwriter.engine.heads.source import DrafterSource
+    from swiftwriter.engine.logits import Draws, LogitsPipeline, penalise
+
+    source = DrafterSource(trained["recurrent"], tiny_llama, tree=(3,))
+    source.start(CREATIVE, 256)
+    draws = Draws(4)
+    source.couple(lambda k: draws.gumbel(10 + k, 256))
+    feature = torch.randn(tiny_llama.config.hidden_size, generator=torch.Generator().manual_seed(5))
+    state = source.module(feature[None].to(source.dtype), source.emb[[7]].to(source.dtype))
+    indices, values = source._top(state, None, 3, 1)
+    x = penalise(source.draft_logits(state).float(), None, source.draft_penalty)
+    processed = LogitsPipeline(dataclasses.replace(CREATIVE, penalty=1.0)).process(x, None)
+    scores = processed[0] + draws.gumbel(11, 256)[source.vocab].float()
+    alive = [i for i in scores.topk(3).indices.tolist() if scores[i] > float("-inf")]
+    likely = [i for i in x[0].softmax(-1).topk(3).indices.tolist() if i not in alive]
+    assert indices[0].tolist() == (alive + likely)[:3]
+    assert torch.allclose(values[0], x[0].softmax(-1)[indices[0]])
+    greedy = DrafterSource(trained["recurrent"], tiny_llama, tree=(3,))
+    greedy.start(dataclasses.replace(CREATIVE, greedy=True), 256)
+    greedy.couple(lambda k: draws.gumbel(10 + k, 256))  # greedy runs are never coupled
+    assert (
+        greedy._top(state, None, 3, 1)[0][0].tolist() == x[0].softmax(-1).topk(3).indices.tolist()
+    )

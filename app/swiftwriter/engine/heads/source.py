@@ -10,11 +10,12 @@ bin as its rank, so the engine's acceptance estimates are calibrated per bin and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import torch
 
 from swiftwriter.engine.heads.files import DrafterBundle
-from swiftwriter.engine.logits import PenaltyWindow, penalise
+from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow, penalise
 from swiftwriter.engine.settings import SamplingSettings
 from swiftwriter.engine.sources import Candidate, CandidateSource
 
@@ -115,6 +116,10 @@ class DrafterSource(CandidateSource):
         self.window: PenaltyWindow | None = None
         self.own_window = True  # False while the run's window is shared (start)
         self.penalty = 1.0  # the run's: for the model's own logits (draft-pass mode)
+        # sampling: the run's temperature, top-p and min-p for the drafter's own distribution,
+        # and the noise each drafted position will be drawn with (couple)
+        self.sampler: LogitsPipeline | None = None
+        self.noise_ahead = None
         self.draft_penalty = 1.0  # for the drafter's logits (DRAFT_PENALTY_SHARE)
         self.module.to(self.dtype)
         # the draft head's product: the [H, N] matrix's own (MKL's fast one), or oneDNN's
@@ -139,6 +144,12 @@ class DrafterSource(CandidateSource):
         own window (a fresh one when drafting alone, as in tests)."""
         self.feature = self.base_logits = None
         self.penalty = sampling.penalty
+        self.noise_ahead = None
+        self.sampler = (
+            None
+            if sampling.greedy
+            else LogitsPipeline(replace(sampling, penalty=1.0, dry_multiplier=0.0))
+        )
         share = draft_penalty_share(self.bundle.card)
         self.draft_penalty = 1.0 + (sampling.penalty - 1.0) * share
         self.own_window = window is None
@@ -148,6 +159,11 @@ class DrafterSource(CandidateSource):
             self.window = (
                 window if window is not None else PenaltyWindow(vocab_size, sampling.window)
             )
+
+    def couple(self, noise) -> None:
+        """Sampling: draft the tokens the drafter's distribution draws under the noise the
+        target will draw with (logits.Draws), instead of its most likely ones."""
+        self.noise_ahead = noise
 
     def set_feature(self, feature: torch.Tensor) -> None:
         """Fused mode: the state of the node before the newest token."""
@@ -164,9 +180,29 @@ class DrafterSource(CandidateSource):
             self.window.extend(list(tokens))
 
     # -- drafting -------------------------------------------------------------------------------
-    def _probs(self, states: torch.Tensor, presence: torch.Tensor | None) -> torch.Tensor:
-        logits = self.draft_logits(states).float()
-        return penalise(logits, presence, self.draft_penalty).softmax(-1)
+    def _top(
+        self, states: torch.Tensor, presence: torch.Tensor | None, k: int, level: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k draft-vocabulary ids to propose for the `level`-th token after the committed
+        text, and the drafter's probability of each ([rows, k] both). Greedy: its k most
+        likely. Sampling: the k its processed distribution draws under that token's noise
+        (the target's Gumbel winner is among them whenever the two distributions are close);
+        ids the run's filters leave no chance fill the rest by likelihood."""
+        x = penalise(self.draft_logits(states).float(), presence, self.draft_penalty)
+        probs = x.softmax(-1)
+        if self.noise_ahead is None or self.sampler is None:
+            top = probs.topk(k, dim=-1)
+            return top.indices, top.values
+        noise = self.noise_ahead(level)[self.vocab].to(torch.float32)
+        drawn = (self.sampler.process(x, None) + noise).topk(k, dim=-1)
+        likely = probs.topk(k, dim=-1).indices.tolist()
+        rows = []
+        for ids, scores, extra in zip(drawn.indices.tolist(), drawn.values.tolist(), likely,
+                                      strict=True):  # fmt: skip
+            picked = [i for i, v in zip(ids, scores, strict=True) if v > float("-inf")]
+            rows.append((picked + [i for i in extra if i not in picked])[:k])
+        indices = torch.tensor(rows)
+        return indices, probs.gather(-1, indices)
 
     @torch.inference_mode()
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
@@ -189,10 +225,9 @@ class DrafterSource(CandidateSource):
         states = self.module(self.feature[None])
         levels = [first] if first is not None else []
         for k, state in zip(tree, states, strict=False):
-            probs = self._probs(state, presence)[0]
-            top = probs.topk(k)
-            ids = [self.vocab_list[i] for i in top.indices.tolist()]
-            levels.append(list(zip(ids, top.values.tolist(), strict=True)))
+            indices, values = self._top(state, presence, k, len(levels))
+            ids = [self.vocab_list[i] for i in indices[0].tolist()]
+            levels.append(list(zip(ids, values[0].tolist(), strict=True)))
         out: list[Candidate] = []
         paths: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())]
         for level in levels:
@@ -227,11 +262,10 @@ class DrafterSource(CandidateSource):
             feats = torch.stack([f for f, *_ in frontier])
             toks = torch.tensor([t for _, t, *_ in frontier])
             states = self.module(feats, self.emb[toks].to(self.dtype))
-            probs = self._probs(states, presence)
-            top = probs.topk(k, dim=-1)
+            indices, values = self._top(states, presence, k, len(frontier[0][2]))
             children = []
             for row, (_f, _t, path, ranks, p_path) in enumerate(frontier):
-                for i, p in zip(top.indices[row].tolist(), top.values[row].tolist(), strict=True):
+                for i, p in zip(indices[row].tolist(), values[row].tolist(), strict=True):
                     tok = self.vocab_list[i]
                     cand = (
                         states[row],
