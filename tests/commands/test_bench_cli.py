@@ -100,3 +100,33 @@ def test_hf_cannot_slide(small_context_bench, capsys):
     args = ["--methods", "hf,tokenswift", "--context-policy", "slide"]
     assert main([*small_context_bench, *args]) == 2
     assert "hf has no sliding context window" in capsys.readouterr().err
+
+
+def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qtbot):
+    """`--preset creative --strategy fast` takes the app's own settings objects (the panel
+    builds its defaults from the same ones), and the names the parser offers are theirs."""
+    from swiftwriter.commands.bench import MODE_NAMES, STRATEGY_NAMES
+    from swiftwriter.engine.settings import MODES, STRATEGIES
+    from swiftwriter.ui.generation_panel import GenerationPanel
+
+    assert set(MODE_NAMES) == set(MODES) and set(STRATEGY_NAMES) == set(STRATEGIES)
+    out = tmp_path / "report.json"
+    args = ["--methods", "ar,tokenswift", "--preset", "creative", "--strategy", "fast"]
+    assert main([*tiny_bench, *args, "--seeds", "1,2", "--json", str(out)]) == 0
+    meta = json.loads(out.read_text())["meta"]
+    creative = MODES["creative"]
+    assert meta["sampling"] == "sample" and meta["preset"] == "creative"
+    assert (meta["temperature"], meta["top_p"], meta["min_p"], meta["penalty"]) == (
+        creative.temperature, creative.top_p, creative.min_p, creative.penalty
+    )  # fmt: skip
+    assert meta["strategy"] == "fast" and creative.temperature != 1.0
+    from PySide6.QtGui import QAction
+
+    names = ("generate", "stop", "continue", "regenerate", "undo")
+    panel = GenerationPanel({name: QAction(name) for name in names})
+    qtbot.addWidget(panel)
+    panel.creative.setChecked(True)
+    from dataclasses import replace
+
+    assert panel.sampling() == replace(creative, seed=None)
+    assert panel.drafting() == STRATEGIES["balanced"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from swiftwriter.commands.common import (
@@ -15,6 +16,10 @@ from swiftwriter.commands.common import (
     read_text_file,
 )
 from swiftwriter.errors import UserError
+
+# the app's modes and strategies (engine.settings MODES / STRATEGIES, which import torch)
+MODE_NAMES = ("creative", "precise")
+STRATEGY_NAMES = ("conservative", "balanced", "fast")
 
 PARTIAL_BUDGET = 1024  # --draft-mode pass: KV tokens per head the draft pass attends to
 
@@ -57,6 +62,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="greedy",
         help="greedy (outputs must match hf) or sample: TokenSwift's sampler, temperature 1.0 "
         "and min-p 0.1 (outputs are compared by Distinct-n instead)",
+    )
+    p.add_argument(
+        "--preset",
+        choices=MODE_NAMES,
+        help="the app's mode exactly (creative: temperature 0.8, top-p 0.95, min-p 0.05, "
+        "penalty 1.2 over 1,024; precise: greedy, the same penalty); overrides --sampling, "
+        "--temperature, --top-p, --min-p, --penalty and --window",
+    )
+    p.add_argument(
+        "--uncoupled",
+        action="store_true",
+        help="sampling: drafters propose their most likely tokens instead of their draws under "
+        "the target's noise (to measure what sharing the noise gains)",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGY_NAMES,
+        default="balanced",
+        help="the app's drafting strategy (default balanced, the app's default)",
     )
     p.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
     p.add_argument("--temperature", type=positive_float, default=1.0, help="with --sampling sample")
@@ -193,7 +217,7 @@ def _encode(tokenizer, text: str, name: str | None) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from swiftwriter.bench import methods as bench
-    from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
+    from swiftwriter.engine.settings import MODES, STRATEGIES, ContextSettings, SamplingSettings
     from swiftwriter.modelstore import loader, registry
 
     entry = registry.resolve(args.model)
@@ -238,6 +262,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
     elif "tokenswift+history" in methods:
         raise UserError("tokenswift+history needs --history PROJECT")
+    if args.preset:
+        mode = MODES[args.preset]
+        args.sampling = "greedy" if mode.greedy else "sample"
+        args.penalty, args.window, args.min_p = mode.penalty, mode.window, mode.min_p
+        args.temperature, args.top_p = mode.temperature, mode.top_p
     seeds = _seeds(args)
     sampling = SamplingSettings(
         greedy=args.sampling == "greedy",
@@ -261,7 +290,9 @@ def run(args: argparse.Namespace) -> int:
         options["head_vocab"] = args.head_vocab
     if args.head_grow is not None:
         options["head_grow"] = args.head_grow
-    drafting = DraftSettings(**options)
+    if args.uncoupled:
+        options["couple"] = False
+    drafting = replace(STRATEGIES[args.strategy], **options)
     meta = {
         "model": entry.id,
         "drafter": heads_status,
@@ -278,6 +309,9 @@ def run(args: argparse.Namespace) -> int:
         "head_tree": list(drafting.head_tree),
         "head_grow": drafting.head_grow,
         "sampling": args.sampling,
+        "preset": args.preset,
+        "strategy": args.strategy,
+        "coupled": drafting.couple,
         "min_p": sampling.min_p,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
@@ -296,7 +330,13 @@ def run(args: argparse.Namespace) -> int:
             f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
             f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
             + (" · sliding context" if args.context_policy == "slide" else "")
-            + (f" (min-p 0.1, seeds {', '.join(map(str, seeds))})" if seeds else "")
+            + (f" ({args.preset})" if args.preset else "")
+            + (
+                f" (temperature {sampling.temperature}, top-p {sampling.top_p}, min-p "
+                f"{sampling.min_p}, seeds {', '.join(map(str, seeds))})"
+                if seeds
+                else ""
+            )
             + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else ""),
             file=sys.stderr,
         )

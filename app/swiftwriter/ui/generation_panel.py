@@ -25,14 +25,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.settings import (
+    MODES,
+    STRATEGIES,
+    ContextSettings,
+    DraftSettings,
+    SamplingSettings,
+)
 from swiftwriter.ui.settings import PRESETS
 
-PRESET_DRAFTING = {
-    "Conservative": DraftSettings(max_nodes=8, max_depth=8),
-    "Balanced": DraftSettings(),
-    "Fast": DraftSettings(max_nodes=64, max_depth=32),
-}
+PRESET_DRAFTING = {name.capitalize(): drafting for name, drafting in STRATEGIES.items()}
+CREATIVE = MODES["creative"]
 UNITS = ("words", "tokens")
 CONTEXT_POLICIES = {"Stop": "stop", "Slide window": "slide"}
 
@@ -117,16 +120,18 @@ class GenerationPanel(QWidget):
         self._advanced_body = QWidget()
         adv = QFormLayout(self._advanced_body)
         adv.setContentsMargins(0, 0, 0, 0)
-        self.penalty = self._double(0.5, 3.0, 1.2, 0.05, "Repetition penalty (1 = off)")
+        self.penalty = self._double(
+            0.5, 3.0, CREATIVE.penalty, 0.05, "Repetition penalty (1 = off)"
+        )
         self.window = QSpinBox()
         self.window.setRange(1, 32_768)
-        self.window.setValue(1024)
-        self.temperature = self._double(0.05, 3.0, 0.8, 0.05, "Creative only")
+        self.window.setValue(CREATIVE.window)
+        self.temperature = self._double(0.05, 3.0, CREATIVE.temperature, 0.05, "Creative only")
         self.top_k = QSpinBox()
         self.top_k.setRange(0, 1000)
         self.top_k.setSpecialValueText("off")
-        self.top_p = self._double(0.01, 1.0, 0.95, 0.01, "Creative only")
-        self.min_p = self._double(0.0, 0.99, 0.05, 0.01, "Creative only")
+        self.top_p = self._double(0.01, 1.0, CREATIVE.top_p, 0.01, "Creative only")
+        self.min_p = self._double(0.0, 0.99, CREATIVE.min_p, 0.01, "Creative only")
         self.seed = QSpinBox()
         self.seed.setRange(-1, 2_000_000_000)
         self.seed.setValue(-1)
