@@ -17,6 +17,7 @@ from swiftwriter.store import Project
 from swiftwriter.store import backups as backups_mod
 
 from tests.fault_matrix.common import BASE, CLI, check_project, digest, kill_when, one_line
+from tests.store.conftest import FORMAT_1_SQL
 
 DEEP = 3000
 
@@ -217,22 +218,6 @@ def test_planted_trigger_never_runs_on_saves_or_reaches_backups(project, env, tm
     assert _planted_in(restored) == []
 
 
-FORMAT_1 = """
-CREATE TABLE "meta" ("key" TEXT PRIMARY KEY, "value" TEXT NOT NULL);
-CREATE TABLE "documents" ("id" INTEGER PRIMARY KEY,
-   "parent_id" INTEGER REFERENCES "documents"("id"), "kind" TEXT NOT NULL,
-   "title" TEXT NOT NULL, "text" TEXT NOT NULL DEFAULT '', "position" INTEGER NOT NULL,
-   "created" TEXT, "modified" TEXT);
-CREATE INDEX "idx_documents_parent_id_position" ON "documents" ("parent_id", "position");
-CREATE TABLE "snapshots" ("id" INTEGER PRIMARY KEY,
-   "doc_id" INTEGER NOT NULL REFERENCES "documents"("id"), "title" TEXT,
-   "text" TEXT NOT NULL, "reason" TEXT, "created" TEXT NOT NULL);
-CREATE INDEX "idx_snapshots_doc_id" ON "snapshots" ("doc_id");
-CREATE TABLE "notes" ("id" INTEGER PRIMARY KEY, "title" TEXT NOT NULL,
-   "text" TEXT NOT NULL DEFAULT '', "pinned" INTEGER NOT NULL DEFAULT 0,
-   "position" INTEGER NOT NULL, "created" TEXT, "modified" TEXT);
-"""
-
 # The pre-migration copy goes slowly, a page at a time, announcing each: SIGKILL lands midway.
 SLOW_COPY = """
 import sqlite3, sys, types
@@ -259,7 +244,7 @@ def test_killed_migration_redoes_its_backup(env, tmp_path):
 
     old = tmp_path / "Old.swiftwriter"
     conn = sqlite3.connect(old)
-    conn.executescript(FORMAT_1)
+    conn.executescript(FORMAT_1_SQL)
     conn.execute(f"PRAGMA application_id = {schema.APPLICATION_ID}")
     conn.execute("PRAGMA user_version = 1")
     conn.execute("INSERT INTO meta VALUES ('title', 'Old')")

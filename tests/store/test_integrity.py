@@ -18,24 +18,7 @@ import sqlite_utils
 from swiftwriter.store import Project, ProjectError, ProjectLockedError, schema
 from swiftwriter.store.lock import lock_path_for
 
-from .conftest import file_digest
-
-# The first released format, frozen here: later code must keep opening files made with it.
-FORMAT_1_SQL = """
-CREATE TABLE "meta" ("key" TEXT PRIMARY KEY, "value" TEXT NOT NULL);
-CREATE TABLE "documents" ("id" INTEGER PRIMARY KEY,
-   "parent_id" INTEGER REFERENCES "documents"("id"), "kind" TEXT NOT NULL,
-   "title" TEXT NOT NULL, "text" TEXT NOT NULL DEFAULT '', "position" INTEGER NOT NULL,
-   "created" TEXT, "modified" TEXT);
-CREATE INDEX "idx_documents_parent_id_position" ON "documents" ("parent_id", "position");
-CREATE TABLE "snapshots" ("id" INTEGER PRIMARY KEY,
-   "doc_id" INTEGER NOT NULL REFERENCES "documents"("id"), "title" TEXT,
-   "text" TEXT NOT NULL, "reason" TEXT, "created" TEXT NOT NULL);
-CREATE INDEX "idx_snapshots_doc_id" ON "snapshots" ("doc_id");
-CREATE TABLE "notes" ("id" INTEGER PRIMARY KEY, "title" TEXT NOT NULL,
-   "text" TEXT NOT NULL DEFAULT '', "pinned" INTEGER NOT NULL DEFAULT 0,
-   "position" INTEGER NOT NULL, "created" TEXT, "modified" TEXT);
-"""
+from .conftest import FORMAT_1_SQL, file_digest
 
 
 def make_format_1(path):
