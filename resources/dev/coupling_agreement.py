@@ -26,6 +26,7 @@ PRESETS = {
     "tokenswift": SamplingSettings(greedy=False, min_p=0.1, seed=1),
 }
 DRAWS = 4000
+PROMPT_TOKENS = 400  # each prompt's last 400 tokens
 
 
 def sampled_text(model, ids: list[int], settings: SamplingSettings, n: int) -> list[int]:
@@ -68,7 +69,7 @@ def main(names: list[str], n: int) -> None:
         count = 0
         for name in names:
             text = (paths.resources_dir() / f"prompts/heldout/{name}.txt").read_text()
-            ids = tokenizer(text, add_special_tokens=False).input_ids
+            ids = tokenizer(text, add_special_tokens=False).input_ids[-PROMPT_TOKENS:]
             new = sampled_text(model, ids, settings, n)
             seq = torch.tensor([ids + new])
             with torch.inference_mode():
