@@ -4,16 +4,12 @@ No torch here, so listing models is instant and the store/CLI can use it freely.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import stat
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swiftwriter import paths
+from swiftwriter import atomic, paths
 from swiftwriter.errors import UserError
 
 MANIFEST = "swiftwriter-manifest.json"
@@ -247,28 +243,9 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
     except (tomllib.TOMLDecodeError, UserError) as exc:
         raise UserError(f"Could not register '{model_id}': {exc}") from exc
     try:
-        _replace_through_links(path, text)
+        atomic.replace_text(path, text)  # a linked registry stays a link
     except OSError as exc:
         raise UserError(
             f"Could not write the model registry {path}: {exc.strerror or exc}"
         ) from exc
     return load_registry()[model_id]
-
-
-def _replace_through_links(path: Path, text: str) -> None:
-    """Replace the file `path` names atomically: a symbolic link (a registry kept with the
-    writer's dotfiles) stays a link, and its target gets the new text, keeping its mode."""
-    target = Path(os.path.realpath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        with contextlib.suppress(FileNotFoundError):
-            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -28,7 +28,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
-from swiftwriter import paths
+from swiftwriter import atomic, paths
 from swiftwriter.store.records import ProjectError
 
 KEEP_RECENT = 10  # the newest backups are all kept
@@ -85,7 +85,7 @@ def make_backup(db: sqlite3.Connection, project: Path, now: float | None = None)
         finally:
             dest.close()
         _sync(tmp)
-        _write_synced(Path(f"{target}{CHECKSUM}"), f"{_sha256(tmp)}  {target.name}\n")
+        atomic.replace_text(Path(f"{target}{CHECKSUM}"), f"{_sha256(tmp)}  {target.name}\n")
         os.replace(tmp, target)
     except (OSError, sqlite3.Error) as exc:
         with contextlib.suppress(OSError, TypeError):
@@ -348,21 +348,6 @@ def _sync(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    """Write a small file whole: a temporary, synced, renamed into place."""
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
-        raise
 
 
 SYNCED_FOLDERS = ("dropbox", "onedrive", "google drive", "googledrive", "icloud", "nextcloud",
