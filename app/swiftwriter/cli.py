@@ -30,12 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # `swiftwriter PROJECT` (the .desktop file's %f): a lone existing project opens the app on it
+    lone = len(argv) == 1 and argv[0].endswith(".swiftwriter") and os.path.isfile(argv[0])
+    args = parser.parse_args([] if lone else argv)
     try:
         if args.command is None:
             from swiftwriter.ui.app import run_app
 
-            return run_app(model=args.model, project=args.project)
+            return run_app(model=args.model, project=argv[0] if lone else args.project)
         return args.func(args) or 0
     except UserError as exc:
         print(f"swiftwriter: {printable(exc)}", file=sys.stderr)
