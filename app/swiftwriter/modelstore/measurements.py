@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from swiftwriter import __version__, paths
+from swiftwriter import __version__, atomic, paths
 
 FORMAT = 1
 SPREAD = 3.0  # slowest / fastest repetition of one kind in one round
@@ -121,19 +121,14 @@ def _read() -> dict:
 def _update(change: Callable[[dict], None]) -> None:
     """Read the file again, change it and replace it whole (a measurement nested in another,
     or another process, may have written meanwhile); an unwritable folder only means measuring
-    again next time."""
-    known = _read()
-    before = json.dumps(known, sort_keys=True)
-    change(known)
-    if json.dumps(known, sort_keys=True) == before:
-        return
+    again next time. Under the file's lock: two processes measuring at once both land."""
     cache = cache_file()
-    temporary = cache.with_name(f".{cache.name}.{os.getpid()}")
-    with contextlib.suppress(OSError):
-        temporary.write_text(json.dumps(known, indent=1))
-        os.replace(temporary, cache)
-    with contextlib.suppress(OSError):
-        temporary.unlink(missing_ok=True)
+    with contextlib.suppress(OSError), atomic.locked(cache):
+        known = _read()
+        before = json.dumps(known, sort_keys=True)
+        change(known)
+        if json.dumps(known, sort_keys=True) != before:
+            atomic.replace_text(cache, json.dumps(known, indent=1))
 
 
 def load_facts(others_s: float, wall_s: float) -> dict:

@@ -210,6 +210,13 @@ def validate_folder(folder: Path) -> None:
 
 
 def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False) -> ModelEntry:
+    """`_add_user_model` under the registry's lock: two `models add` at once (or one beside the
+    app) would otherwise each read the old file and the second write drop the first's entry."""
+    with atomic.locked(user_registry_path()):
+        return _add_user_model(model_id, folder, trust_remote_code)
+
+
+def _add_user_model(model_id: str, folder: Path, trust_remote_code: bool) -> ModelEntry:
     """Register a local folder in the user registry. The file is edited with a TOML library
     (the user's comments and layout stay), and the new text is parsed and checked before it
     replaces the old: a registry that would not load is never written."""
