@@ -8,17 +8,21 @@ little more than a one-token pass, and the one-token pass itself is no slower th
 
 It is built with PyTorch's extension builder and the machine's C++ compiler into the user's
 cache (once per source, CPU and torch version; about a minute on two cores) and checked
-against PyTorch's attention before use. Without a compiler, or with SWIFTWRITER_NATIVE=0,
-`tree_attention()` returns None and the passes use PyTorch's attention: exact still, slower
-for trees. Which one a model uses is decided once, when its decoder is set up, so a run
+against PyTorch's attention before use. ninja comes with the package (found without PATH).
+Without a compiler, or with SWIFTWRITER_NATIVE=0, `tree_attention()` returns None and the
+passes use PyTorch's attention: exact still, slower for trees (a failed build says why in one
+line, once). Which one a model uses is decided once, when its decoder is set up, so a run
 never mixes the two."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
 import platform
+import shutil
+import sys
 from pathlib import Path
 
 import torch
@@ -101,9 +105,9 @@ def tree_attention():
         _self_check(module)
     except Exception as exc:  # no compiler, a failed build, a wrong result: fall back
         _loaded["error"] = f"{type(exc).__name__}: {exc}".strip()[:500]
-        log.warning(
-            "tree-attention kernel unavailable, using PyTorch's attention: %s", _loaded["error"]
-        )
+        # the log file keeps it; the writer gets one line, once (the error is remembered)
+        log.info("tree-attention kernel unavailable: %s", _loaded["error"])
+        print(f"swiftwriter: {notice()}", file=sys.stderr, flush=True)
         return None
     _loaded["module"] = module
     _loaded["name"] = getattr(module, "__name__", "native")
@@ -125,7 +129,82 @@ def unavailable() -> str | None:
     return _loaded.get("error")  # type: ignore[return-value]
 
 
+def notice() -> str | None:
+    """One line for the writer when the kernel could not be built (None otherwise): why, and
+    what it costs; the app shows it when a model is ready, the CLI prints it once."""
+    error = _loaded.get("error")
+    if not error or disabled():
+        return None
+    first = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
+    return (
+        f"tree-attention kernel unavailable ({first}); tree passes use PyTorch's attention "
+        "(exact, slower)"
+    )
+
+
+def find_ninja() -> str | None:
+    """The ninja that PyTorch's extension builder runs: on PATH, else the one the `ninja`
+    package installed beside this Python (a venv used without activating it)."""
+    found = shutil.which("ninja")
+    if found:
+        return found
+    candidates = [Path(sys.prefix) / "bin" / "ninja", Path(sys.executable).parent / "ninja"]
+    with contextlib.suppress(Exception):
+        import ninja
+
+        candidates.insert(0, Path(ninja.BIN_DIR) / "ninja")
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def _compiler() -> str | None:
+    """The C++ compiler the builder will call (CXX, else c++), or None when absent."""
+    name = (os.environ.get("CXX") or "c++").split()
+    return shutil.which(name[0]) if name else None
+
+
+@contextlib.contextmanager
+def _ninja_on_path():
+    """ninja's folder on PATH while building (the builder calls it by name)."""
+    ninja = find_ninja()
+    before = os.environ.get("PATH")
+    if ninja is not None and str(Path(ninja).parent) not in (before or "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join(filter(None, [str(Path(ninja).parent), before]))
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PATH", None)
+        else:
+            os.environ["PATH"] = before
+
+
+_NO_COMPILER = "no C++ compiler: {} not found; install g++ (Debian/Ubuntu: build-essential)"
+
+
 def _build():
+    """The build, with ninja reachable; one that fails for want of a compiler or of ninja
+    says so (a build made earlier loads without them)."""
+    built = any(
+        (build_dir() / _name(flags) / f"{_name(flags)}.so").is_file()
+        for flags in (FLAGS + OPENMP, FLAGS)
+    )
+    if not built and _compiler() is None:  # before the builder's own warnings
+        raise OSError(_NO_COMPILER.format(os.environ.get("CXX") or "c++"))
+    try:
+        with _ninja_on_path():
+            return _build_threaded()
+    except Exception as exc:
+        if _compiler() is None:
+            raise OSError(_NO_COMPILER.format(os.environ.get("CXX") or "c++")) from exc
+        if find_ninja() is None:
+            raise OSError("ninja not found: pip install ninja") from exc
+        raise
+
+
+def _build_threaded():
     """The threaded build, or where that fails (no OpenMP) the serial one."""
     try:
         return _build_with(FLAGS + OPENMP, OPENMP)
@@ -198,5 +277,7 @@ def _check_against_sdpa(fn, dtype: torch.dtype, atol: float, rtol: float) -> Non
 def main() -> None:
     """Build now (the Makefile's set-up step); never fails the set-up, says what it got."""
     logging.basicConfig(level=logging.INFO)
-    ok = tree_attention() is not None
-    print("tree-attention kernel:", "ready" if ok else f"unavailable ({unavailable()})")
+    if tree_attention() is not None:
+        print("tree-attention kernel: ready")
+    elif notice() is None:  # a failed build has said why already (tree_attention)
+        print(f"tree-attention kernel: unavailable ({unavailable()})")

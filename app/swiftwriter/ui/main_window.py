@@ -362,7 +362,12 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     def _on_loaded(self, loaded) -> None:
         self.loaded_model = loaded
         self.model_label.setText(f"{loaded.entry.name} · {loaded.device} · {loaded.dtype}")
-        self.statusBar().showMessage("Model ready", 5000)
+        from swiftwriter.engine import native
+
+        kernel = native.notice() if loaded.device == "cpu" else None  # a failed build's why
+        self.statusBar().showMessage(
+            f"Model ready; {kernel}" if kernel else "Model ready", 15000 if kernel else 5000
+        )
         self._update_actions()
         self.model_ready.emit(loaded)
 
