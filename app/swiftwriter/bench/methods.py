@@ -566,14 +566,16 @@ def format_table(report: dict) -> str:
     """One row per method. A speedup is shown only against a method that wrote the same text;
     otherwise the cell says `diff. text` (compare the tok/s column instead)."""
     lines = [
-        f"{'method':18} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} {'vs ar':>10} "
+        f"{'method':18} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} "
+        f"{'ms/step host+model':>18} {'vs ar':>10} "
         f"{'vs hf':>10} {'=ar':>4} {'=hf':>4} {'distinct-1/2/3/4':>19} {'rep4':>5}  "
         "accepted by source"
     ]
     for method, row in report.items():
         lines.append(
             f"{method:18} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
-            f"{(row['tau'] or 0):6.2f} {_speed_cell(row, 'ar'):>10} {_speed_cell(row, 'hf'):>10} "
+            f"{(row['tau'] or 0):6.2f} {_step_cell(row):>18} "
+            f"{_speed_cell(row, 'ar'):>10} {_speed_cell(row, 'hf'):>10} "
             f"{_same_cell(row.get('identical_to_ar'), 'ar' in report):>4} "
             f"{_same_cell(row.get('identical_to_hf'), 'hf' in report):>4} "
             f"{_quality_cells(row)}  {row['accepted_by_source'] or ''}"
@@ -585,6 +587,14 @@ def format_table(report: dict) -> str:
         if (d := row.get("first_divergence")) and d.get("gap") is not None
     ]
     return "\n".join(lines + notes)
+
+
+def _step_cell(row: dict) -> str:
+    """Host and model milliseconds per step (our methods: transformers' are not split)."""
+    stats = row.get("stats")
+    if not stats or "host_ms_per_step" not in stats:
+        return "-"
+    return f"{stats['host_ms_per_step']:.1f} + {stats['model_ms_per_step']:.1f}"
 
 
 def _speed_cell(row: dict, other: str) -> str:

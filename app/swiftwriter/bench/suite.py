@@ -127,6 +127,9 @@ def summarise(reports: dict[str, dict]) -> dict:
             ),
             "mean_tau": _round(sum(taus) / len(taus)) if taus else None,
         }
+        for key in ("host_ms_per_step", "model_ms_per_step"):
+            per_step = [row["stats"][key] for row in rows.values() if key in row.get("stats", {})]
+            out[method][f"mean_{key}"] = _round(sum(per_step) / len(per_step)) if per_step else None
         hits = [row["drafter_accuracy"] for row in rows.values() if row.get("drafter_accuracy")]
         if hits:
             out[method]["drafter_accuracy"] = mean_hits(hits)
@@ -151,14 +154,17 @@ def _round(value: float | None) -> float | None:
 def format_summary(summary: dict) -> str:
     """The suite's summary as a table: one line per method."""
     lines = [
-        f"{'method':<20} {'prompts':>7} {'tok/s (gm)':>10} {'tau':>5} {'vs ar (gm)':>10} "
+        f"{'method':<20} {'prompts':>7} {'tok/s (gm)':>10} {'tau':>5} "
+        f"{'ms/step host+model':>18} {'vs ar (gm)':>10} "
         f"{'vs hf (gm)':>10} {'slowest vs ar':>22} {'diff. text':>10}"
     ]
     for method, s in summary.items():
         slow = f"{s['min_vs_ar']:.2f}x {s['slowest']}" if s["slowest"] else "-"
+        host, model = s.get("mean_host_ms_per_step"), s.get("mean_model_ms_per_step")
+        step = "-" if host is None or model is None else f"{host:.1f} + {model:.1f}"
         lines.append(
             f"{method:<20} {s['prompts']:>7} {_num(s['geomean_tokens_per_s'], '.1f'):>10} "
-            f"{_num(s['mean_tau'], '.2f'):>5} {_num(s['geomean_vs_ar'], '.2f', 'x'):>10} "
+            f"{_num(s['mean_tau'], '.2f'):>5} {step:>18} {_num(s['geomean_vs_ar'], '.2f', 'x'):>10} "
             f"{_num(s['geomean_vs_hf'], '.2f', 'x'):>10} {slow:>22} {s['different_from_ar']:>10}"
         )
     for method, s in summary.items():

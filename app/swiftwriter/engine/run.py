@@ -67,6 +67,7 @@ class Run:
         self.stats.invariant = self.runner.invariant
         self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
         self._gated_s: dict[int, float] = {}
+        self.head_s = 0.0  # this step's lm_head calls (model time spent inside the walk)
 
     def _draws(self, seed: int | None) -> Draws | None:
         """The run's random numbers (sampling only): the call's seed, the settings', or a fresh one."""
@@ -132,6 +133,7 @@ class Run:
         elapsed = time.perf_counter() - t
         stats.reprefill_s += elapsed
         stats.overhead_s += elapsed  # part of the run's wall time
+        stats.model_s += elapsed  # a model pass, not host work
 
     # -- the stages of a step ----------------------------------------------------------------
     def room(self) -> int:
@@ -173,9 +175,9 @@ class Run:
     def verify(self, trie: Trie) -> None:
         """One model pass over every trie node (waited for when timings are synchronised, so
         the model's time is told apart from the host's on an asynchronous device)."""
+        self.head_s = 0.0
         self.runner.forward_trie(trie)
-        if self.gen.sync_timing and self.runner.device.type == "cuda":
-            torch.cuda.synchronize(self.runner.device)
+        self._sync()
         self.stats.kv_tokens_max = max(self.stats.kv_tokens_max, self.runner.length + len(trie))
 
     def accept(self, trie: Trie) -> tuple[list[int], list[int]]:
@@ -212,7 +214,7 @@ class Run:
         eos = sorted(self.gen.eos_ids)
 
         def choose(node: int) -> int:
-            logits = self.runner.logits_at(node, trie)
+            logits = self._timed_head(self.runner.logits_at, node, trie)
             if trie.depths[node] < banned and eos:
                 logits = logits.clone()
                 logits[..., eos] = float("-inf")
@@ -223,6 +225,18 @@ class Run:
             return pipeline.choose(processed, self.noise(trie.depths[node]))
 
         return choose
+
+    def _sync(self) -> None:
+        if self.gen.sync_timing and self.runner.device.type == "cuda":
+            torch.cuda.synchronize(self.runner.device)
+
+    def _timed_head(self, logits, *args) -> torch.Tensor:
+        """An lm_head call of the walk, its time counted as the model's (`head_s`)."""
+        t = time.perf_counter()
+        out = logits(*args)
+        self._sync()
+        self.head_s += time.perf_counter() - t
+        return out
 
     def noise_ahead(self, k: int) -> torch.Tensor:
         """The noise of the k-th token after the committed text (sampling only), for drafters."""
@@ -241,7 +255,7 @@ class Run:
         go through the pipeline together; sampled and DRY rows one by one, as plain decoding
         computes them, still without a read."""
         n = len(trie)
-        logits = self.runner.logits_rows(list(range(n)))
+        logits = self._timed_head(self.runner.logits_rows, list(range(n)))
         banned = max(0, self.request.min_new_tokens - len(self.produced))
         eos = sorted(self.gen.eos_ids)
         rows = [i for i in range(n) if trie.depths[i] < banned] if eos else []
@@ -324,7 +338,7 @@ class Run:
             t_verify - t_draft,
             t_after - t_verify,
             t_end - t_after,
-            t_model - t_verify,
+            t_model - t_verify + self.head_s,
         )
         stats.add(step)
         if self.pace is not None:

@@ -16,7 +16,7 @@ class StepStats:
     draft_s: float
     verify_s: float  # the model pass and the acceptance walk (logits on demand)
     overhead_s: float
-    model_s: float = 0.0  # the model pass alone (inside verify_s)
+    model_s: float = 0.0  # the model's pass and its lm_head calls in the walk (in verify_s)
 
 
 @dataclass
@@ -34,7 +34,10 @@ class RunStats:
     draft_s: float = 0.0
     verify_s: float = 0.0
     overhead_s: float = 0.0
-    model_s: float = 0.0  # inside verify_s: the model passes alone; the rest is host work
+    # the model's passes (forward and the walk's lm_head calls, re-prefills too): inside
+    # decode_s; the rest of decode_s is the host's (drafting, the trie, the walk's choices,
+    # compaction, bookkeeping)
+    model_s: float = 0.0
     stop_reason: str = ""
     # Long runs: where the context first slid (index into the generated tokens; None = never),
     # how often the cache was rebuilt on a window, and the memory bounds (KV tokens held at
@@ -98,6 +101,16 @@ class RunStats:
         return self.accepted_drafts / self.drafted_nodes if self.drafted_nodes else 0.0
 
     @property
+    def model_ms_per_step(self) -> float:
+        return 1000 * self.model_s / max(1, self.forward_passes)
+
+    @property
+    def host_ms_per_step(self) -> float:
+        """Decoding time per step outside the model's passes: drafting, the trie, the walk's
+        choices, compaction and bookkeeping."""
+        return 1000 * (self.decode_s - self.model_s) / max(1, self.forward_passes)
+
+    @property
     def ngram_entries(self) -> int:
         return self.source_sizes.get("ngram", {}).get("entries", 0)
 
@@ -122,12 +135,11 @@ class RunStats:
             "undrafted_passes": self.undrafted_passes,
             "undrafted_tokens": self.undrafted_tokens,
             "undrafted_s": round(self.undrafted_s, 4),
-            # per step: the model pass, and everything else the host does (drafting, the
-            # acceptance walk, compaction, bookkeeping); on a GPU only with synchronised timing
-            "model_ms_per_step": round(1000 * self.model_s / max(1, self.forward_passes), 3),
-            "host_ms_per_step": round(
-                1000 * (self.decode_s - self.model_s) / max(1, self.forward_passes), 3
-            ),
+            "model_s": round(self.model_s, 4),
+            # per step: the model's passes (forward and lm_head), and everything else the host
+            # does; on a GPU told apart only with synchronised timing (Generator.sync_timing)
+            "model_ms_per_step": round(self.model_ms_per_step, 3),
+            "host_ms_per_step": round(self.host_ms_per_step, 3),
             "seconds": round(self.seconds, 4),
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,
