@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from swiftwriter.engine.sources import Candidate, CandidateSource
+from swiftwriter.engine.sources import Candidate, CandidateSource, CoupledRanking, coupled_order
 
 SENT = 0xFFFFFFFF  # separates sequences; never a token
 FORMAT = 1
@@ -434,9 +434,11 @@ def _expand(rows: list[list[int]], max_nodes: int, min_prob: float):
     return out
 
 
-class HistorySource(CandidateSource):
+class HistorySource(CoupledRanking, CandidateSource):
     """Candidates from a HistoryIndex, proposed only where the history knows more than the
-    context does (the context's own sources keep the lead)."""
+    context does (the context's own sources keep the lead). Sampling under the shared noise,
+    in the order the history's own frequencies draw them with the target's noise
+    (`coupled_order`) rather than most frequent first."""
 
     name = "history"
 
@@ -514,7 +516,10 @@ class HistorySource(CandidateSource):
             return []
         self.proposed += 1
         penalty = 0 if m >= 8 else 1 if m >= 4 else 2  # short matches: their own estimate
+        conts = conts[:max_candidates]
+        if self.noise is not None and len(conts) > 1:
+            order, _ = coupled_order([t for t, _ in conts], [p for _, p in conts], self.noise)
+            conts = [conts[i] for i in order]
         return [
-            Candidate(self.name, tokens, rank + penalty)
-            for rank, (tokens, _p) in enumerate(conts[:max_candidates])
+            Candidate(self.name, tokens, rank + penalty) for rank, (tokens, _p) in enumerate(conts)
         ]

@@ -6,9 +6,14 @@ each source's nodes are accepted and sizes the trie by that."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+import torch
+
+Noise = Callable[[int], torch.Tensor]  # k -> Gumbel noise [vocab] of the k-th token ahead
 
 
 @dataclass
@@ -45,7 +50,8 @@ class CandidateSource:
     def couple(self, noise) -> None:
         """Sampling only: `noise(k)` is the Gumbel noise [vocab] with which the k-th token after
         the committed text will be drawn (k = 0: the next one). A source that scores tokens
-        can propose the ones its own distribution draws under the same noise (logits.Draws)."""
+        can propose the ones its own distribution draws under the same noise (logits.Draws);
+        one that counts continuations can rank them so (`coupled_order`)."""
 
     def observe(self, tokens: Sequence[int]) -> None:  # pragma: no cover - interface
         """New committed tokens (the prompt first, then each step's output)."""
@@ -61,6 +67,49 @@ class CandidateSource:
         """{"entries": held, "cap": bound} in the source's own unit, for the run statistics:
         every source that keeps state per token must stay bounded over a long run."""
         return {}
+
+
+def coupled_order(
+    paths: Sequence[Sequence[int]], weights: Sequence[float], noise: Noise
+) -> tuple[list[int], list[tuple[int, ...]]]:
+    """The paths in the order in which the source's own distribution, drawn with the target's
+    noise, would write them, and each path's rank among its siblings at every depth.
+
+    The weights (counts, or probabilities) define the source's distribution at each branch:
+    q(t | prefix) is the weight of the paths through prefix + t over the prefix's. Its
+    Gumbel-max draw under the k-th position's noise g_k is argmax log q + g_k, the same rule
+    by which the target draws its token: where q is close to the target's distribution the
+    two agree (with probability at least (1 - TV) / (1 + TV)), whereas the most counted path
+    agrees only as often as the target's probability of it. Siblings follow in the order of
+    their scores (a draw without replacement), a branch's paths stay together, and noise is
+    read only at depths where paths branch. Returns (indices of `paths`, best first; per
+    path, its sibling rank at each of its depths)."""
+    ranks: list[list[int]] = [[] for _ in paths]
+    order: list[int] = []
+
+    def visit(members: list[int], depth: int) -> None:
+        groups: dict[int, list[int]] = {}
+        for i in members:
+            if len(paths[i]) > depth:
+                groups.setdefault(paths[i][depth], []).append(i)
+            else:
+                order.append(i)  # a path that ends here (only another's prefix could)
+        tokens = list(groups)
+        if len(tokens) > 1:
+            g = noise(depth)[torch.tensor(tokens)].tolist()
+            total = [sum(weights[i] for i in groups[t]) for t in tokens]
+            score = {
+                t: (math.log(w) if w > 0 else -math.inf) + gt
+                for t, w, gt in zip(tokens, total, g, strict=True)
+            }
+            tokens.sort(key=score.__getitem__, reverse=True)
+        for rank, token in enumerate(tokens):
+            for i in groups[token]:
+                ranks[i].append(rank)
+            visit(groups[token], depth + 1)
+
+    visit(list(range(len(paths))), 0)
+    return order, [tuple(r) for r in ranks]
 
 
 class NGramTable:
@@ -139,8 +188,24 @@ class NGramTable:
         return self.entries
 
 
-class NGramSource(CandidateSource):
-    """4-gram reuse over prompt and output, queried with the newest committed token."""
+class CoupledRanking:
+    """For counting sources: the run's noise while sampling (`couple`), forgotten when a run
+    starts, so a greedy run never ranks by an earlier run's noise."""
+
+    noise: Noise | None = None
+
+    def start(self, sampling, vocab_size: int, window=None) -> None:
+        self.noise = None
+
+    def couple(self, noise: Noise) -> None:
+        self.noise = noise
+
+
+class NGramSource(CoupledRanking, CandidateSource):
+    """4-gram reuse over prompt and output, queried with the newest committed token. Greedy,
+    the most counted continuations first; sampling under the shared noise, in the order the
+    table's counts draw them with the target's noise (`coupled_order`), each token ranked
+    among its siblings, so the acceptance estimates learn what the coupled draw is worth."""
 
     name = "ngram"
 
@@ -160,15 +225,23 @@ class NGramSource(CandidateSource):
         if not context:
             return []
         top = self.table.top(context[-1], min(self.branches, max_candidates))
-        return [Candidate(self.name, cont, rank) for rank, (cont, _count) in enumerate(top)]
+        if self.noise is None or len(top) < 2:
+            return [Candidate(self.name, cont, rank) for rank, (cont, _count) in enumerate(top)]
+        conts = [cont for cont, _ in top]
+        order, ranks = coupled_order(conts, [count for _, count in top], self.noise)
+        return [
+            Candidate(self.name, conts[i], rank, ranks=ranks[i]) for rank, i in enumerate(order)
+        ]
 
     def footprint(self) -> dict:
         return {"entries": len(self.table), "cap": self.table.max_entries}
 
 
-class SuffixMatchSource(CandidateSource):
+class SuffixMatchSource(CoupledRanking, CandidateSource):
     """Prompt-lookup style: find where the context's last few tokens occurred before and propose
-    what followed there (longest match first, most recent occurrence first)."""
+    what followed there (longest match first, most recent occurrence first; sampling under the
+    shared noise, the occurrences of one match length in the order their continuations'
+    counts draw them with the target's noise, `coupled_order`)."""
 
     name = "suffix"
 
@@ -206,20 +279,27 @@ class SuffixMatchSource(CandidateSource):
 
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
         toks = self.tokens
-        out: list[Candidate] = []
+        found: list[list[tuple[int, ...]]] = []  # per match length, longest first
         seen: set[tuple[int, ...]] = set()
         for m in self.match_lengths:
-            if len(context) < m:
+            if len(context) < m or len(seen) >= max_candidates:
                 continue
+            found.append([])
             for end in reversed(self.index[m].get(tuple(context[-m:]), [])):
                 if end >= len(toks):  # the suffix itself
                     continue
                 cont = self._copy(end)
                 if cont and cont not in seen:
                     seen.add(cont)
-                    out.append(Candidate(self.name, cont, len(out)))
-                if len(out) >= max_candidates:
-                    return out
+                    found[-1].append(cont)
+                if len(seen) >= max_candidates:
+                    break
+        out: list[Candidate] = []
+        for conts in found:
+            if self.noise is not None and len(conts) > 1:
+                order, _ = coupled_order(conts, [1.0] * len(conts), self.noise)
+                conts = [conts[i] for i in order]
+            out += [Candidate(self.name, cont, len(out) + i) for i, cont in enumerate(conts)]
         return out
 
     def _copy(self, end: int) -> tuple[int, ...]:
