@@ -1,30 +1,47 @@
-"""`swiftwriter models`: list known models, convert the default one, add a local folder, measure
-a model's CPU dtype, kernel and layout again."""
+"""`swiftwriter models`: list known models, convert the default one, add a local folder or a
+GGUF file, measure a model's CPU dtype, kernel and layout again."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import provision, registry
+from swiftwriter.modelstore import adding, provision, registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("models", help="list, prepare and add models")
     msub = parser.add_subparsers(dest="models_cmd")
-    msub.add_parser("list", help="known models and whether each is ready")
+    listing = msub.add_parser("list", help="known models and whether each is ready")
+    listing.add_argument("--json", action="store_true", help="one JSON list, for scripts")
     prep = msub.add_parser("prepare", help="convert the embedded default model (once)")
     prep.add_argument("model", nargs="?", help="registry id (default: the default model)")
     prep.add_argument("--force", action="store_true", help="convert again even if ready")
+    prep.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        help="store the weights in this dtype (default: what auto picks here); converts again "
+        "when the stored dtype differs",
+    )
     measure = msub.add_parser(
         "measure", help="time a model's passes here again and say which dtype auto chooses"
     )
     measure.add_argument("model", nargs="?", help="registry id (default: the default model)")
-    add = msub.add_parser("add", help="register a local Hugging Face model folder")
+    add = msub.add_parser(
+        "add",
+        help="register a local Hugging Face model folder, or convert and register a GGUF file",
+    )
     add.add_argument("name")
-    add.add_argument("folder")
+    add.add_argument("folder", metavar="FOLDER_OR_GGUF")
+    add.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="auto",
+        help="a GGUF's weights are stored in this dtype (default: what auto picks here)",
+    )
     add.add_argument(
         "--trust-remote-code",
         action="store_true",
@@ -34,25 +51,72 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    cmd = args.models_cmd or "list"
+    cmd = getattr(args, "models_cmd", None) or "list"
     if cmd == "list":
-        for entry in registry.load_registry().values():
-            mark = "*" if entry.default else " "
-            where = entry.folder()
-            print(f"{mark} {entry.id:28} {entry.status():14} {where}")
-        return 0
+        return list_models(getattr(args, "json", False))
     if cmd == "prepare":
-        entry = registry.resolve(args.model)
-        if entry.is_ready() and not args.force:
-            print(f"{entry.id} is ready in {entry.folder()}")
-            return 0
-        provision.convert(entry, progress=lambda m: print(m, file=sys.stderr), force=args.force)
-        print(f"{entry.id} is ready in {entry.folder()}")
-        return 0
+        return prepare(registry.resolve(args.model), args.force, args.dtype)
     if cmd == "measure":
         return measure_again(registry.resolve(args.model))
-    entry = registry.add_user_model(args.name, Path(args.folder), args.trust_remote_code)
+    path = Path(args.folder)
+    if adding.is_gguf_path(path):
+        if args.trust_remote_code:
+            raise UserError("--trust-remote-code is for folders: a GGUF runs no code of its own")
+        entry = adding.add_gguf(args.name, path, args.dtype, progress=_say)
+    else:
+        entry = registry.add_user_model(args.name, path, args.trust_remote_code)
     print(f"Added {entry.id} -> {entry.folder()}")
+    return 0
+
+
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def list_models(as_json: bool) -> int:
+    entries = list(registry.load_registry().values())
+    if as_json:
+        rows = [
+            {
+                "id": e.id,
+                "name": e.name,
+                "default": e.default,
+                "user": e.user,
+                "source": e.source,
+                "status": e.status(),
+                "folder": str(e.folder()),
+                "stored_dtype": e.stored_dtype(),
+                "file": e.file,
+                "architecture": e.architecture,
+                "context_length": e.context_length,
+                "chat_template": bool(e.chat_template),
+            }  # fmt: skip
+            for e in entries
+        ]
+        print(json.dumps(rows, indent=2))
+        return 0
+    for entry in entries:
+        mark = "*" if entry.default else " "
+        status = entry.status()
+        if status == "ready" and entry.stored_dtype():
+            status += f" ({entry.stored_dtype()})"
+        print(f"{mark} {entry.id:28} {status:20} {entry.folder()}")
+    return 0
+
+
+def prepare(entry, force: bool, dtype: str | None) -> int:
+    """Convert when not ready, when forced, or when a dtype is asked for that the folder is
+    not stored in; otherwise say where it is."""
+    asked = None if dtype in (None, "auto") else dtype
+    again = force or (asked is not None and entry.stored_dtype() not in (None, asked))
+    if entry.is_ready() and not again:
+        print(f"{entry.id} is ready in {entry.folder()} ({entry.stored_dtype() or 'as it is'})")
+        return 0
+    provision.convert(entry, progress=_say, force=again, dtype=asked)
+    print(f"{entry.id} is ready in {entry.folder()} ({entry.stored_dtype()})")
     return 0
 
 

