@@ -32,7 +32,9 @@ def test_the_dialogs_choices_reach_the_file(qtbot, window, make_project, tmp_pat
     dialog.author.setText("Elena Marsh")
     dialog.contact.setPlainText("Elena Marsh\nThe Lighthouse, Aldermouth")
     out = tmp_path / "submission.docx"
-    assert dialog.export_to(out)
+    with qtbot.waitSignal(window.export_done, timeout=20000) as done:
+        assert dialog.export_to(out)
+    assert done.args == [str(out)]
     document = docx.Document(str(out))
     texts = [p.text for p in document.paragraphs]
     assert texts[:2] == ["Elena Marsh\tabout 100 words", "The Lighthouse, Aldermouth"]
@@ -51,7 +53,8 @@ def test_markdown_and_office_formats(qtbot, window, make_project, tmp_path):
     dialog.format.setCurrentIndex(dialog.format.findData("md"))
     assert not dialog.style.isEnabled() and not dialog.template.isEnabled()
     out = tmp_path / "book.md"
-    assert dialog.export_to(out)
+    with qtbot.waitSignal(window.export_done, timeout=20000):
+        assert dialog.export_to(out)
     assert "* * *" in out.read_text(encoding="utf-8")
     has_office = office.soffice() is not None
     assert (dialog.format.findData("pdf") >= 0) == has_office  # offered only where it works

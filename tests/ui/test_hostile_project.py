@@ -55,7 +55,8 @@ def test_the_window_opens_a_hostile_project(qtbot, window, tmp_path):
     dialog = window.export_dialog()
     dialog.format.setCurrentIndex(dialog.format.findData("md"))
     out = tmp_path / "hostile.md"
-    assert dialog.export_to(out)
+    with qtbot.waitSignal(window.export_done, timeout=20000):
+        assert dialog.export_to(out)
     text = out.read_text(encoding="utf-8")
     assert "Cycle A" in text and "Cycle B" in text and f"Level {DEEP - 1}" in text
     dialog.close()

@@ -72,12 +72,14 @@ def export_docx(
     strict: bool = False,
     page: PageSetup | None = None,
     template: Path | str | None = None,
+    job=None,
 ) -> int:
     """Write `out`; returns how many control characters were dropped (see model.check_text).
-    `page_breaks` None: chapters start new pages in novels and manuscripts, not in reports."""
+    `page_breaks` None: chapters start new pages in novels and manuscripts, not in reports.
+    `job` (an ExportJob) may cancel it between sections and before the file is replaced."""
     clean, removed = check_text(manuscript, strict=strict)
-    document = build_document(clean, style, page_breaks, page, template)
-    write_atomically(out, document.save)
+    document = build_document(clean, style, page_breaks, page, template, job)
+    write_atomically(out, document.save, job=job)
     return removed
 
 
@@ -87,12 +89,13 @@ def build_document(
     page_breaks: bool | None = None,
     page: PageSetup | None = None,
     template: Path | str | None = None,
+    job=None,
 ):
     if style not in STYLES:
         raise UserError(f"Unknown style '{style}'; choose one of {', '.join(STYLES)}")
     if page_breaks is None:
         page_breaks = style != "report"
-    return _Writer(manuscript, style, page_breaks, page or PageSetup(), template).run()
+    return _Writer(manuscript, style, page_breaks, page or PageSetup(), template, job).run()
 
 
 def open_template(template: Path | str | None):
@@ -117,9 +120,11 @@ def open_template(template: Path | str | None):
 
 class _Writer:
     def __init__(
-        self, manuscript: Manuscript, style: str, page_breaks: bool, page: PageSetup, template
-    ) -> None:
+        self, manuscript: Manuscript, style: str, page_breaks: bool, page: PageSetup, template,
+        job=None,
+    ) -> None:  # fmt: skip
         self.ms = manuscript
+        self.check = job.check if job is not None else lambda: None  # Cancel, between sections
         self.smf = style == "manuscript"
         self.novel = style in ("novel", "manuscript")  # scenes as breaks, indented paragraphs
         self.page_breaks = page_breaks
@@ -315,6 +320,7 @@ class _Writer:
         has_chapters = any(s.kind in CHAPTER_KINDS for s in self.ms.sections)
         counters: dict[str, int] = {}
         for section in self.ms.sections:
+            self.check()
             counters[section.kind] = counters.get(section.kind, 0) + 1
             chapterish = (
                 section.kind in CHAPTER_KINDS if has_chapters else section.level == 1

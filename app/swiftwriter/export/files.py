@@ -2,9 +2,10 @@
 export never leaves half a file where the writer expects a finished one.
 
 The target must be an ordinary writable file or a new name: a link, a pipe, a device or a
-read-only file is refused, never replaced or written through. The new file is synced to disk
-before it takes the name, and temporary files an interrupted export left behind are removed
-on the next export to the same name. An export never replaces the project it reads, nor a
+read-only file is refused, never replaced or written through. The replacement is the one
+helper every whole-file write uses (swiftwriter/atomic.py): synced to disk before it takes the
+name; temporary files an interrupted export left behind are removed on the next export to the
+same name. An export never replaces the project it reads, nor a
 file SQLite or the lock keeps beside it, however the target is spelled (`refuse_project_files`)."""
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import glob
 import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from swiftwriter import atomic
 from swiftwriter.errors import UserError
 
 # What SQLite and the lock keep beside a project; replacing one loses or unlocks the project.
@@ -86,45 +87,33 @@ def _remove_stale_partials(out: Path) -> None:
                 stale.unlink()
 
 
-def _sync(path: str, directory: bool = False) -> None:
-    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError:
-        if directory:  # some platforms cannot open a folder: the rename is still atomic
-            return
-        raise
-    try:
-        os.fsync(fd)
-    except OSError:
-        if not directory:
-            raise
-    finally:
-        os.close(fd)
-
-
-def write_atomically(out: Path | str, write: Callable[[str], None]) -> Path:
-    """Call `write(tmp_path)`, sync it, then rename the temporary file over `out`. Any failure
-    of the disk (full, read-only, too large) is one clear UserError and leaves `out` as it was."""
+def check_target(out: Path | str, project: Path | str | None = None) -> Path:
+    """What an export to `out` would refuse, checked before any work: the app says so at once
+    instead of after laying out the whole manuscript."""
     out = Path(out).expanduser()
+    refuse_project_files(out, project)
     try:
         _check_target(out)
     except OSError as exc:  # a name longer than the file system allows, a loop of links
         raise UserError(f"Could not export to {out}: {exc.strerror or exc}") from exc
+    return out
+
+
+def write_atomically(out: Path | str, write: Callable[[str], None], job=None) -> Path:
+    """Call `write(tmp_path)`, then rename the temporary file over `out` (atomic.replace_with:
+    synced first). Any failure of the disk (full, read-only, too large) is one clear UserError
+    and leaves `out` as it was; so does a Cancel (`job`, an ExportJob, asked once the
+    temporary is written: ExportCancelled)."""
+    out = check_target(out)
     _remove_stale_partials(out)
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=_partial_prefix(out), suffix=".partial", dir=out.parent)
-        os.close(fd)
+
+    def write_then_check(tmp: str) -> None:
         write(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; an export is an ordinary file
-        _sync(tmp)
-        os.replace(tmp, out)
-        tmp = None
-        _sync(str(out.parent), directory=True)
+        if job is not None:
+            job.check()
+
+    try:
+        atomic.replace_with(out, write_then_check, mode=0o644, prefix=_partial_prefix(out))
     except OSError as exc:
         raise UserError(f"Could not export to {out}: {exc.strerror or exc}") from exc
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
     return out

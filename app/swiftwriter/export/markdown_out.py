@@ -56,9 +56,14 @@ def render_markdown(manuscript: Manuscript) -> str:
     return "\n\n".join(parts) + "\n" if parts else ""
 
 
-def export_markdown(manuscript: Manuscript, out: Path | str, strict: bool = False) -> int:
-    """Write `out` as UTF-8; returns how many control characters were dropped."""
+def export_markdown(manuscript: Manuscript, out: Path | str, strict: bool = False, job=None) -> int:
+    """Write `out` as UTF-8; returns how many control characters were dropped. `job` (an
+    ExportJob) may cancel it before the file is replaced."""
     clean, removed = check_text(manuscript, strict=strict)
     text = render_markdown(clean)
-    write_atomically(out, lambda tmp: Path(tmp).write_text(text, encoding="utf-8", newline="\n"))
+
+    def write(tmp: str) -> None:
+        Path(tmp).write_text(text, encoding="utf-8", newline="\n")
+
+    write_atomically(out, write, job=job)
     return removed

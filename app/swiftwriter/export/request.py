@@ -1,6 +1,8 @@
 """One export, as the Export dialog and `swiftwriter export` both describe it: the format, the
 look, which documents, the page set-up and the title-page fields. `export_manuscript` is the one
-path both take; ODT and PDF go through LibreOffice where it is installed (office.py)."""
+path both take; ODT and PDF go through LibreOffice where it is installed (office.py). An
+`ExportJob` lets the app's worker follow the stages and stop one midway (Cancel): the target is
+replaced only at the very end, so a cancelled export leaves it as it was."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swiftwriter.errors import UserError
+from swiftwriter.export.job import ExportJob
 from swiftwriter.export.layout import PageSetup
 from swiftwriter.export.model import Manuscript
 
@@ -41,11 +44,14 @@ def export_manuscript(
     out: Path | str,
     request: ExportRequest,
     project: Path | str | None = None,
+    job: ExportJob | None = None,
 ) -> int:
     """Write `out` as asked; returns how many control characters were dropped. `project`, the
-    file the manuscript came from, is never replaced, nor the files kept beside it."""
+    file the manuscript came from, is never replaced, nor the files kept beside it; `job`
+    follows and may cancel it (ExportCancelled)."""
     from swiftwriter.export.files import refuse_project_files
 
+    job = job or ExportJob()
     request.check()
     refuse_project_files(out, project)
     overrides = {k: v for k, v in (("title", request.title), ("author", request.author)) if v}
@@ -54,7 +60,8 @@ def export_manuscript(
     if request.fmt == "md":
         from swiftwriter.export.markdown_out import export_markdown
 
-        return export_markdown(manuscript, out, strict=request.strict)
+        job.stage("Writing the Markdown file…")
+        return export_markdown(manuscript, out, strict=request.strict, job=job)
     from swiftwriter.export.docx_out import export_docx
 
     options = dict(
@@ -65,7 +72,8 @@ def export_manuscript(
         template=request.template,
     )
     if request.fmt == "docx":
-        return export_docx(manuscript, out, **options)
+        job.stage("Laying out the Word document…")
+        return export_docx(manuscript, out, job=job, **options)
     from swiftwriter.export import office
 
-    return office.export_via_libreoffice(manuscript, out, request.fmt, **options)
+    return office.export_via_libreoffice(manuscript, out, request.fmt, job=job, **options)

@@ -25,7 +25,9 @@ from PySide6.QtWidgets import (
     QTreeWidgetItem,
 )
 
-from swiftwriter.export import office
+# docx_out brings python-docx and lxml: loaded with the dialog, on the GUI thread, because
+# loading them inside the export's worker held the GIL for a noticeable stall of the window
+from swiftwriter.export import docx_out, office  # noqa: F401
 from swiftwriter.export.layout import PageSetup, default_page_size, rounded_word_count
 from swiftwriter.export.request import ExportRequest
 from swiftwriter.ui.project_tree import tree_parent

@@ -66,6 +66,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     model_failed = Signal(str)
     project_opened = Signal(object)
     import_done = Signal(int)  # documents added by an import (0: failed or cancelled)
+    export_done = Signal(str)  # the file an export wrote ("": failed or cancelled)
 
     def __init__(
         self,
@@ -713,6 +714,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     # -- closing ----------------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        if self._export is not None:
+            if not self.ask("Export running", "An export is running. Cancel it and quit?"):
+                event.ignore()
+                return
+            self.wait_for_export()
         if not self.close_project():
             event.ignore()
             return

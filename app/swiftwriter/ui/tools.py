@@ -33,9 +33,10 @@ class ImportWorker(StoppableWorker):
 
 class ToolsMixin:
     """Needs the window's project, editor, tree, settings, save_now, show_error and the
-    `import_done` signal."""
+    `import_done` and `export_done` signals."""
 
     _import = None  # (thread, worker, progress) while a file is being read
+    _export = None  # the ExportRun while a file is being written
 
     # -- dialogs ----------------------------------------------------------------------------
     def open_history(self):
@@ -128,22 +129,46 @@ class ToolsMixin:
         return dialog
 
     def export_to(self, path, request="docx", doc_ids=None) -> bool:
-        """Export the project (or the documents `doc_ids` with what is below them) as
-        `request` asks (an ExportRequest, or just a format name)."""
+        """Start exporting the project (or the documents `doc_ids` with what is below them) as
+        `request` asks (an ExportRequest, or just a format name): the file is written in a
+        worker behind a progress dialog with Cancel (ui/export_worker.py), and `export_done`
+        tells how it ended. False, with the reason shown, when it cannot start (a refused
+        target, another export still running)."""
         from swiftwriter.export import manuscript_from_project
-        from swiftwriter.export.request import ExportRequest, export_manuscript
+        from swiftwriter.export.files import check_target
+        from swiftwriter.export.request import ExportRequest
+        from swiftwriter.ui.export_worker import start_export
 
         if isinstance(request, str):
             request = ExportRequest(fmt=request)
+        if self._export is not None:
+            self.show_error("Export", "Another export is still running; wait for it or cancel it")
+            return False
         self.save_now()
         try:
+            request.check()
+            out = check_target(path, self.project.path)
             manuscript = manuscript_from_project(self.project, doc_ids)
-            export_manuscript(manuscript, path, request, project=self.project.path)
         except (UserError, OSError) as exc:
             self.show_error("Export failed", str(exc))
             return False
-        self.statusBar().showMessage(f"Exported to {path}", 8000)
+        self._export = start_export(self, manuscript, out, request, self.project.path)
+        self._export.failed.connect(lambda message: self.show_error("Export failed", message))
+        self._export.ended.connect(self._export_ended)
         return True
+
+    def _export_ended(self, written: str) -> None:
+        run, self._export = self._export, None
+        if written:
+            self.statusBar().showMessage(f"Exported to {written}", 8000)
+        elif run.cancelled():
+            self.statusBar().showMessage("Export cancelled: nothing was written", 8000)
+        run.deleteLater()
+        self.export_done.emit(written)
+
+    def wait_for_export(self, ms: int = 30000) -> bool:
+        """Before the window closes: a running export is cancelled and waited for."""
+        return self._export is None or self._export.wait(ms)
 
     def import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
