@@ -1,7 +1,8 @@
 """How the cost of one verification pass grows with the number of tree tokens k, at a given
 cached context: our batch-invariant path, our earlier path (in-place cache, native grouped-query
 attention, [in, out] weights, lm_head only where needed) and stock transformers (DynamicCache,
-4-D mask, full logits)."""
+4-D mask, full logits). `curve`: the runs' own pass over 1 to 64 rows relative to one row, the
+shape the cost model (engine/estimate.py CostModel) learns per run, measured apart."""
 
 from __future__ import annotations
 
@@ -68,3 +69,37 @@ def our_costs(
 
 def relative(costs: dict[int, float]) -> dict[int, float]:
     return {k: v / costs[1] for k, v in costs.items()}
+
+
+CURVE_KS = (1, 2, 4, 8, 16, 32, 64)
+
+
+@torch.inference_mode()
+def curve(model, context: int, ks=CURVE_KS, reps: int = 3) -> dict[int, float]:
+    """Seconds of the batch-invariant pass (forward and the root's lm_head, as a step's pass)
+    over k rows after `context` cached tokens: the fastest of `reps`, the sizes taken in turns
+    so that a busy moment of a shared machine lands on every size rather than on one."""
+    torch.manual_seed(0)
+    runner = ModelRunner(model, invariant=True)
+    top = min(1000, model.config.vocab_size)
+    runner.prefill(torch.randint(top // 10, top, (context,)).tolist())
+    runner.time_pass(max(ks))  # first-call costs (allocations) out of the figures
+    times: dict[int, list[float]] = {k: [] for k in ks}
+    for _ in range(reps):
+        for k in ks:
+            times[k].append(runner.time_pass(k))
+    return {k: min(t) for k, t in times.items()}
+
+
+def format_curve(curves: dict[str, dict[int, dict[int, float]]]) -> str:
+    """{dtype: {context: {k: seconds}}} as a table: ms of one row, then each k's ratio to it."""
+    ks = sorted({k for by_context in curves.values() for c in by_context.values() for k in c})
+    lines = [f"{'dtype':9} {'context':>7} {'1 row':>8} " + " ".join(f"{f'k={k}':>6}" for k in ks)]
+    for dtype, by_context in curves.items():
+        for context, costs in by_context.items():
+            rel = relative(costs)
+            lines.append(
+                f"{dtype:9} {context:7d} {costs[1] * 1e3:6.1f}ms "
+                + " ".join(f"{rel[k]:5.2f}x" for k in ks)
+            )
+    return "\n".join(lines)

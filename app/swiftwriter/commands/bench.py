@@ -185,6 +185,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instead: cost of one verification pass over k tree tokens: ours (batch-"
         "invariant), our earlier passes (legacy) and stock transformers",
     )
+    p.add_argument(
+        "--verify-curve",
+        action="store_true",
+        help="instead: the cost of the runs' pass over 1, 2, 4, ... 64 rows relative to one row, "
+        "per dtype (auto: float32 and bfloat16) after 1,000 and 4,000 cached tokens",
+    )
     p.set_defaults(func=run)
 
 
@@ -227,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(bench.METHODS)}")
     if args.verify_cost:
         return _verify_cost(entry, args)
+    if args.verify_curve:
+        return _verify_curve(entry, args)
     if "tokenswift-fullcache" in methods and args.no_heads:
         raise UserError("tokenswift-fullcache runs the drafter's draft pass: drop --no-heads")
     if args.context_policy == "slide" and any(m.startswith("hf") for m in methods):
@@ -509,4 +517,32 @@ def _verify_cost(entry, args) -> int:
         del ours_model, stock_model
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2))
+    return 0
+
+
+def _verify_curve(entry, args) -> int:
+    from swiftwriter.bench import verifycost
+    from swiftwriter.modelstore import loader
+
+    dtypes = ["float32", "bfloat16"] if args.dtype == "auto" else [args.dtype]
+    curves: dict[str, dict[int, dict[int, float]]] = {}
+    for dtype in dtypes:
+        model = loader.load(entry, device=args.device, dtype=dtype, with_drafter=False).model
+        curves[dtype] = {context: verifycost.curve(model, context) for context in (1000, 4000)}
+        del model
+    print(verifycost.format_curve(curves))
+    if args.json_out:
+        out = {
+            dtype: {
+                str(context): {
+                    "ms": {str(k): round(v * 1e3, 2) for k, v in costs.items()},
+                    "relative": {
+                        str(k): round(v, 3) for k, v in verifycost.relative(costs).items()
+                    },
+                }
+                for context, costs in by_context.items()
+            }
+            for dtype, by_context in curves.items()
+        }
+        Path(args.json_out).write_text(json.dumps({"model": entry.id, "curves": out}, indent=2))
     return 0

@@ -1,0 +1,19 @@
+"""`bench --verify-curve`: the runs' own pass over k rows against one row, per dtype and
+context (measured here on a tiny model: the table and its ratios, never a speed claim)."""
+
+from __future__ import annotations
+
+from swiftwriter.bench import verifycost
+
+
+def test_the_curve_times_every_size_and_the_table_shows_ratios_to_one_row(tiny_llama):
+    costs = verifycost.curve(tiny_llama, context=24, ks=(1, 2, 8), reps=2)
+    assert list(costs) == [1, 2, 8]
+    assert all(seconds > 0 for seconds in costs.values())
+    table = verifycost.format_curve({"float32": {24: costs}})
+    header, row = table.splitlines()
+    assert header.split()[-3:] == ["k=1", "k=2", "k=8"]
+    cells = row.split()
+    assert cells[:2] == ["float32", "24"]
+    assert cells[3] == "1.00x"
+    assert cells[4:] == [f"{costs[k] / costs[1]:.2f}x" for k in (2, 8)]
