@@ -244,6 +244,83 @@ class Editor(QPlainTextEdit):
         self._count()
         self._paint()
 
+    # -- emphasis (Ctrl+B, Ctrl+I) ----------------------------------------------------------
+    def toggle_emphasis(self, marker: str) -> None:
+        """Ctrl+B (`**`) and Ctrl+I (`*`), in one undo step: the selection (trimmed of spaces)
+        is wrapped in the marker, or unwrapped where it, or the text just around it, already
+        has it (`***both***` holds both); with no selection an empty pair is put around the
+        cursor, an empty pair taken out again, and at the end of emphasised text the cursor
+        steps past its closing marker, so typing goes on plain."""
+        if self.isReadOnly():
+            return
+        n = len(marker)
+        cursor = self.textCursor()
+        start, end = cursor.selectionStart(), cursor.selectionEnd()
+        while start < end and self._char(start).isspace():
+            start += 1
+        while end > start and self._char(end - 1).isspace():
+            end -= 1
+        cursor.beginEditBlock()
+        try:
+            if start == end:
+                start = end = self._emphasis_at(cursor, cursor.position(), n)
+            else:
+                start, end = self._emphasis_over(cursor, start, end, n)
+        finally:
+            cursor.endEditBlock()
+        cursor.setPosition(start)
+        cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+        self.setTextCursor(cursor)
+
+    def _char(self, position: int) -> str:
+        if 0 <= position < self.document().characterCount() - 1:
+            return self.document().characterAt(position)
+        return ""
+
+    def _stars(self, position: int, step: int) -> int:
+        """How many `*` in a row (at most 3) from `position` on (step 1) or before it (-1)."""
+        count, at = 0, position if step > 0 else position - 1
+        while count < 3 and self._char(at) == "*":
+            count, at = count + 1, at + step
+        return count
+
+    @staticmethod
+    def _has(n: int, stars: int) -> bool:
+        """Whether a run of `stars` asterisks holds italic (n=1: 1 or 3) or bold (n=2: 2, 3)."""
+        return stars % 2 == 1 if n == 1 else stars >= 2
+
+    def _edit(self, cursor: QTextCursor, position: int, remove: int, text: str = "") -> None:
+        cursor.setPosition(position)
+        cursor.setPosition(position + remove, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertText(text)
+
+    def _emphasis_over(self, cursor: QTextCursor, start: int, end: int, n: int):
+        marker = "*" * n
+        lead, trail = self._stars(start, 1), self._stars(end, -1)
+        if end - start > lead + trail and self._has(n, lead) and self._has(n, trail):
+            self._edit(cursor, end - n, n)  # the markers are inside the selection
+            self._edit(cursor, start, n)
+            return start, end - 2 * n
+        if self._has(n, self._stars(start, -1)) and self._has(n, self._stars(end, 1)):
+            self._edit(cursor, end, n)  # the markers are just around it
+            self._edit(cursor, start - n, n)
+            return start - n, end - n
+        self._edit(cursor, end, 0, marker)
+        self._edit(cursor, start, 0, marker)
+        return start + n, end + n
+
+    def _emphasis_at(self, cursor: QTextCursor, position: int, n: int) -> int:
+        before, after = self._stars(position, -1), self._stars(position, 1)
+        if self._has(n, before) and self._has(n, after):  # an empty pair: take it out
+            self._edit(cursor, position, n)
+            self._edit(cursor, position - n, n)
+            return position - n
+        previous = self._char(position - 1)
+        if self._has(n, after) and previous and not previous.isspace():
+            return position + n  # the end of emphasised text: step past its closing marker
+        self._edit(cursor, position, 0, "*" * 2 * n)
+        return position + n
+
     # -- streaming --------------------------------------------------------------------------
     def begin_stream(self, position: int | None = None) -> QTextCursor:
         """Start a generated span at `position` (default: the cursor) and return it."""

@@ -131,7 +131,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("stop", "Stop", g.stop, QKeySequence(Qt.Key.Key_Escape), "Stop the generation (Esc)")
         a("continue", "Continue", g.continue_, QKeySequence("Ctrl+Shift+Return"),
           "Write on from the end of the document")  # fmt: skip
-        a("regenerate", "Regenerate", g.regenerate, QKeySequence("Ctrl+R"),
+        # Ctrl+R and Ctrl+E align text in every word processor: not ours to take
+        a("regenerate", "Regenerate", g.regenerate, QKeySequence("Ctrl+Alt+Return"),
           "Another take at the same spot; the previous one is kept")  # fmt: skip
         a("undo", "Undo generation", g.undo_generation, QKeySequence("Ctrl+Alt+Z"),
           "Remove the last generated text (one step)")  # fmt: skip
@@ -142,8 +143,12 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("backups", "Backups…", self.open_backups)
         a("save", "Save", lambda: self.save_now(force=True), QKeySequence.StandardKey.Save)
         a("import", "Import…", self.import_dialog)
-        a("export", "Export…", self.export_dialog, QKeySequence("Ctrl+E"))
+        a("export", "Export…", self.export_dialog, QKeySequence("Ctrl+Shift+X"))
         a("quit", "Quit", self.close, QKeySequence.StandardKey.Quit)
+        a("bold", "Bold", lambda: self._emphasis("**"),
+          QKeySequence.StandardKey.Bold, "Bold: **text** (Ctrl+B)")  # fmt: skip
+        a("italic", "Italic", lambda: self._emphasis("*"),
+          QKeySequence.StandardKey.Italic, "Italic: *text* (Ctrl+I)")  # fmt: skip
         a("find", "Find…", self._open_find, QKeySequence.StandardKey.Find)
         a("replace", "Replace…", lambda: self._open_find(replace=True), QKeySequence("Ctrl+H"))
         a("find_next", "Find next", lambda: self._find_again(False), QKeySequence("F3"))
@@ -266,6 +271,9 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         edit.addAction("Undo", self.editor.undo, QKeySequence.StandardKey.Undo)
         edit.addAction("Redo", self.editor.redo, QKeySequence.StandardKey.Redo)
         edit.addSeparator()
+        for name in ("bold", "italic"):
+            edit.addAction(act[name])
+        edit.addSeparator()
         for name in ("find", "replace", "find_next", "find_previous", "search_project"):
             edit.addAction(act[name])
         edit.addAction(act["undo_delete"])
@@ -320,6 +328,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         act["continue"].setEnabled(can_write)
         act["regenerate"].setEnabled(can_write)
         act["undo"].setEnabled(writable and not busy)
+        act["bold"].setEnabled(writable)
+        act["italic"].setEnabled(writable)
         act["stop"].setEnabled(busy)
         for name in ("import", "export", "close_project", "history", "save",
                      "backups", "memory", "show_context"):  # fmt: skip
@@ -330,6 +340,13 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         act["outline"].setEnabled(self.project is not None)
         act["undo_delete"].setEnabled(self._last_deleted is not None)
         self.tree.setEnabled(not busy)
+
+    def _emphasis(self, marker: str) -> None:
+        """Ctrl+B / Ctrl+I mark up the manuscript where it has the keyboard, never behind a
+        note or a field that has it."""
+        focus = QApplication.focusWidget()
+        if focus is None or focus is self.editor:
+            self.editor.toggle_emphasis(marker)
 
     # -- questions and messages (tests replace `ask`) ---------------------------------------
     def ask(self, title: str, text: str) -> bool:
