@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from swiftwriter import paths
+from swiftwriter import atomic, paths
 from swiftwriter.errors import UserError
 from swiftwriter.store import ProjectError
 from swiftwriter.store import backups as backups_mod
@@ -83,9 +83,7 @@ def keep_emergency_copy(project: Path, key: str, title: str, text: str) -> Path:
         "text": text,
         "saved": time.strftime("%Y-%m-%d %H:%M:%S"),
     }
-    tmp = target.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(target)
+    atomic.replace_text(target, json.dumps(data, ensure_ascii=False))  # synced, never half
     return target
 
 
