@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QTimer
+from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QPushButton
 from swiftwriter.export import office
 from swiftwriter.export.files import _partial_prefix
@@ -108,8 +109,11 @@ def test_a_200_page_odt_export_leaves_the_window_responsive(
     started = time.perf_counter()
     with TickGaps() as gaps, qtbot.waitSignal(window.export_done, timeout=120000) as done:
         assert dialog.export_to(out)
+        window.editor.moveCursor(QTextCursor.MoveOperation.End)
+        qtbot.keyClicks(window.editor, " Still writing.")  # no modal dialog in the way
     took = time.perf_counter() - started
     assert done.args == [str(out)] and out.read_bytes().startswith(b"converted:PK")
+    assert window.editor.toPlainText().endswith(" Still writing.")
     assert took > 1.0 and len(gaps.ticks) > 50  # the measure spans the whole export
     assert gaps.longest() < STALL_LIMIT_S, f"the GUI thread stalled {gaps.longest():.3f} s"
     assert "Exported to" in window.statusBar().currentMessage()
@@ -164,3 +168,20 @@ def test_real_libreoffice_200_pages_leave_the_window_responsive(
     assert done.args == [str(out)], window.last_error
     assert out.read_bytes()[:2] == b"PK"  # an OpenDocument package
     assert gaps.longest() < STALL_LIMIT_S, f"the GUI thread stalled {gaps.longest():.3f} s"
+
+
+def test_quitting_during_an_export_cancels_it_first(
+    qtbot, window, make_project, tmp_path, monkeypatch
+):
+    program, pids = stand_in(tmp_path, seconds=120)
+    monkeypatch.setattr(office, "soffice", lambda: str(program))
+    dialog = odt_dialog(window, make_project, long_novel()[:2])
+    out = tmp_path / "book.odt"
+    assert dialog.export_to(out)
+    qtbot.waitUntil(pids.exists, timeout=30000)
+    converter, helper = map(int, pids.read_text().split())
+    asked = []
+    window.ask = lambda title, text: asked.append(title) or True
+    assert window.close()
+    assert asked[0] == "Export running" and not alive(converter) and not alive(helper)
+    assert not out.exists()
