@@ -61,7 +61,8 @@ def tiny_model(seed: int = 7, context: int = 2048):
 
 def write_gguf(path: Path, model=None, arch: str = "llama", qtype: str = "F32") -> Path:
     """Write `model` (default: tiny_model()) as a GGUF at `path`, tensors in `qtype` (F32, F16,
-    BF16 or Q8_0; norms stay F32 as llama.cpp keeps them)."""
+    BF16, Q8_0, or I8 which transformers cannot read; norms stay F32 as llama.cpp keeps
+    them)."""
     import gguf
 
     model = model if model is not None else tiny_model()
@@ -89,7 +90,7 @@ def write_gguf(path: Path, model=None, arch: str = "llama", qtype: str = "F32") 
     writer.add_add_bos_token(False)
     writer.add_chat_template(CHAT)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
-    quant = gguf.GGMLQuantizationType[qtype]
+    quant = gguf.GGMLQuantizationType[qtype if qtype != "I8" else "F32"]
     for hf_name, tensor in model.state_dict().items():
         name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         data = tensor.detach().float().numpy()
@@ -98,7 +99,9 @@ def write_gguf(path: Path, model=None, arch: str = "llama", qtype: str = "F32") 
         elif name.endswith("attn_k.weight"):
             data = _permute(data, n_kv)
         kind = quant if data.ndim == 2 else gguf.GGMLQuantizationType.F32
-        if kind == gguf.GGMLQuantizationType.F32:
+        if qtype == "I8" and data.ndim == 2:  # a type transformers cannot de-quantise
+            writer.add_tensor(name, data.astype(np.int8))
+        elif kind == gguf.GGMLQuantizationType.F32:
             writer.add_tensor(name, data)
         elif kind == gguf.GGMLQuantizationType.F16:
             writer.add_tensor(name, data.astype(np.float16))

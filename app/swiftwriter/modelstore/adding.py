@@ -41,6 +41,7 @@ def add_gguf(
     final = provision.own_folder(entry)
     if final.exists():
         raise UserError(f"{final} already exists: choose another name, or remove that folder")
+    provision.check_cancel(cancelled)
     say(f"Checking {info.path.name}")
     entry = ModelEntry(**{**entry.__dict__, "sha256": provision.sha256_of(info.path)})
     provision.convert_into(entry, info.path, final, dtype, say, cancelled)

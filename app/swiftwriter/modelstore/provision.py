@@ -158,10 +158,10 @@ def convert_into(
     try:
         started = time.monotonic()
         stored, why, lossless = _write_hf_folder(gguf, tmp, entry, planned, say, cancelled)
-        _check(cancelled)
+        check_cancel(cancelled)
         say("Checking the converted folder loads")
         _check_loads(tmp)
-        _check(cancelled)
+        check_cancel(cancelled)
         manifest = {
             "model_id": entry.id,
             "gguf_file": entry.file,
@@ -184,7 +184,7 @@ def convert_into(
     return manifest
 
 
-def _check(cancelled: Callable[[], bool] | None) -> None:
+def check_cancel(cancelled: Callable[[], bool] | None) -> None:
     if cancelled is not None and cancelled():
         raise Cancelled("Cancelled: nothing was kept")
 
@@ -233,10 +233,10 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled):
     folder, name = str(gguf.parent), gguf.name
     say("Reading the tokenizer")
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
-    _check(cancelled)
+    check_cancel(cancelled)
     say("Reading and de-quantising the weights")
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
-    _check(cancelled)
+    check_cancel(cancelled)
     # transformers refuses to save a GGUF-loaded model; a fresh model from the same config
     # (without the quantization marker) with the same state dict saves and gives equal logits.
     config = copy.deepcopy(loaded.config)
@@ -254,10 +254,10 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled):
     if dtype is None:
         say("Writing float32 weights to measure which dtype runs faster here")
         fresh.save_pretrained(out, safe_serialization=True)
-        _check(cancelled)
+        check_cancel(cancelled)
         say("Measuring float32 against bfloat16 passes (auto)")
         dtype, why = _auto_dtype(entry, out)
-        _check(cancelled)
+        check_cancel(cancelled)
         say(f"auto chose {dtype} ({why})")
     if dtype == "float32" and why:
         return dtype, why, True  # written already

@@ -1,0 +1,197 @@
+"""Adding a GGUF file as a model (`swiftwriter models add NAME FILE.gguf`): converted once into
+its own folder in the dtype it runs in, registered with its chat template and context length,
+refused in one line (leaving nothing) when it cannot be read, and cancelled without leftovers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from swiftwriter import paths
+from swiftwriter.cli import main
+from swiftwriter.errors import UserError
+from swiftwriter.modelstore import adding, loader, provision, registry
+
+from tests.modelstore.tiny_gguf import CHAT, tiny_model, write_gguf
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model()
+
+
+def _leftovers() -> list[str]:
+    models = paths.models_dir()
+    return sorted(p.name for p in models.iterdir()) if models.exists() else []
+
+
+def _weights(entry, dtype: str) -> dict:
+    loaded = loader.load(entry, device="cpu", dtype=dtype, cpu_layout=False, with_drafter=False)
+    return {k: v.detach().clone() for k, v in loaded.model.state_dict().items()}
+
+
+def test_a_gguf_is_converted_registered_and_generates(user_dirs, tiny, capsys):
+    path = write_gguf(user_dirs / "tiny.gguf", tiny, qtype="Q8_0")
+    assert main(["models", "add", "tiny", str(path), "--dtype", "bfloat16"]) == 0
+    err = capsys.readouterr().err
+    assert "kB on disk" in err and "16 Q8_0" in err  # said before converting
+    assert "In memory: " in err and " in bfloat16" in err
+    entry = registry.load_registry()["tiny"]
+    assert (entry.source, entry.user, entry.file) == ("gguf", True, str(path.resolve()))
+    assert entry.chat_template == CHAT and entry.context_length == 2048
+    assert entry.is_ready() and entry.stored_dtype() == "bfloat16"
+    assert entry.folder() == paths.models_dir() / "tiny"
+    assert _leftovers() == ["tiny"]  # no partial folder beside it
+    prompt = user_dirs / "prompt.txt"
+    prompt.write_text("the sea was grey and the")
+    args = ["generate", "--prompt-file", str(prompt), "--model", "tiny", "--max-new-tokens", "8",
+            "--dtype", "bfloat16", "--device", "cpu", "--sampling", "greedy"]  # fmt: skip
+    assert main(args) == 0
+    assert capsys.readouterr().out.strip()  # the text (test_float32_weights... checks the
+    loaded = loader.load(  # weights it comes from bit for bit)
+        entry, device="cpu", dtype="bfloat16", cpu_layout=False, with_drafter=False
+    )
+    assert loaded.tokenizer.chat_template == CHAT
+    assert loaded.model.config.max_position_embeddings == 2048
+
+
+def test_float32_weights_are_the_files_own_and_bfloat16_converts_again(user_dirs, tiny):
+    """A float32 GGUF stored in bfloat16 loses bits: a float32 load converts again, and then
+    holds exactly the model the file was written from."""
+    path = write_gguf(user_dirs / "f32.gguf", tiny, qtype="F32")
+    entry = adding.add_gguf("f32", path, dtype="bfloat16")
+    assert entry.stored_dtype() == "bfloat16" and not entry.manifest()["lossless"]
+    assert not provision.serves(entry, "float32") and provision.serves(entry, "bfloat16")
+    bf16 = _weights(entry, "bfloat16")
+    for name, value in tiny.state_dict().items():
+        assert torch.equal(bf16[name], value.to(torch.bfloat16)), name
+    f32 = _weights(entry, "float32")  # converts again: the stored bfloat16 cannot give it
+    assert entry.stored_dtype() == "float32"
+    for name, value in tiny.state_dict().items():
+        assert torch.equal(f32[name], value), name
+
+
+def test_a_lossless_bfloat16_folder_serves_float32_as_it_is(user_dirs, tiny):
+    path = write_gguf(user_dirs / "bf16.gguf", tiny, qtype="BF16")
+    entry = adding.add_gguf("bf16", path, dtype="bfloat16")
+    assert entry.manifest()["lossless"] and provision.serves(entry, "float32")
+    converted_at = entry.manifest()["converted_at"]
+    f32 = _weights(entry, "float32")
+    assert entry.stored_dtype() == "bfloat16" and entry.manifest()["converted_at"] == converted_at
+    assert all(v.dtype == torch.float32 for v in f32.values())
+
+
+def test_auto_stores_the_dtype_measured_on_the_float32_weights(user_dirs, tiny, monkeypatch):
+    from swiftwriter.modelstore.measurements import Measured
+
+    seen = []
+
+    def measured(entry):
+        config = json.loads((entry.folder() / "config.json").read_text())
+        seen.append((entry.id, config.get("dtype")))
+        seconds = {"float32/1": 0.02, "bfloat16/1": 0.01}
+        return Measured("k", "bfloat16", seconds, {"at": "2026-12-05"}, remembered=True)
+
+    monkeypatch.setattr(loader, "pick_device", lambda device="auto": "cpu")
+    monkeypatch.setattr(loader, "cpu_dtype_choice", measured)
+    messages = []
+    entry = adding.add_gguf(
+        "auto", write_gguf(user_dirs / "a.gguf", tiny), progress=messages.append
+    )
+    assert seen == [("auto", "float32")]  # measured under the model's own id, on float32 weights
+    assert entry.stored_dtype() == "bfloat16"
+    assert "auto: measured 10 ms vs float32 20 ms" in entry.manifest()["dtype_why"]
+    assert any("in float32 or" in m and "in bfloat16" in m for m in messages)
+    assert not list(entry.folder().glob("*.index.json"))
+    config = json.loads((entry.folder() / "config.json").read_text())
+    assert config["dtype"] == "bfloat16"
+
+
+def _truncated(folder, tiny):
+    whole = write_gguf(folder / "whole.gguf", tiny).read_bytes()
+    path = folder / "cut.gguf"
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    return path
+
+
+def _text(folder, tiny):
+    path = folder / "notes.gguf"
+    path.write_text("These are my notes, not a model.\n")
+    return path
+
+
+REFUSED = [
+    (_text, "is not a GGUF file"),
+    (_truncated, "is truncated"),
+    (lambda folder, tiny: write_gguf(folder / "odd.gguf", tiny, arch="frobnicator"),
+     "cannot read the architecture 'frobnicator'"),
+    (lambda folder, tiny: write_gguf(folder / "i8.gguf", tiny, qtype="I8"),
+     "cannot de-quantise its I8 tensors"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("make, why", REFUSED, ids=["text", "truncated", "arch", "quant"])
+def test_a_refused_file_is_one_line_and_leaves_nothing(user_dirs, tiny, capsys, make, why):
+    path = make(user_dirs, tiny)
+    before = _leftovers()
+    assert main(["models", "add", "mine", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert why in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert _leftovers() == before
+    assert "mine" not in registry.load_registry()
+    assert not registry.user_registry_path().exists()
+
+
+@pytest.mark.parametrize("at", [1, 2, 3, 4, 5])  # every point the conversion asks
+def test_cancel_leaves_nothing(user_dirs, tiny, at):
+    path = write_gguf(user_dirs / "c.gguf", tiny)
+    asked = []
+
+    def cancelled() -> bool:
+        asked.append(1)
+        return len(asked) >= at
+
+    with pytest.raises(provision.Cancelled):
+        adding.add_gguf("cancel-me", path, dtype="float32", cancelled=cancelled)
+    assert len(asked) == at
+    assert _leftovers() == [] and "cancel-me" not in registry.load_registry()
+
+
+def test_a_taken_name_is_refused_before_anything_is_read(user_dirs, tiny):
+    path = write_gguf(user_dirs / "t.gguf", tiny)
+    with pytest.raises(UserError, match="already a model named"):
+        adding.add_gguf(registry.default_entry().id, path)
+    assert _leftovers() == []
+
+
+def test_prepare_converts_again_only_for_another_dtype(user_dirs, tiny, capsys):
+    entry = adding.add_gguf("p", write_gguf(user_dirs / "p.gguf", tiny), dtype="bfloat16")
+    stamp = entry.manifest()["converted_at"], (entry.folder() / "model.safetensors").stat()
+    assert main(["models", "prepare", "p"]) == 0
+    assert "ready" in capsys.readouterr().out
+    assert (
+        entry.manifest()["converted_at"],
+        (entry.folder() / "model.safetensors").stat(),
+    ) == stamp
+    assert main(["models", "prepare", "p", "--dtype", "float32"]) == 0
+    assert entry.stored_dtype() == "float32"
+
+
+def test_list_json_is_valid_and_says_the_stored_dtype(user_dirs, tiny, capsys):
+    adding.add_gguf("j", write_gguf(user_dirs / "j.gguf", tiny), dtype="bfloat16")
+    assert main(["models", "list", "--json"]) == 0
+    rows = {row["id"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["j"]["stored_dtype"] == "bfloat16" and rows["j"]["status"] == "ready"
+    assert rows["j"]["context_length"] == 2048 and rows["j"]["chat_template"] is True
+    assert rows[registry.default_entry().id]["default"] is True
+
+
+def test_an_old_manifest_is_a_float32_folder_that_serves_every_dtype(user_dirs):
+    entry = registry.default_entry()
+    folder = paths.models_dir() / entry.id
+    folder.mkdir(parents=True)
+    (folder / "swiftwriter-manifest.json").write_text(json.dumps({"gguf_sha256": entry.sha256}))
+    assert entry.is_ready() and entry.stored_dtype() == "float32"
+    assert all(provision.serves(entry, d) for d in ("float32", "bfloat16", "float16"))
+    assert provision.folder_for(entry, "bfloat16") == folder
