@@ -8,6 +8,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QTextCursor
 from swiftwriter.ui.editor import Editor, qt_len, text_before
+from swiftwriter.ui.help import shortcut_rows
 
 
 @pytest.fixture
@@ -103,3 +104,6 @@ def test_no_shortcut_takes_a_word_processors_alignment_key(window):
     italic = QKeySequence(QKeySequence.StandardKey.Italic).toString()
     assert (taken[bold], taken[italic]) == ("bold", "italic")
     assert taken["Ctrl+Alt+Return"] == "regenerate" and taken["Ctrl+Shift+X"] == "export"
+    rows = shortcut_rows(window.actions_by_name)  # Help > Keyboard shortcuts
+    assert ("Bold", bold) in rows and ("Italic", italic) in rows
+    assert ("Regenerate", "Ctrl+Alt+Return") in rows and ("Export", "Ctrl+Shift+X") in rows
