@@ -1,12 +1,17 @@
-"""The command line: help everywhere, and one clear line (never a traceback) for bad input."""
+"""The command line: help everywhere, one clear line (never a traceback) for bad input with the
+exit status that tells a user error (1) from a usage error (2), the global `--model` reaching
+every command that loads a model, and the same defaults everywhere."""
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from swiftwriter.cli import build_parser
+from swiftwriter.cli import build_parser, main
+from swiftwriter.errors import UserError
 
 
 def run_cli(*args, env=None, timeout=120):
@@ -35,23 +40,27 @@ def test_every_command_has_help():
 
 
 @pytest.mark.parametrize(
-    "args, message",
+    "args, message, status",
     [
-        (["generate", "--prompt-file", "/nonexistent/prompt.txt"], "No such file"),
-        (["generate", "--prompt-file", __file__, "--model", "no-such-model"], "Unknown model"),
-        (["generate", "--prompt-file", __file__, "--max-new-tokens", "-5"], "positive"),
-        (["generate", "--prompt-file", __file__, "--penalty", "abc"], "not a number"),
-        (["models", "add", "mine", "/nonexistent/folder"], "does not exist"),
+        (["generate", "--prompt-file", "/nonexistent/prompt.txt"], "No such file", 1),
+        (["generate", "--prompt-file", __file__, "--model", "no-such-model"], "Unknown model", 1),
+        (["--model", "no-such-model", "generate", "--prompt-file", __file__], "Unknown model", 1),
+        (["models", "add", "mine", "/nonexistent/folder"], "does not exist", 1),
+        (["generate", "--prompt-file", __file__, "--max-new-tokens", "-5"], "positive", 2),
+        (["generate", "--prompt-file", __file__, "--penalty", "abc"], "not a number", 2),
+        (["generate", "--prompt-file", __file__, "--no-such-option"], "unrecognized", 2),
     ],
 )
-def test_bad_input_is_one_clear_line(args, message, tmp_path):
+def test_bad_input_is_one_clear_line(args, message, status, tmp_path):
     import os
 
     env = dict(os.environ, SWIFTWRITER_CONFIG_DIR=str(tmp_path))
     result = run_cli(*args, env=env)
-    assert result.returncode != 0
+    assert result.returncode == status
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+    if status == 1:  # a user error is one line; argparse's usage errors add the usage
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 def test_models_list_shows_default(tmp_path):
@@ -61,3 +70,150 @@ def test_models_list_shows_default(tmp_path):
     result = run_cli("models", "list", env=env)
     assert result.returncode == 0
     assert "smollm2-135m-instruct" in result.stdout
+
+
+def word_tokenizer_folder(folder) -> None:
+    """A Hugging Face fast tokenizer over a few words, saved beside a model (built here)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "</s>", "<unk>", "the", "sea", "wall", "rose", "and", "fell", "at", "night"]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    ).save_pretrained(folder)
+
+
+@pytest.fixture
+def prompt_file(tmp_path):
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("the sea rose and the wall fell at night the sea", encoding="utf-8")
+    return str(prompt)
+
+
+def test_the_global_model_loads_a_registered_user_model(tmp_path, monkeypatch, capsys, prompt_file):
+    """`swiftwriter --model tiny-user generate --prompt-file P` loads that model, for real."""
+    from swiftwriter.modelstore import loader, registry
+
+    from tests.conftest import build_tiny
+
+    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "config"))
+    folder = tmp_path / "tiny-user"
+    build_tiny("llama", vocab=16, seed=3).save_pretrained(folder)
+    word_tokenizer_folder(folder)
+    registry.add_user_model("tiny-user", folder)
+    loaded = []
+    real_load = loader.load
+    monkeypatch.setattr(
+        loader, "load", lambda *a, **k: loaded.append(real_load(*a, **k)) or loaded[-1]
+    )
+    argv = ["generate", "--prompt-file", prompt_file, "--max-new-tokens", "4", "--exact-length"]
+    assert main(["--model", "tiny-user", *argv, "--dtype", "float32"]) == 0
+    (model,) = loaded
+    assert model.entry.id == "tiny-user" and model.entry.path == folder.resolve()
+    assert model.model.config.vocab_size == 16  # the tiny model's weights, not the default's
+    assert capsys.readouterr().out.strip()
+
+
+def test_the_global_model_reaches_generate(monkeypatch, capsys, prompt_file):
+    """`swiftwriter --model smollm2-135m-instruct generate --prompt-file P` resolves that id
+    (and without --model the default is asked for, so the test tells the two apart)."""
+    from swiftwriter.modelstore import registry
+
+    from tests.commands.tiny_cli import install_tiny
+    from tests.conftest import build_tiny
+
+    install_tiny(monkeypatch, build_tiny("llama", vocab=16, seed=3))
+    asked = []
+    tiny = registry.resolve(None)
+    monkeypatch.setattr(registry, "resolve", lambda name: asked.append(name) or tiny)
+    prompt = Path(prompt_file)
+    prompt.write_text("3 7 3 7 5", encoding="utf-8")
+    argv = ["generate", "--prompt-file", prompt_file, "--max-new-tokens", "3", "--exact-length"]
+    assert main(["--model", "smollm2-135m-instruct", *argv]) == 0
+    assert main(argv) == 0
+    assert asked == ["smollm2-135m-instruct", None]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["generate", "--prompt-file", "{prompt}"],
+        ["bench", "--prompt-file", "{prompt}"],
+        ["heads", "train", "--out", "{tmp}/heads", "--text", "{prompt}"],
+        ["models", "prepare"],
+        ["models", "measure"],
+    ],
+)
+def test_every_command_that_loads_a_model_takes_the_global_one(
+    command, monkeypatch, capsys, tmp_path, prompt_file
+):
+    from swiftwriter.modelstore import registry
+
+    def resolve(name):
+        raise UserError(f"resolved {name}")
+
+    monkeypatch.setattr(registry, "resolve", resolve)
+    argv = [a.format(prompt=prompt_file, tmp=tmp_path) for a in command]
+    assert main(["--model", "chosen", *argv]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "swiftwriter: resolved chosen"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--model", "a", "generate", "--prompt-file", "p", "--model", "b"], "given twice"),
+        (["--model", "a", "project", "docs", "p.swiftwriter"], "loads no model"),
+        (["--model", "a", "export", "p.swiftwriter", "--out", "x.md"], "loads no model"),
+        (["--project", "p.swiftwriter", "project", "docs", "p.swiftwriter"], "opens a project"),
+    ],
+)
+def test_global_options_a_command_cannot_take_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_the_app_opens_a_project_named_after_the_global_model(tmp_path, monkeypatch, capsys):
+    from swiftwriter.ui import app
+
+    opened = []
+    monkeypatch.setattr(app, "run_app", lambda **kw: opened.append(kw) or 0)
+    project = tmp_path / "Novel.swiftwriter"
+    project.write_bytes(b"")
+    assert main(["--model", "tiny", str(project)]) == 0
+    assert main(["--project", str(project)]) == 0  # the old spelling, for scripts
+    assert opened == [
+        {"model": "tiny", "project": str(project)},
+        {"model": None, "project": str(project)},
+    ]
+    err = capsys.readouterr().err
+    assert err == "swiftwriter: --project PROJECT is deprecated: write swiftwriter PROJECT\n"
+
+
+def subparsers(parser, prefix=()):
+    """(command words, parser) for every leaf command."""
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not actions:
+        yield " ".join(prefix), parser
+    for action in actions:
+        for name, child in action.choices.items():
+            yield from subparsers(child, (*prefix, name))
+
+
+def test_device_and_dtype_default_to_auto_everywhere():
+    defaults = {}
+    for name, parser in subparsers(build_parser()):
+        for action in parser._actions:
+            if action.dest in ("device", "dtype") and "--" + action.dest in action.option_strings:
+                defaults[(name, action.dest)] = action.default
+    assert ("generate", "device") in defaults and ("bench", "dtype") in defaults
+    assert {k: v for k, v in defaults.items() if k[1] == "device"} == {
+        k: "auto" for k in defaults if k[1] == "device"
+    }
+    # their owners' choices: models prepare's None is "what auto picks here"; heads train
+    # trains in float32 on a CPU (commands/heads.py)
+    own_choice = {"models prepare", "heads train"}
+    dtypes = {k: v for k, v in defaults.items() if k[1] == "dtype" and k[0] not in own_choice}
+    assert dtypes == {k: "auto" for k in dtypes}

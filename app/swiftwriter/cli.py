@@ -1,4 +1,7 @@
-"""The `swiftwriter` command: alone it opens the app; subcommands work headless."""
+"""The `swiftwriter` command: alone it opens the app; subcommands work headless.
+
+Exit status: 0 done, 1 a user error (a missing project, model or file, a bad value: one line on
+stderr), 2 a usage error (argparse's, or arguments that contradict each other)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import sys
 
 from swiftwriter import __version__
 from swiftwriter.commands import bench, export, generate, heads, models, project
-from swiftwriter.errors import UserError, printable
+from swiftwriter.errors import UsageError, UserError, printable
 
 COMMANDS = [generate, models, heads, bench, export, project]
 
@@ -20,29 +23,67 @@ def build_parser() -> argparse.ArgumentParser:
         "Without a command it opens the desktop app.",
     )
     parser.add_argument("--version", action="version", version=f"swiftwriter {__version__}")
-    parser.add_argument("--model", help="model for the app (registry id or folder)")
-    parser.add_argument("--project", help="project file to open in the app")
+    parser.add_argument(
+        "--model",
+        dest="global_model",
+        metavar="MODEL",
+        help="model for the app or for the command that follows (registry id or folder)",
+    )
+    # the old spelling of `swiftwriter PROJECT`
+    parser.add_argument("--project", dest="app_project", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in COMMANDS:
         module.register(sub)
     return parser
 
 
+def _lone_project(argv: list[str]) -> str | None:
+    """`swiftwriter [--model MODEL] PROJECT` (the .desktop file's %f): an existing project file
+    last, after nothing but the global model, opens the app on it."""
+    if not argv or not argv[-1].endswith(".swiftwriter") or not os.path.isfile(argv[-1]):
+        return None
+    before = argv[:-1]
+    alone = not before or (len(before) == 2 and before[0] == "--model")
+    return argv[-1] if alone or (len(before) == 1 and before[0].startswith("--model=")) else None
+
+
+def _global_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """`swiftwriter --model X COMMAND`: X is the command's model, as `COMMAND --model X` (or
+    its MODEL argument) would be; a command that loads no model refuses it."""
+    model = args.global_model
+    if model is None or args.command is None:
+        return
+    if not hasattr(args, "model"):
+        parser.error(f"--model: `{args.command}` loads no model")
+    if args.model not in (None, model):
+        parser.error(
+            f"--model given twice: '{model}' before `{args.command}`, '{args.model}' after"
+        )
+    args.model = model
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    # `swiftwriter PROJECT` (the .desktop file's %f): a lone existing project opens the app on it
-    lone = len(argv) == 1 and argv[0].endswith(".swiftwriter") and os.path.isfile(argv[0])
-    args = parser.parse_args([] if lone else argv)
+    lone = _lone_project(argv)
+    args = parser.parse_args(argv[:-1] if lone else argv)
+    if args.app_project is not None and args.command is not None:
+        parser.error(f"--project opens a project in the app: it does not go with `{args.command}`")
+    _global_model(parser, args)
     try:
         if args.command is None:
+            from swiftwriter.commands.common import renamed
             from swiftwriter.ui.app import run_app
 
-            return run_app(model=args.model, project=argv[0] if lone else args.project)
+            project = renamed(lone, args.app_project, "--project PROJECT", "swiftwriter PROJECT")
+            return run_app(model=args.global_model, project=project)
         return args.func(args) or 0
-    except UserError as exc:
+    except UsageError as exc:
         print(f"swiftwriter: {printable(exc)}", file=sys.stderr)
         return 2
+    except UserError as exc:
+        print(f"swiftwriter: {printable(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("swiftwriter: interrupted", file=sys.stderr)
         return 130

@@ -1,5 +1,7 @@
 """One exception type for mistakes a user can fix; the CLI and the app show its message alone,
-and `printable` keeps what the CLI prints from driving the terminal."""
+and `printable` keeps what the CLI prints from driving the terminal. The CLI exits 1 for a
+`UserError` and 2 for a `UsageError` (a command line that cannot mean anything, as argparse's
+own errors), so scripts can tell a missing file from a mistyped command."""
 
 import re
 
@@ -10,6 +12,10 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 class UserError(Exception):
     """Bad input or a missing resource: shown as one clear line, never as a traceback."""
+
+
+class UsageError(UserError):
+    """Arguments that contradict each other (what argparse would refuse if it could): exit 2."""
 
 
 def printable(text: object) -> str:

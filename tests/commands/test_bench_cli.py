@@ -58,7 +58,7 @@ def test_greedy_bench_with_dry_stays_exact(tiny_bench, tmp_path):
     ],
 )
 def test_bad_bench_options_are_one_clear_line(tiny_bench, args, message, capsys):
-    assert main([*tiny_bench, "--methods", "hf", *args]) == 2
+    assert main([*tiny_bench, "--methods", "hf", *args]) == 1
     assert message in capsys.readouterr().err
 
 
@@ -98,7 +98,7 @@ def test_sliding_context_bench_is_exact_against_ar_and_reports_memory(
 
 def test_hf_cannot_slide(small_context_bench, capsys):
     args = ["--methods", "hf,tokenswift", "--context-policy", "slide"]
-    assert main([*small_context_bench, *args]) == 2
+    assert main([*small_context_bench, *args]) == 1
     assert "hf has no sliding context window" in capsys.readouterr().err
 
 
@@ -130,3 +130,64 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
 
     assert panel.sampling() == replace(creative, seed=None)
     assert panel.drafting() == STRATEGIES["balanced"]
+
+
+def lossy_walk(monkeypatch):
+    """A deliberately wrong engine: where the target refuses every draft, the first refused
+    draft is written instead of the target's own token (the state stays consistent, as if the
+    target had chosen it), so speculation no longer writes plain decoding's text. `ar` drafts
+    nothing and is unchanged."""
+    from swiftwriter.engine.run import Run
+
+    walk = Run._walk
+
+    def wrong(self, trie, remaining):
+        path, new = walk(self, trie, remaining)
+        refused = [t for t in trie.children[0] if t != new[0]]
+        return (path, [refused[0]]) if not path and refused else (path, new)
+
+    monkeypatch.setattr(Run, "_walk", wrong)
+
+
+def test_bench_fails_when_speculation_writes_another_text(tiny_bench, monkeypatch, capsys):
+    args = [*tiny_bench, "--methods", "ar,tokenswift-noheads", "--no-heads"]
+    assert main(args) == 0  # the real engine: the same text, exit 0
+    capsys.readouterr()
+    lossy_walk(monkeypatch)
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    prompt = tiny_bench[2]
+    assert f"swiftwriter: tokenswift-noheads wrote another text than ar (prompt {prompt})" in err
+
+
+def test_sampled_bench_names_the_seed_that_differs(tiny_bench, monkeypatch, capsys):
+    lossy_walk(monkeypatch)
+    args = ["--methods", "ar,tokenswift-noheads", "--no-heads", "--sampling", "sample"]
+    assert main([*tiny_bench, *args, "--seeds", "4,5"]) == 1
+    lines = [x for x in capsys.readouterr().err.splitlines() if "another text" in x]
+    assert lines and all(x.endswith((", seed 4)", ", seed 5)")) for x in lines)
+
+
+def test_bench_takes_the_history_project_as_its_argument(tiny_bench, tmp_path, capsys):
+    from swiftwriter.store import Project
+
+    path = tmp_path / "History.swiftwriter"
+    with Project.create(path) as proj:
+        proj.add_document("Chapter", "3 7 5 9 3 7 5 11 " * 8)
+    quick = [*tiny_bench, "--methods", "ar", "--no-heads"]
+    assert main([*quick, str(path)]) == 0
+    new = capsys.readouterr()
+    assert f"history: 64 tokens from {path}" in new.err and "tokenswift+history" in new.out
+    assert "deprecated" not in new.err
+    assert main([*quick, "--history", str(path)]) == 0  # the old spelling, for scripts
+    old = capsys.readouterr()
+    assert old.out.count("tokenswift+history") == new.out.count("tokenswift+history")
+    assert "--history PROJECT is deprecated: write bench PROJECT" in old.err
+    assert main([*quick, str(path), "--history", str(path)]) == 2
+
+
+def test_bench_runs_where_the_other_commands_run(tiny_bench):
+    from swiftwriter.cli import build_parser
+
+    args = build_parser().parse_args(["bench"])
+    assert (args.device, args.dtype) == ("auto", "auto")

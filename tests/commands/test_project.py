@@ -1,8 +1,10 @@
-"""`swiftwriter project ...` and `swiftwriter generate --project`: headless use of a project, and
-one clear line (exit 2) for every mistake."""
+"""`swiftwriter project ...` and `swiftwriter generate PROJECT DOC`: headless use of a project,
+listings as JSON, and one clear line for every mistake (exit 1; 2 for a command line that cannot
+mean anything)."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -91,28 +93,121 @@ def test_history_and_recover(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv, message",
+    "argv, message, status",
     [
-        (["project", "docs", "{dir}/missing.swiftwriter"], "No such project"),
-        (["project", "docs", "{dir}/text.swiftwriter"], "not an SQLite database"),
-        (["project", "new", "{dir}/p.swiftwriter"], "already exists"),
-        (["project", "show", "{dir}/p.swiftwriter", "Nope"], "No document 'Nope'"),
-        (["project", "import", "{dir}/p.swiftwriter", "{dir}/missing.md"], "No such file"),
-        (["project", "import", "{dir}/p.swiftwriter", "{dir}/text.swiftwriter"], "Cannot import"),
-        (["project", "recover", "{dir}/p.swiftwriter", "7"], "No generation with id 7"),
-        (["generate", "--project", "{dir}/p.swiftwriter"], "needs --doc"),
-        (["generate", "--project", "{dir}/p.swiftwriter", "--doc", "9"], "No document '9'"),
-        (["generate", "--prompt-file", "{dir}/x.txt", "--doc", "1"], "goes with --project"),
+        (["project", "docs", "{dir}/missing.swiftwriter"], "No such project", 1),
+        (["project", "docs", "{dir}/missing.swiftwriter", "--json"], "No such project", 1),
+        (["project", "docs", "{dir}/text.swiftwriter"], "not an SQLite database", 1),
+        (["project", "new", "{dir}/p.swiftwriter"], "already exists", 1),
+        (["project", "show", "{dir}/p.swiftwriter", "Nope"], "No document 'Nope'", 1),
+        (["project", "import", "{dir}/p.swiftwriter", "{dir}/missing.md"], "No such file", 1),
+        (
+            ["project", "import", "{dir}/p.swiftwriter", "{dir}/text.swiftwriter"],
+            "Cannot import",
+            1,
+        ),
+        (["project", "recover", "{dir}/p.swiftwriter", "7"], "No generation with id 7", 1),
+        (["generate", "{dir}/p.swiftwriter"], "needs a DOC", 2),
+        (["generate", "{dir}/p.swiftwriter", "9"], "No document '9'", 1),
+        (["generate", "{dir}/missing.swiftwriter", "9"], "No such project", 1),
+        (["generate"], "give a PROJECT and DOC", 2),
+        (["generate", "{dir}/p.swiftwriter", "1", "--prompt-file", "{dir}/x.txt"], "not both", 2),
+        (["generate", "--prompt-file", "{dir}/x.txt", "--direction", "on"], "go with a PROJECT", 2),
     ],
 )
-def test_mistakes_are_one_clear_line(tmp_path, capsys, argv, message, monkeypatch):
+def test_mistakes_are_one_clear_line(tmp_path, capsys, argv, message, status, monkeypatch):
     (tmp_path / "text.swiftwriter").write_text("plain text", encoding="utf-8")
     Project.create(tmp_path / "p.swiftwriter").close()
     from swiftwriter.modelstore import loader
 
     monkeypatch.setattr(loader, "load", lambda *a, **k: pytest.fail("loaded a model"))
     code, out, err = run(capsys, *[a.format(dir=tmp_path) for a in argv])
-    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert code == status and message in err and len(err.strip().splitlines()) == 1
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--project", "{p}", "--doc", "9"], "No document '9'"),
+        (["{p}", "--doc", "9"], "No document '9'"),
+        (["--project", "{p}", "9"], "No document '9'"),  # with --project the one argument is DOC
+        (["--project", "{p}"], "needs a DOC"),
+    ],
+)
+def test_the_old_spelling_of_generate_still_works_and_says_the_new(
+    tmp_path, capsys, argv, message, monkeypatch
+):
+    path = tmp_path / "p.swiftwriter"
+    Project.create(path).close()
+    from swiftwriter.modelstore import loader
+
+    monkeypatch.setattr(loader, "load", lambda *a, **k: pytest.fail("loaded a model"))
+    code, _, err = run(capsys, "generate", *[a.format(p=path) for a in argv])
+    lines = err.strip().splitlines()
+    assert code in (1, 2) and len(lines) == 2 and message in lines[1]
+    assert lines[0] == "swiftwriter: generate --project P --doc D is deprecated: write generate P D"
+
+
+def test_generate_names_the_project_and_document_once(tmp_path, capsys):
+    path = tmp_path / "p.swiftwriter"
+    Project.create(path).close()
+    for argv in (["--project", str(path), "1", "--doc", "1"], [str(path), "1", "--doc", "1"]):
+        code, _, err = run(capsys, "generate", *argv)
+        assert code == 2 and "named twice" in err
+
+
+def test_listings_as_json(tmp_path, capsys):
+    path = tmp_path / "N\x1b[2J.swiftwriter"
+    with Project.create(path, title="The Keeper", author="A. Writer") as proj:
+        top = proj.add_document("Part \u00e9", "", kind="part")
+        child = proj.add_document("Chapter\x1b[1m", "one two three", parent_id=top.id)
+        done = proj.start_generation(child.id, "p", "tiny", "t")
+        done.append(" Done.", [1, 2])
+        done.finish("finished", {"tau": 2.5}, append_to_document=True)
+        lost = proj.start_generation(child.id, "p", "tiny", "t", flush_interval=0)
+        lost.append(" Lost?", [3])
+        proj._live.clear()  # as if the process had died here
+    code, out, err = run(capsys, "project", "docs", str(path), "--json")
+    assert code == 0 and err == "" and "\x1b" not in out
+    listing = json.loads(out)
+    assert (listing["title"], listing["author"]) == ("The Keeper", "A. Writer")
+    assert listing["documents"] == [
+        {"id": top.id, "parent_id": None, "depth": 0, "kind": "part", "title": "Part \u00e9",
+         "words": 0},
+        {"id": child.id, "parent_id": top.id, "depth": 1, "kind": "chapter",
+         "title": "Chapter\x1b[1m", "words": 4},
+    ]  # fmt: skip
+    code, out, err = run(capsys, "project", "history", str(path), "--json")
+    rows = json.loads(out)
+    assert code == 0 and err == ""
+    assert sorted((r["id"], r["status"], r["interrupted"], r["tokens"]) for r in rows) == [
+        (done.id, "finished", False, 2),
+        (lost.id, "streaming", True, 1),
+    ]
+    assert {r["document"] for r in rows} == {"Chapter\x1b[1m"}
+    assert json.loads(run(capsys, "project", "backups", str(path), "--json")[1]) == []
+    assert run(capsys, "project", "backup", str(path))[0] == 0
+    code, out, err = run(capsys, "project", "backups", str(path), "--json")
+    (backup,) = json.loads(out)
+    assert code == 0 and err == "" and backup["checksum_ok"] is True and backup["bytes"] > 0
+
+
+def test_import_takes_several_files_all_or_none(tmp_path, capsys):
+    path = tmp_path / "Novel.swiftwriter"
+    Project.create(path).close()
+    (tmp_path / "one.md").write_text("# One\n\nFirst.\n", encoding="utf-8")
+    (tmp_path / "two.txt").write_text("Second text.\n", encoding="utf-8")
+    (tmp_path / "bad.txt").write_bytes(b"caf\xe9")
+    files = [str(tmp_path / name) for name in ("one.md", "two.txt")]
+    code, _, err = run(capsys, "project", "import", str(path), *files, str(tmp_path / "bad.txt"))
+    assert code == 1 and "not UTF-8" in err
+    with Project.open(path, readonly=True) as proj:
+        assert proj.documents() == []
+    code, out, _ = run(capsys, "project", "import", str(path), *files)
+    assert code == 0 and "Imported 2 document(s), 3 words, from 2 files" in out
+    with Project.open(path, readonly=True) as proj:
+        assert [d.title for d in proj.documents()] == ["One", "two"]
 
 
 def test_generate_into_a_project_document(tmp_path, capsys, monkeypatch):
@@ -129,9 +224,10 @@ def test_generate_into_a_project_document(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(registry, "resolve", lambda name: SimpleNamespace(id="tiny-test"))
     monkeypatch.setattr(loader, "load", lambda entry, device, dtype: fake)
-    argv = ["generate", "--project", str(path), "--doc", "chapter 1", "--max-new-tokens", "12"]
+    argv = ["generate", str(path), "chapter 1", "--max-new-tokens", "12"]
     code, out, err = run(capsys, *argv)
     assert code == 0 and "generation #1: " in err and "appended to 'Chapter 1'" in err
+    assert "deprecated" not in err
     with Project.open(path, readonly=True) as proj:
         (gen,) = proj.generations()
         assert gen.model_id == "tiny-test" and gen.status == "finished" and gen.n_tokens >= 1

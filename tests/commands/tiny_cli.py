@@ -16,6 +16,9 @@ class IdTokenizer:
     def encode(self, text, add_special_tokens=False):
         return [int(w) for w in text.split()]
 
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(f" {int(i)}" for i in ids)
+
 
 def install_tiny(monkeypatch, model) -> None:
     """The CLI's model loader returns `model` (with the id tokenizer): nothing is converted."""

@@ -74,7 +74,7 @@ def test_format_from_extension(tmp_path):
 
 def test_missing_project_is_one_clear_line(tmp_path, capsys):
     code = main(["export", str(tmp_path / "none.swp"), "--out", str(tmp_path / "x.md")])
-    assert code == 2
+    assert code == 1
     err = capsys.readouterr().err
     assert "No such project" in err and "Traceback" not in err
 

@@ -128,7 +128,7 @@ def test_the_cli_imports_another_encoding_when_named(tmp_path, capsys):
     Project.create(project, title="P").close()
     legacy = tmp_path / "old.txt"
     legacy.write_bytes("Na\u00efve caf\u00e9 \u2014 fin".encode("cp1252"))
-    assert main(["project", "import", str(project), str(legacy)]) == 2
+    assert main(["project", "import", str(project), str(legacy)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not UTF-8 text" in err and "Traceback" not in err
     assert main(["project", "import", str(project), str(legacy), "--encoding", "cp1252"]) == 0
@@ -325,7 +325,7 @@ def test_the_cli_never_prints_raw_control_characters(tmp_path, capsys):
     Project.create(project, title="P").close()
     bad = tmp_path / "bad\x1b[2J.txt"
     bad.write_bytes(b"caf\xe9")
-    assert main(["project", "import", str(project), str(bad)]) == 2
+    assert main(["project", "import", str(project), str(bad)]) == 1
     err = capsys.readouterr().err
     assert not C0_C1.search(err) and "bad\\x1b[2J.txt is not UTF-8 text" in err
     good = tmp_path / "good\x1b[2J.md"

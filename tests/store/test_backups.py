@@ -78,7 +78,7 @@ def test_cli_lists_and_restores_backups(project, project_path, tmp_path, capsys)
     newest = lines[0].split()[-1]
     new = tmp_path / "Again.swiftwriter"
     assert main(["project", "restore", newest, str(new)]) == 0
-    assert main(["project", "restore", newest, str(new)]) == 2
+    assert main(["project", "restore", newest, str(new)]) == 1
     assert "already exists" in capsys.readouterr().err
 
 

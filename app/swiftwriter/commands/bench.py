@@ -14,6 +14,7 @@ from swiftwriter.commands.common import (
     positive_float,
     positive_int,
     read_text_file,
+    renamed,
 )
 from swiftwriter.errors import UserError
 
@@ -27,7 +28,7 @@ PARTIAL_BUDGET = 1024  # --draft-mode pass: KV tokens per head the draft pass at
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compare plain and accelerated decoding side by side")
     p.add_argument("--model", help="registry id or model folder (default: the default model)")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
     p.add_argument("--dtype", default="auto", help="auto (measured), float32, bfloat16 or float16")
     p.add_argument(
         "--baseline-dtype",
@@ -174,11 +175,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "if shorter)",
     )
     p.add_argument(
-        "--history",
+        "project",
+        nargs="?",
         metavar="PROJECT",
         help="seed drafts from this project's history: adds tokenswift+history "
         "(use a prompt that is not in the project)",
     )
+    p.add_argument("--history", help=argparse.SUPPRESS)  # the old spelling of PROJECT
     p.add_argument(
         "--verify-cost",
         action="store_true",
@@ -226,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     from swiftwriter.engine.settings import MODES, STRATEGIES, ContextSettings, SamplingSettings
     from swiftwriter.modelstore import loader, registry
 
+    args.history = renamed(args.project, args.history, "bench --history PROJECT", "bench PROJECT")
     entry = registry.resolve(args.model)
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = set(methods) - set(bench.METHODS)
@@ -269,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
             methods.append("tokenswift+history")
         print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
     elif "tokenswift+history" in methods:
-        raise UserError("tokenswift+history needs --history PROJECT")
+        raise UserError("tokenswift+history needs a PROJECT (`bench PROJECT`)")
     if args.preset:
         mode = MODES[args.preset]
         args.sampling = "greedy" if mode.greedy else "sample"
@@ -330,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
             "allowed_length": args.dry_allowed_length,
         },
     }
-    results = {}
+    results, differing = {}, []
     for index, (name, prompt) in enumerate(prompts):
         if args.suite:
             print(f"== {name}", flush=True)
@@ -376,12 +380,13 @@ def run(args: argparse.Namespace) -> int:
                 from swiftwriter.bench.suite import format_hits
 
                 print("drafter on ar's text: " + format_hits(hits))
+            differing += _not_lossless(seed_report, name or args.prompt_file, seed)
         comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
         if comparison:
             print(bench.format_comparison(comparison))
         results[name] = (len(prompt), runs, comparison)
     if args.suite:
-        return _suite_end(args, meta, results)
+        return _suite_end(args, meta, results) or _verdict(differing)
     (prompt_tokens, runs, comparison) = results[None]
     report = next(iter(runs.values()))
     if args.json_out:
@@ -396,7 +401,27 @@ def run(args: argparse.Namespace) -> int:
         title = f"{entry.id} · {loaded.dtype} · prompt {prompt_tokens} tokens"
         curves.plot(report, args.plot, title)
         print(f"plot: {args.plot}", file=sys.stderr)
-    return 0
+    return _verdict(differing)
+
+
+def _not_lossless(report: dict, prompt: str | None, seed) -> list[str]:
+    """One line per speculative method of ours whose text is not ar's (for the same prompt and
+    seed): they promise exactly plain decoding's text (the -legacy passes, not batch-invariant,
+    and transformers' methods do not)."""
+    run = f"prompt {prompt or 'default'}" + ("" if seed is None else f", seed {seed}")
+    return [
+        f"{method} wrote another text than ar ({run})"
+        for method, row in report.items()
+        if method.startswith("tokenswift") and not method.endswith("-legacy")
+        if row.get("identical_to_ar") is False
+    ]
+
+
+def _verdict(differing: list[str]) -> int:
+    """1 when speculation changed the text anywhere (each run named on stderr), else 0."""
+    for line in differing:
+        print(f"swiftwriter: {line}", file=sys.stderr)
+    return 1 if differing else 0
 
 
 def _prompts(args) -> list[tuple[str | None, str]]:
@@ -407,9 +432,7 @@ def _prompts(args) -> list[tuple[str | None, str]]:
             raise UserError("--prompts chooses from a suite: add --suite held-out")
         return [(None, _default_or_file(args))]
     if args.prompt_file or args.plot or args.history:
-        raise UserError(
-            "--suite runs the suite's own prompts: drop --prompt-file, --plot, --history"
-        )
+        raise UserError("--suite runs the suite's own prompts: drop --prompt-file, --plot, PROJECT")
     from swiftwriter.bench import suite
 
     return [(p.name, p.text) for p in suite.select(suite.load_suite(args.suite), args.prompts)]

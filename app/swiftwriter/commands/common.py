@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from pathlib import Path
 
-from swiftwriter.errors import UserError
+from swiftwriter.errors import UsageError, UserError
 
 
 def _whole(text: str) -> int:
@@ -55,3 +57,21 @@ def read_text_file(path: str) -> str:
     if not file.is_file():
         raise UserError(f"No such file: {file}")
     return read_text(file)
+
+
+def renamed(new_value, old_value, old_form: str, new_form: str):
+    """The value of an argument given in its old spelling (`old_form`, kept so that writers'
+    scripts keep working) or its new one; the old one says the new form in one line on stderr."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise UsageError(f"{old_form} and {new_form} say the same thing: give only {new_form}")
+    print(f"swiftwriter: {old_form} is deprecated: write {new_form}", file=sys.stderr)
+    return old_value
+
+
+def print_json(value) -> None:
+    """A listing as JSON on stdout, alone (ASCII: a title's control characters and a file
+    name's undecodable bytes are escapes, never raw on a terminal)."""
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=True)
+    sys.stdout.write("\n")

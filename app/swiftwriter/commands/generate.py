@@ -1,6 +1,7 @@
-"""`swiftwriter generate`: continue a prompt file, or a document of a project, and write the
-continuation to stdout. With a project the text is also appended to the document and the
-generation recorded (streamed into the file as it goes, so a crash loses at most a second)."""
+"""`swiftwriter generate`: continue a prompt file (`--prompt-file FILE`), or a document of a
+project (`generate PROJECT DOC`), and write the continuation to stdout. With a project the text is
+also appended to the document and the generation recorded (streamed into the file as it goes, so
+a crash loses at most a second)."""
 
 from __future__ import annotations
 
@@ -13,36 +14,43 @@ from swiftwriter.commands.common import (
     positive_int,
     read_text_file,
 )
-from swiftwriter.errors import UserError
+from swiftwriter.errors import UsageError, UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("generate", help="continue a prompt and print the continuation")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--prompt-file", help="UTF-8 text file with the prompt")
-    source.add_argument("--project", help="project file: continue the document --doc")
-    parser.add_argument("--doc", help="with --project: document id or exact title")
+    parser = sub.add_parser(
+        "generate",
+        help="continue a prompt or a project's document and print the continuation",
+        description="Continue a project's document (PROJECT DOC: the text is appended to it and "
+        "recorded in the project), or a prompt file (--prompt-file FILE).",
+    )
+    parser.add_argument("project", nargs="?", metavar="PROJECT", help="project file")
+    parser.add_argument("doc", nargs="?", metavar="DOC", help="document id or exact title")
+    parser.add_argument("--prompt-file", metavar="FILE", help="instead: continue this text file")
+    # the old spellings of PROJECT and DOC, kept for writers' scripts
+    parser.add_argument("--project", dest="project_option", help=argparse.SUPPRESS)
+    parser.add_argument("--doc", dest="doc_option", help=argparse.SUPPRESS)
     parser.add_argument(
         "--no-history",
         action="store_true",
-        help="with --project: do not draft from the project's earlier text",
+        help="with PROJECT: do not draft from the project's earlier text",
     )
     parser.add_argument(
         "--direction",
         default="",
-        help="with --project: what happens next (wrapped by the model's chat template, or an "
+        help="with PROJECT: what happens next (wrapped by the model's chat template, or an "
         "author's note above the end of the text)",
     )
     parser.add_argument(
         "--story-context",
         choices=("none", "previous", "fit"),
         default="fit",
-        help="with --project: the earlier documents the model sees (default: as many as fit)",
+        help="with PROJECT: the earlier documents the model sees (default: as many as fit)",
     )
     parser.add_argument(
         "--show-context",
         action="store_true",
-        help="with --project: print what the model would be given, part by part, and exit",
+        help="with PROJECT: print what the model would be given, part by part, and exit",
     )
     parser.add_argument("--max-new-tokens", type=positive_int, default=256)
     parser.add_argument(
@@ -79,8 +87,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sequences apply too",
     )
     parser.add_argument("--model", help="registry id or model folder (default: the default model)")
-    parser.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto")
-    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
+    parser.add_argument(
+        "--dtype", default="auto", help="auto (measured), float32, bfloat16 or float16"
+    )
     parser.add_argument(
         "--device-map",
         choices=["auto"],
@@ -112,13 +122,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _source(args: argparse.Namespace) -> None:
+    """PROJECT and DOC, also from their old spellings (`--project P --doc D`, one line saying
+    the new form); exactly one of a project or a prompt file."""
+    if args.project_option is not None:
+        if args.doc is not None:
+            raise UsageError("the project is named twice: write generate PROJECT DOC")
+        args.project, args.doc = args.project_option, args.project  # `--project P D`: D is DOC
+    if args.doc_option is not None:
+        if args.doc is not None:
+            raise UsageError("the document is named twice: write generate PROJECT DOC")
+        args.doc = args.doc_option
+    if args.project_option is not None or args.doc_option is not None:
+        print(
+            "swiftwriter: generate --project P --doc D is deprecated: write generate P D",
+            file=sys.stderr,
+        )
+    if (args.project is None) == (args.prompt_file is None):
+        raise UsageError("give a PROJECT and DOC to continue, or --prompt-file FILE (not both)")
+    if args.project is None and (args.doc or args.direction or args.show_context):
+        raise UsageError("DOC, --direction and --show-context go with a PROJECT")
+    if args.project is not None and args.doc is None:
+        raise UsageError("generate PROJECT needs a DOC (a document id or title)")
+
+
 def run(args: argparse.Namespace) -> int:
+    _source(args)
     if args.project is not None:
         return run_project(args)
-    if args.doc is not None:
-        raise UserError("--doc goes with --project")
-    if args.direction or args.show_context:
-        raise UserError("--direction and --show-context go with --project (and --doc)")
     prompt = read_text_file(args.prompt_file)
     from swiftwriter.modelstore import registry
 
@@ -212,8 +243,6 @@ def _sampling(args: argparse.Namespace):
 
 def run_project(args: argparse.Namespace) -> int:
     """Continue a project's document: everything is checked before the model loads."""
-    if args.doc is None:
-        raise UserError("--project needs --doc (a document id or title)")
     from swiftwriter.commands.project import find_document
     from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.store import Project

@@ -1,7 +1,8 @@
-"""`swiftwriter project`: make, list, import into and inspect project files headless.
+"""`swiftwriter project ACTION PROJECT`: make, list, import into and inspect project files
+headless; every listing also as JSON (`--json`: nothing else on stdout).
 
 Commands that only read open the project read-only, so they also work while the app has it
-open; `swiftwriter generate --project P --doc D` writes into one."""
+open; `swiftwriter generate PROJECT DOC` writes into one."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from swiftwriter.commands.common import print_json
 from swiftwriter.errors import UserError, printable
+
+JSON_HELP = "print the listing as JSON (nothing else on stdout)"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,27 +25,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     new.add_argument("--author", default="")
     docs = psub.add_parser("docs", help="list the documents as a tree")
     docs.add_argument("file")
+    docs.add_argument("--json", action="store_true", help=JSON_HELP)
     show = psub.add_parser("show", help="print one document's text")
     show.add_argument("file")
     show.add_argument("doc", help="document id or exact title")
-    imp = psub.add_parser("import", help="add a .md, .txt or .docx file as documents")
+    imp = psub.add_parser(
+        "import", help="add .md, .txt or .docx files as documents (all of them or none)"
+    )
     imp.add_argument("file")
-    imp.add_argument("source")
+    imp.add_argument("sources", nargs="+", metavar="SOURCE")
     imp.add_argument(
         "--encoding",
-        help="the text file's encoding when it is not UTF-8 (for example cp1252, latin-1)",
+        help="the text files' encoding when it is not UTF-8 (for example cp1252, latin-1)",
     )
     imp.add_argument("--parent", help="put the new documents under this document")
     backup = psub.add_parser("backup", help="make a backup copy now (in the data folder)")
     backup.add_argument("file")
     listing = psub.add_parser("backups", help="list the project's backups, newest first")
     listing.add_argument("file")
+    listing.add_argument("--json", action="store_true", help=JSON_HELP)
     restore = psub.add_parser("restore", help="make a new project from a backup")
     restore.add_argument("backup", help="a backup file (see `swiftwriter project backups`)")
     restore.add_argument("new", help="the new project file (never an existing one)")
     hist = psub.add_parser("history", help="list generations (and interrupted ones)")
     hist.add_argument("file")
     hist.add_argument("--doc", help="only this document's generations")
+    hist.add_argument("--json", action="store_true", help=JSON_HELP)
     rec = psub.add_parser("recover", help="close an interrupted generation, keeping its text")
     rec.add_argument("file")
     rec.add_argument("generation", type=int)
@@ -101,6 +110,12 @@ def _backups(args) -> int:
 
     path = Path(args.file).expanduser()
     found = backups.list_backups(path)
+    if args.json:
+        checked = [(b, backups.verify(b.path)) for b in found]
+        rows = [{"path": str(b.path), "made": b.made.isoformat(timespec="seconds"),
+                 "bytes": b.size, "checksum_ok": ok} for b, ok in checked]  # fmt: skip
+        print_json(rows)
+        return 0
     if not found:
         print(f"No backups of {path.name} yet (they are made on close and while you write; "
               "`swiftwriter project backup` makes one now)")  # fmt: skip
@@ -120,6 +135,15 @@ def _restore(args) -> int:
 def _docs(proj, args) -> int:
     docs = proj.documents()
     meta = proj.meta
+    if args.json:
+        print_json(
+            {
+                "title": meta.get("title") or proj.path.stem,
+                "author": meta.get("author") or "",
+                "documents": [_document_row(d) for d in docs],
+            }
+        )
+        return 0
     print(
         printable(meta.get("title") or proj.path.stem)
         + (f" by {printable(meta['author'])}" if meta.get("author") else "")
@@ -130,6 +154,12 @@ def _docs(proj, args) -> int:
         words = len(d.text.split())
         print(f"{d.id:>5}  {'  ' * d.depth}{printable(d.title)}  [{d.kind}, {words} words]")
     return 0
+
+
+def _document_row(d) -> dict:
+    words = len(d.text.split())
+    return {"id": d.id, "parent_id": d.parent_id, "depth": d.depth, "kind": d.kind,
+            "title": d.title, "words": words}  # fmt: skip
 
 
 def _show(proj, args) -> int:
@@ -143,10 +173,15 @@ def _import(proj, args) -> int:
     from swiftwriter.store.importing import import_sections
 
     parent = find_document(proj, args.parent) if args.parent else None
-    sections = import_file(Path(args.source), encoding=args.encoding)
-    added = import_sections(proj, sections, parent_id=parent)
+    # every file read before anything is added: a bad one leaves the project as it was
+    read = [import_file(Path(source), encoding=args.encoding) for source in args.sources]
+    with proj.batch():
+        added = [d for sections in read for d in import_sections(proj, sections, parent)]
     words = sum(len(d.text.split()) for d in added)
-    print(f"Imported {len(added)} document(s), {words} words, into {printable(proj.path.name)}")
+    files = f" from {len(read)} files" if len(read) > 1 else ""
+    print(
+        f"Imported {len(added)} document(s), {words} words,{files} into {printable(proj.path.name)}"
+    )
     return 0
 
 
@@ -154,6 +189,10 @@ def _history(proj, args) -> int:
     doc_id = find_document(proj, args.doc) if args.doc else None
     titles = {d.id: d.title for d in proj.documents()}
     gens = proj.generations(doc_id)
+    if args.json:
+        lost = {g.id for g in proj.interrupted_generations()}
+        print_json([_generation_row(g, titles, g.id in lost) for g in gens])
+        return 0
     if not gens:
         print("No generations yet.")
     for g in gens:
@@ -175,6 +214,22 @@ def _history(proj, args) -> int:
             f"swiftwriter project recover {args.file} ID"
         )
     return 0
+
+
+def _generation_row(g, titles: dict, interrupted: bool) -> dict:
+    return {
+        "id": g.id,
+        "doc_id": g.doc_id,
+        "document": titles.get(g.doc_id),  # None: the document was deleted
+        "status": g.status,
+        "interrupted": interrupted,  # `swiftwriter project recover` can close it
+        "started": g.started,
+        "finished": g.finished,
+        "tokens": g.n_tokens,
+        "model": g.model_id,
+        "applied": g.applied,
+        "stats": g.stats or {},
+    }
 
 
 def _recover(proj, args) -> int:

@@ -53,8 +53,9 @@ class ExportRun(QObject):
         self.worker = ExportWorker(manuscript, out, request, project)
         self.thread = start_worker(self, self.worker)
         fmt = request.fmt.upper()
-        self.progress = QProgressDialog(f"Exporting {out.name} ({fmt})…", "Cancel", 0, 0, parent)
-        self.progress.setWindowTitle("Export")
+        self.progress = QProgressDialog(f"Exporting to {fmt}…", "Cancel", 0, 0, parent)
+        self.progress.setWindowTitle(f"Exporting {out.name}")
+        self.progress.setMinimumWidth(460)
         # not modal: the writer keeps writing (the export has its own copy of the text)
         self.progress.setWindowModality(Qt.WindowModality.NonModal)
         self.progress.setMinimumDuration(300)
@@ -83,7 +84,7 @@ class ExportRun(QObject):
 
     def _stage(self, text: str) -> None:
         if not self.worker.should_stop():
-            self.progress.setLabelText(f"{self.out.name}: {text}")
+            self.progress.setLabelText(text)
 
     def _exported(self, path: str) -> None:
         self.result = path
