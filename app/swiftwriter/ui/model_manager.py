@@ -1,5 +1,6 @@
 """The model manager: which models are known and ready, converting the shipped default model,
-adding a local Hugging Face folder (validated before it is registered), the drafting heads'
+adding a local Hugging Face folder (validated before it is registered) or a GGUF file
+(converted in a worker thread with progress and Cancel: ui/gguf_dialog.py), the drafting heads'
 state (present, missing or mismatched; trained here or shipped) with training them, and the
 device and dtype to load on (auto by default) or accelerate's spread over GPUs, CPU and disk
 within memory limits, with an estimate of what the selected model and its KV cache need.
@@ -32,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import registry
+from swiftwriter.modelstore import adding, registry
 from swiftwriter.modelstore.loader import drafter_dirs
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.ui.heads_training import TrainHeadsDialog, fmt_top1, heads_folder
@@ -137,6 +138,7 @@ class ModelManagerDialog(QDialog):
         self.entries: list[ModelEntry] = []
         self._thread = None
         self._converter = None
+        self.gguf_dialog = None  # the GGUF being added (ui/gguf_dialog.py)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -168,18 +170,23 @@ class ModelManagerDialog(QDialog):
 
         add = QFormLayout()
         self.add_name = QLineEdit(placeholderText="my-model")
-        self.add_folder_edit = QLineEdit(placeholderText="/path/to/hugging-face-folder")
-        browse = QPushButton("Browse…")
+        self.add_folder_edit = QLineEdit(
+            placeholderText="/path/to/hugging-face-folder or model.gguf"
+        )
+        browse = QPushButton("Folder…")
         browse.clicked.connect(self._browse)
+        browse_file = QPushButton("GGUF file…")
+        browse_file.clicked.connect(self._browse_gguf)
         folder_row = QHBoxLayout()
         folder_row.addWidget(self.add_folder_edit, 1)
         folder_row.addWidget(browse)
-        self.add_button = QPushButton("Add folder")
+        folder_row.addWidget(browse_file)
+        self.add_button = QPushButton("Add")
         self.add_button.clicked.connect(
             lambda: self.add_folder(self.add_folder_edit.text(), self.add_name.text())
         )
         add.addRow("Name", self.add_name)
-        add.addRow("Folder", folder_row)
+        add.addRow("Folder or GGUF", folder_row)
         add.addRow("", self.add_button)
 
         load = QFormLayout()
@@ -214,7 +221,12 @@ class ModelManagerDialog(QDialog):
         layout.addLayout(row)
         layout.addWidget(self.progress)
         layout.addWidget(self.message)
-        layout.addWidget(QLabel("<b>Add a local Hugging Face model</b>"))
+        layout.addWidget(
+            QLabel(
+                "<b>Add a model</b>: a Hugging Face folder, or a GGUF file "
+                "(converted once into the models folder)"
+            )
+        )
         layout.addLayout(add)
         layout.addWidget(QLabel("<b>Loading</b> (auto measures what is fastest here)"))
         layout.addLayout(load)
@@ -273,12 +285,16 @@ class ModelManagerDialog(QDialog):
 
     # -- actions ----------------------------------------------------------------------------
     def add_folder(self, folder: str, name: str = "") -> ModelEntry | None:
-        """Validate and register a folder; an unusable one is refused with the reason."""
+        """Validate and register a folder; an unusable one is refused with the reason. A GGUF
+        file is converted in the background instead (`add_gguf`): None here."""
         folder = (folder or "").strip()
         if not folder:
-            self.message.setText("Choose a folder that holds a Hugging Face model.")
+            self.message.setText("Choose a Hugging Face model folder or a GGUF file.")
             return None
         path = Path(folder).expanduser()
+        if adding.is_gguf_path(path):
+            self.add_gguf(path, (name or "").strip() or path.stem)
+            return None
         model_id = (name or "").strip() or path.name
         try:
             registry.validate_folder(path)
@@ -348,6 +364,32 @@ class ModelManagerDialog(QDialog):
         self.use_model.emit(entry.id)
         self.message.setText(f"Loading {entry.name}…")
 
+    def add_gguf(self, path: Path, model_id: str):
+        """Convert and register a GGUF file in a worker thread, in a dialog of its own with
+        each step and Cancel; the list reloads when it ends."""
+        if self.gguf_dialog is not None and self.gguf_dialog.running:
+            self.gguf_dialog.raise_()
+            return self.gguf_dialog
+        from swiftwriter.ui.gguf_dialog import AddGgufDialog
+
+        dialog = AddGgufDialog(model_id, path, self.settings.dtype or "auto", self)
+        dialog.ended.connect(lambda: self._gguf_ended(dialog))
+        self.gguf_dialog = dialog
+        self.message.setText(f"Adding {path.name} as {model_id}…")
+        dialog.show()
+        return dialog
+
+    def _gguf_ended(self, dialog) -> None:
+        self.message.setText(dialog.outcome)
+        self.reload()
+
+    def _browse_gguf(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "GGUF model file", "", "GGUF (*.gguf)")
+        if path:
+            self.add_folder_edit.setText(path)
+            if not self.add_name.text():
+                self.add_name.setText(Path(path).stem)
+
     def _browse(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Hugging Face model folder")
         if folder:
@@ -383,4 +425,6 @@ class ModelManagerDialog(QDialog):
             self.trainer.close()  # a running training stops between two steps, progress kept
         if self._thread is not None:
             self._thread.wait(120000)  # a conversion is never cut in half
+        if self.gguf_dialog is not None:
+            self.gguf_dialog.close()  # a GGUF being added stops at its next step, nothing kept
         super().closeEvent(event)
