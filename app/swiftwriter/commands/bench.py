@@ -248,7 +248,9 @@ def run(args: argparse.Namespace) -> int:
         )
     prompts = _prompts(args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
-    print(f"precision: {loaded.precision()}", file=sys.stderr)
+    from swiftwriter.engine.backends import precision_line
+
+    print(precision_line(loaded.precision(), loaded.model), file=sys.stderr)
     prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
     baseline = None
     if args.baseline_dtype:

@@ -180,7 +180,9 @@ def _say_precision(loaded) -> None:
     """The dtype on stderr, with how `auto` chose it (a stand-in model may not say)."""
     precision = getattr(loaded, "precision", None)
     if precision is not None:
-        print(f"precision: {precision()}", file=sys.stderr)
+        from swiftwriter.engine.backends import precision_line
+
+        print(precision_line(precision(), loaded.model), file=sys.stderr)
 
 
 def _placement(args: argparse.Namespace):

@@ -31,7 +31,9 @@ from torch.nn import functional as F
 class RotaryTable:
     """cos/sin per absolute position, each computed once by the model's own rotary embedding
     and never again, so a position gets the same values in every pass (a per-pass computation
-    vectorises differently by the pass's length, and so would recomputing the table)."""
+    vectorises differently by the pass's length, and so would recomputing the table).
+
+    `rotary(like, positions)` is the embedding's forward (Gemma 3's bound to a layer type)."""
 
     def __init__(self, rotary, like: torch.Tensor, length: int):
         self.rotary = rotary
@@ -192,7 +194,9 @@ class PathPlan:
         self.unvisit = torch.tensor([row for row, _, _ in steps]).argsort()
 
 
-def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor:
+def attend_paths(
+    q, k, v, layer, plan: PathPlan, scaling: float, window: int | None = None, softcap=None
+) -> torch.Tensor:
     """q [n, hq, d]; k, v [n, hk, d]: this pass's rows, already cached in row order after the
     prefix (`layer`: a kvcache.GrowingLayer) -> attention output [n, hq * d].
 
@@ -200,16 +204,26 @@ def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor
     for that token (the same kernel, shapes, strides and keys, so the same bits). In bfloat16
     and float16 the call folds a group's query heads into query rows of their K/V head:
     SDPA's native grouped-query path there took 0.69 ms per layer for one query over 1,000
-    keys on a CPU with AVX512-BF16, the folded call 0.14 ms (float32: the same either way)."""
+    keys on a CPU with AVX512-BF16, the folded call 0.14 ms (float32: the same either way).
+
+    `window`: a sliding-window layer's width (a row sees its last `window` keys, itself
+    included, as transformers' sliding mask lets it; the cache keeps every key so a rejected
+    draft rolls back); `softcap`: Gemma 2's attention logit soft-capping, which SDPA cannot
+    do: that row's call is then transformers' eager attention on the folded heads."""
     hq, d = q.shape[1], q.shape[2]
     hk = k.shape[1]
-    folded = q.dtype != torch.float32
+    folded = q.dtype != torch.float32 or softcap is not None
     out = []
     for row, length, writes in plan.steps:
         for slot, source in writes:
             layer.write(plan.prefix + slot, k[source], v[source])
         keys, values = layer.first(length)
-        if folded:  # a group's query heads as rows of their K/V head
+        if window is not None and length > window:
+            keys, values = keys[:, :, length - window :], values[:, :, length - window :]
+        if softcap is not None:
+            query = q[row].reshape(1, hk, hq // hk, d)
+            out.append(_eager(query, keys, values, scaling, softcap))
+        elif folded:  # a group's query heads as rows of their K/V head
             query = q[row].reshape(1, hk, hq // hk, d)
             out.append(F.scaled_dot_product_attention(query, keys, values, scale=scaling))
         else:
@@ -223,6 +237,14 @@ def attend_paths(q, k, v, layer, plan: PathPlan, scaling: float) -> torch.Tensor
         return out[0].reshape(1, -1)
     o = torch.stack([x.reshape(-1) for x in out])  # [n, hq * d] in visiting order
     return o.index_select(0, plan.unvisit.to(o.device))
+
+
+def _eager(query, keys, values, scaling: float, softcap: float) -> torch.Tensor:
+    """transformers' eager attention with soft-capped logits, op for op (Gemma 2)."""
+    weights = torch.matmul(query, keys.transpose(2, 3)) * scaling
+    weights = torch.tanh(weights / softcap) * softcap
+    weights = F.softmax(weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    return torch.matmul(weights, values)
 
 
 class PathTable:
@@ -283,4 +305,12 @@ class Rotary:
 
     @staticmethod
     def apply(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
-        return x * cos + x.roll(x.shape[-1] // 2, -1) * signed_sin
+        """x [..., d]; a table narrower than d rotates the first dims only (Phi-3's partial
+        rotary factor), the rest passes through as transformers passes it; the result in x's
+        dtype, as transformers casts it."""
+        width = cos.shape[-1]
+        if width == x.shape[-1]:  # back to x's dtype: OLMo 2's tables stay float32
+            return (x * cos + x.roll(width // 2, -1) * signed_sin).to(x.dtype)
+        turned = x[..., :width]
+        turned = turned * cos + turned.roll(width // 2, -1) * signed_sin
+        return torch.cat([turned.to(x.dtype), x[..., width:]], dim=-1)

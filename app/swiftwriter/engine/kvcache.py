@@ -177,11 +177,12 @@ class GrowingLayer(BufferLayer):
 
 
 def growing_cache(config, initial_capacity: int = 512) -> DynamicCache:
-    """A DynamicCache whose layers grow in place (full-attention decoders: Llama, Qwen2, ...)."""
+    """A DynamicCache whose layers grow in place. Sliding-window layers keep every key too
+    (transformers' own drop the oldest, so a rejected draft could not be rolled back): the
+    window is applied by the attention instead, transformers' masks reading absolute positions
+    and the lean pass cutting each row's keys (invariant.attend_paths)."""
     cache = DynamicCache(config=config)
     n_layers = len(cache.layers) if cache.layers else config.num_hidden_layers
-    if any(getattr(layer, "is_sliding", False) for layer in cache.layers):
-        return cache  # sliding-window layers keep transformers' own logic
     limit = getattr(config, "max_position_embeddings", None)
     limit = limit if isinstance(limit, int) and limit > 0 else None
     cache.layers = [GrowingLayer(initial_capacity, limit) for _ in range(n_layers)]

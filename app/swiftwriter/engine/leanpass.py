@@ -13,11 +13,19 @@ writes plain decoding's text in every dtype; and the earlier one (`invariant=Fal
 RMSNorm op sequence, the model's own rotary embedding and SDPA, the fastest kernels for each
 pass size, equal to the stock forward but rounding a tree row differently from a one-token pass.
 
-Only for decoders whose layers are exactly Llama's (Llama, Mistral without sliding windows,
-Qwen2 with its q/k/v biases); anything else (another architecture, accelerate's offloading
-hooks, sliding-window layers) keeps transformers' own forward."""
+The families differ in a few places, each described once (`Family`, `describe`) rather than
+in a forward per family: where the norms sit (before each block; after it, OLMo 2; both,
+Gemma), how a norm rounds, q/k norms per head (Qwen3, Gemma 3) or over the whole projection
+(OLMo 2), fused projections (Phi-3), Granite's multipliers, Gemma's attention soft-capping,
+sliding-window layers (Mistral, Gemma, Qwen) and a rotary table per layer type (Gemma 3).
+Anything else (another architecture, accelerate's offloading hooks, a rotary embedding whose
+frequencies change with the length) keeps transformers' own forward (backends.py), and the
+run says it may differ from plain decoding."""
 
 from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -26,12 +34,71 @@ from torch.nn import functional as F
 from swiftwriter.engine import invariant as invariant_mod
 from swiftwriter.engine import kernels, native
 
-_LAYERS = {"LlamaDecoderLayer", "MistralDecoderLayer", "Qwen2DecoderLayer"}
+
+@dataclass(frozen=True)
+class Family:
+    """How one decoder family's layer differs from Llama's (read in transformers' modeling
+    files): `blocks` "pre" (a norm before attention and MLP), "post" (OLMo 2: after each, none
+    before) or "sandwich" (Gemma: before and after each); `qk_norm` None, "head" (per head
+    before the rotary: Qwen3, Gemma 3) or "whole" (over the projection: OLMo 2); `norm` how
+    its RMSNorm rounds ("llama": weight * x.to(dtype); "olmo": (weight * x).to(dtype);
+    "gemma": (x * (1 + weight)).to(dtype), in float32); `fused` q/k/v and gate/up as one
+    module each (Phi-3); `multipliers` Granite's; `softcap` Gemma 2's attention logits;
+    `config_window` a config's `sliding_window` holds for every layer (Mistral, Phi-3; the
+    others say per layer in `layer_types`)."""
+
+    blocks: str = "pre"
+    qk_norm: str | None = None
+    norm: str = "llama"
+    fused: bool = False
+    multipliers: bool = False
+    softcap: bool = False
+    config_window: bool = False
+
+    @property
+    def plain(self) -> bool:
+        """Exactly Llama's layer: the earlier, non-invariant forward serves it too."""
+        return self == Family() or self == Family(config_window=True)
+
+
+_FAMILIES = {
+    "LlamaDecoderLayer": Family(),
+    "Qwen2DecoderLayer": Family(),
+    "MistralDecoderLayer": Family(config_window=True),
+    "Qwen3DecoderLayer": Family(qk_norm="head"),
+    "GraniteDecoderLayer": Family(multipliers=True),
+    "Phi3DecoderLayer": Family(fused=True, config_window=True),
+    "Olmo2DecoderLayer": Family(blocks="post", qk_norm="whole", norm="olmo"),
+    "Gemma2DecoderLayer": Family(blocks="sandwich", norm="gemma", softcap=True),
+    "Gemma3DecoderLayer": Family(blocks="sandwich", qk_norm="head", norm="gemma"),
+}
+# the RMSNorm classes of those families, by how they round
+_NORMS = {
+    "llama": {"LlamaRMSNorm", "Qwen2RMSNorm", "MistralRMSNorm", "Qwen3RMSNorm", "GraniteRMSNorm",
+              "Phi3RMSNorm"},
+    "olmo": {"Olmo2RMSNorm"},
+    "gemma": {"Gemma2RMSNorm", "Gemma3RMSNorm"},
+}  # fmt: skip
+# activations that act on each element alone (a row's values never depend on the others')
+_ACTIVATIONS = {"SiLUActivation", "SiLU", "GELUTanh", "PytorchGELUTanh"}
+_WINDOW_KINDS = {"full_attention", "sliding_attention"}
 
 
 def _rms(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
     """transformers' LlamaRMSNorm, op for op (so the values are the stock ones)."""
     return invariant_mod.rms(x, norm.weight, norm.variance_epsilon)
+
+
+def _norm(kind: str, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    """The family's RMSNorm op for op (`Family.norm`), over the last dimension."""
+    if kind == "llama":
+        return invariant_mod.rms(x, norm.weight, norm.variance_epsilon)
+    eps = norm.variance_epsilon if kind == "olmo" else norm.eps
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    if kind == "olmo":
+        return (norm.weight * h).to(x.dtype)
+    return (h * (1.0 + norm.weight.float())).to(x.dtype)
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -92,6 +159,8 @@ def merge_projections(model) -> int:
     if not supports(model):
         return 0
     merged = 0
+    if describe(model).fused:  # already one tensor each
+        return 0
     for layer in model.get_decoder().layers:
         attn, mlp = layer.self_attn, layer.mlp
         if getattr(attn, "sw_qkv", None) is not None:
@@ -106,32 +175,98 @@ def merge_projections(model) -> int:
 
 def supports(model) -> bool:
     """True when the lean forward computes exactly what this model's decoder computes."""
+    return describe(model) is not None
+
+
+def describe(model) -> Family | None:
+    """The model's `Family` when the lean forward computes what its decoder computes, else
+    None (checked per run: a hook added since would stop firing in the lean forward)."""
     decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
     layers = getattr(decoder, "layers", None)
     if decoder is None or layers is None or len(layers) == 0:
-        return False
-    if any(type(layer).__name__ not in _LAYERS for layer in layers):
-        return False
+        return None
+    names = {type(layer).__name__ for layer in layers}
+    family = _FAMILIES.get(names.pop()) if len(names) == 1 else None
+    if family is None:
+        return None
     config = model.config
-    if getattr(config, "use_sliding_window", False) or (
-        config.model_type == "mistral" and getattr(config, "sliding_window", None)
-    ):
-        return False
     kinds = getattr(config, "layer_types", None)
-    if kinds and any(kind != "full_attention" for kind in kinds):
-        return False
-    if getattr(config, "hidden_act", "silu") != "silu":
-        return False
+    if kinds and any(kind not in _WINDOW_KINDS for kind in kinds[: len(layers)]):
+        return None
+    if getattr(config, "use_bidirectional_attention", False):
+        return None
     if any(getattr(m, "_hf_hook", None) is not None for m in model.modules()):
-        return False
+        return None
     if any(m._forward_hooks or m._forward_pre_hooks for m in decoder.modules()):
-        return False
+        return None
     if getattr(decoder, "rotary_emb", None) is None or getattr(decoder, "norm", None) is None:
-        return False
-    return all(
-        getattr(layer.self_attn, name, None) is not None
-        for layer in layers
-        for name in ("q_proj", "k_proj", "v_proj", "o_proj")
+        return None
+    norms = _NORMS[family.norm]
+    for layer in layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        wanted = (
+            ("qkv_proj", "o_proj") if family.fused else ("q_proj", "k_proj", "v_proj", "o_proj")
+        )
+        wanted += (
+            ("gate_up_proj", "down_proj") if family.fused else ("gate_proj", "up_proj", "down_proj")
+        )
+        if any(not isinstance(_module(layer, name), nn.Linear) for name in wanted):
+            return None
+        act = getattr(mlp, "act_fn", None) or getattr(mlp, "activation_fn", None)
+        if type(act).__name__ not in _ACTIVATIONS:
+            return None
+        named = [n for n in _layer_norms(family) if type(getattr(layer, n, None)).__name__ in norms]
+        if len(named) != len(_layer_norms(family)):
+            return None
+        if family.qk_norm and any(
+            type(getattr(attn, n, None)).__name__ not in norms for n in ("q_norm", "k_norm")
+        ):
+            return None
+    if type(decoder.norm).__name__ not in norms:
+        return None
+    return family
+
+
+def _module(layer, name: str):
+    return getattr(layer.self_attn, name, None) or getattr(layer.mlp, name, None)
+
+
+def _layer_norms(family: Family) -> tuple[str, ...]:
+    if family.blocks == "post":
+        return ("post_attention_layernorm", "post_feedforward_layernorm")
+    if family.blocks == "sandwich":
+        return (
+            "input_layernorm",
+            "post_attention_layernorm",
+            "pre_feedforward_layernorm",
+            "post_feedforward_layernorm",
+        )
+    return ("input_layernorm", "post_attention_layernorm")
+
+
+def windows(model) -> list[int | None]:
+    """Each layer's sliding window (None: full attention), as transformers' masks apply it."""
+    config, count = model.config, len(model.get_decoder().layers)
+    window = getattr(config, "sliding_window", None) or None
+    kinds = getattr(config, "layer_types", None)
+    if kinds:
+        return [window if kind == "sliding_attention" else None for kind in kinds[:count]]
+    family = _FAMILIES.get(type(model.get_decoder().layers[0]).__name__)
+    return [window if family is not None and family.config_window else None] * count
+
+
+def _rope_kinds(model) -> dict:
+    """{layer type or None: rope type} of the decoder's rotary embedding."""
+    rope = getattr(model.get_decoder().rotary_emb, "rope_type", "default")
+    return dict(rope) if isinstance(rope, dict) else {None: rope}
+
+
+def fixed_rotary(model) -> bool:
+    """Whether each position's rotary values are fixed (a table per position then gives every
+    pass the same values): not for dynamic NTK scaling nor longrope, whose frequencies
+    transformers picks by the length of the pass."""
+    return not any(
+        any(k in str(rope) for k in ("dynamic", "longrope")) for rope in _rope_kinds(model).values()
     )
 
 
@@ -166,6 +301,11 @@ class LayerProjections:
 
     def __init__(self, layer, kernel: str = kernels.STOCK):
         attn, mlp = layer.self_attn, layer.mlp
+        if getattr(attn, "qkv_proj", None) is not None:  # fused (Phi-3)
+            qkv, gate_up = _plain(attn.qkv_proj, kernel), _plain(mlp.gate_up_proj, kernel)
+            self.probes = (qkv, _plain(attn.o_proj, kernel), gate_up, _plain(mlp.down_proj, kernel))
+            self.qkv, self.o, self.gate_up, self.down = (fn for fn, _ in self.probes)
+            return
         merged = getattr(attn, "sw_qkv", None)
         qkv = (
             _one_layout(merged, kernel)
@@ -225,20 +365,29 @@ def _tree_attention(model, head_dim: int):
 class LeanDecoder:
     """The decoder's forward for a verification pass over `n` tokens (a flattened trie).
     `invariant` (the default) makes every row's result independent of the pass's other rows
-    (invariant.py); off, a pass takes the fastest kernels for its size (the earlier path)."""
+    (invariant.py); off, a pass takes the fastest kernels for its size (the earlier path,
+    Llama's layer only: `Family.plain`)."""
 
     def __init__(self, model, invariant: bool = True):
         self.decoder = model.get_decoder()
         self.layers = list(self.decoder.layers)
+        self.family = describe(model) or Family()
+        config = model.config
         attn = self.layers[0].self_attn
         self.head_dim = attn.head_dim
         self.groups = attn.num_key_value_groups
-        self.kv_heads = model.config.num_key_value_heads
+        self.kv_heads = config.num_key_value_heads
         self.heads = self.kv_heads * self.groups
         self.scaling = attn.scaling
-        rope = getattr(self.decoder.rotary_emb, "rope_type", "default")
+        self.softcap = (
+            getattr(attn, "attn_logit_softcapping", None) if self.family.softcap else None
+        )
+        self.windows = windows(model)
+        multipliers = self.family.multipliers
+        self.embedding_multiplier = config.embedding_multiplier if multipliers else None
+        self.residual_multiplier = config.residual_multiplier if multipliers else None
         # a rotary table per position needs frequencies that do not change with the length
-        self.invariant = invariant and not any(k in rope for k in ("dynamic", "longrope"))
+        self.invariant = invariant and fixed_rotary(model)
         self.tree_attention = None  # the native kernel, for the invariant passes only
         self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
         if self.invariant:
@@ -251,13 +400,38 @@ class LeanDecoder:
             self.pair_keys = self.tree_attention is not None and native.pair_keys(
                 dtype, self.head_dim
             )
-            self.rotary = invariant_mod.Rotary(
-                invariant_mod.RotaryTable(
-                    self.decoder.rotary_emb,
-                    self.decoder.embed_tokens.weight[:1][None],
-                    min(getattr(model.config, "max_position_embeddings", 0) or 4096, 1 << 17),
-                )
+            self._rotaries(model)
+
+    def _rotaries(self, model) -> None:
+        """One per-position table per rotary kind (Gemma 3: sliding and full layers have their
+        own), and each layer's."""
+        rotary = self.decoder.rotary_emb
+        like = self.decoder.embed_tokens.weight[:1][None]
+        length = min(getattr(model.config, "max_position_embeddings", 0) or 4096, 1 << 17)
+        kinds = getattr(model.config, "layer_types", None) or [None] * len(self.layers)
+        by_kind = "layer_type" in inspect.signature(rotary.forward).parameters
+        tables: dict = {}
+        self.layer_rotary = []
+        for kind in kinds[: len(self.layers)]:
+            key = kind if by_kind else None
+            if key not in tables:
+                fn = (lambda x, p, k=key: rotary(x, p, k)) if by_kind else rotary
+                tables[key] = invariant_mod.Rotary(invariant_mod.RotaryTable(fn, like, length))
+            self.layer_rotary.append(tables[key])
+        self.rotaries = list(tables.values())
+        self.rotary = self.rotaries[0]
+
+    def _attend(self, index, q, k, v, layer_cache, paths) -> torch.Tensor:
+        """One layer's attention for the pass's rows: the native kernel where it applies (full
+        attention without soft-capping), else per row in PyTorch (invariant.py)."""
+        window = self.windows[index]
+        if self.tree_attention is not None and window is None and self.softcap is None:
+            return invariant_mod.attend_tiles(
+                q, layer_cache, paths("tiles"), self.scaling, self.tree_attention, self.pair_keys
             )
+        return invariant_mod.attend_paths(
+            q, k, v, layer_cache, paths("plan"), self.scaling, window, self.softcap
+        )
 
     def forward_invariant(
         self,
@@ -272,41 +446,69 @@ class LeanDecoder:
         call over its own path (invariant.py)."""
         n = ids.shape[0]
         d, hk, hq = self.head_dim, self.kv_heads, self.heads
+        fam = self.family
         m = self.classes.padded(n)
         if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
             ids = torch.cat([ids, ids[:1].expand(m - n)])
             positions = torch.cat([positions, positions[:1].expand(m - n)])
-        kernel = self.tree_attention
-        table = (invariant_mod.PathTable if kernel else invariant_mod.PathPlan)(
-            allowed, n, cache.get_seq_length()
-        )
-        cos, sin = self.rotary.tables(positions, last)
+        prefix, built = cache.get_seq_length(), {}
+
+        def paths(kind: str):
+            if kind not in built:
+                table = invariant_mod.PathTable if kind == "tiles" else invariant_mod.PathPlan
+                built[kind] = table(allowed, n, prefix)
+            return built[kind]
+
+        tables = {id(r): r.tables(positions, last) for r in self.rotaries}
         run = self.classes.apply
+        norm = lambda x, module: _norm(fam.norm, x, module)  # noqa: E731
         h = self.decoder.embed_tokens(ids)
+        if self.embedding_multiplier is not None:
+            h = h * self.embedding_multiplier
+        scale = self.residual_multiplier
         out = h.new_zeros(m, hq * d) if m > n else None
         for index, layer in enumerate(self.layers):
-            proj = self.projections[index]
-            qkv = run(proj.qkv, _rms(h, layer.input_layernorm))
-            qk = qkv[:, : (hq + hk) * d].view(m, hq + hk, d)
-            qk = self.rotary.apply(qk, cos, sin)
-            q, k = qk[:n, :hq], qk[:n, hq:]
+            proj, attn = self.projections[index], layer.self_attn
+            rotary = self.layer_rotary[index]
+            cos, sin = tables[id(rotary)]
+            qkv = run(proj.qkv, h if fam.blocks == "post" else norm(h, layer.input_layernorm))
+            if fam.qk_norm is None:
+                qk = qkv[:, : (hq + hk) * d].view(m, hq + hk, d)
+                qk = rotary.apply(qk, cos, sin)
+                q, k = qk[:n, :hq], qk[:n, hq:]
+            else:
+                q, k = qkv[:, : hq * d], qkv[:, hq * d : (hq + hk) * d]
+                if fam.qk_norm == "whole":
+                    q, k = norm(q, attn.q_norm), norm(k, attn.k_norm)
+                q, k = q.reshape(m, hq, d), k.reshape(m, hk, d)
+                if fam.qk_norm == "head":
+                    q, k = norm(q, attn.q_norm), norm(k, attn.k_norm)
+                q, k = rotary.apply(q, cos, sin)[:n], rotary.apply(k, cos, sin)[:n]
             v = qkv[:n, (hq + hk) * d :].view(n, hk, d)
             layer_cache = cache.layers[index]
             layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
-            if kernel is not None:
-                o = invariant_mod.attend_tiles(
-                    q, layer_cache, table, self.scaling, kernel, self.pair_keys
-                )
-            else:
-                o = invariant_mod.attend_paths(q, k, v, layer_cache, table, self.scaling)
+            o = self._attend(index, q, k, v, layer_cache, paths)
             if out is not None:
                 out[:n] = o
                 o = out
-            h = h + run(proj.o, o)
-            x = run(proj.gate_up, _rms(h, layer.post_attention_layernorm))
+            a = run(proj.o, o)
+            if fam.blocks != "pre":
+                a = norm(a, layer.post_attention_layernorm)
+            h = h + a if scale is None else h + a * scale
+            if fam.blocks == "pre":
+                x = norm(h, layer.post_attention_layernorm)
+            elif fam.blocks == "sandwich":
+                x = norm(h, layer.pre_feedforward_layernorm)
+            else:
+                x = h
+            x = run(proj.gate_up, x)
             half = x.shape[-1] // 2
-            h = h + run(proj.down, F.silu(x[:, :half]) * x[:, half:])
-        return _rms(h, self.decoder.norm)[:n], h[:n]
+            act = getattr(layer.mlp, "act_fn", None) or layer.mlp.activation_fn
+            x = run(proj.down, act(x[:, :half]) * x[:, half:])
+            if fam.blocks != "pre":
+                x = norm(x, layer.post_feedforward_layernorm)
+            h = h + x if scale is None else h + x * scale
+        return norm(h, self.decoder.norm)[:n], h[:n]
 
     def forward(
         self,

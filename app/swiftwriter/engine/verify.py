@@ -164,9 +164,11 @@ class ModelRunner:
             if pad:
                 h = torch.cat([h, h[:1].expand(pad, -1)])
             w, b, product = self.lm_head.weight, self.lm_head.bias, self.backend.product
-            out = self.classes.apply(lambda x: product(x, w, b), h)
-            return out[: len(rows)].float()
-        return self.lm_head(h).float()
+            out = self.classes.apply(lambda x: product(x, w, b), h)[: len(rows)]
+        else:
+            out = self.lm_head(h)
+        finish = self.backend.finish  # the model's own logit post-processing, if any
+        return (out if finish is None else finish(out)).float()
 
     def features(self, kind: str, n: int) -> torch.Tensor | None:
         """The first n rows of the state `feature_at` reads, for every node of the last pass."""
