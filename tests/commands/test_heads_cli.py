@@ -45,7 +45,7 @@ def test_train_show_resume_and_bench(tiny_cli, capsys):
     small = ["--batch", "64", "--draft-vocab", "64", "--kind", "linear"]
     assert main([*train, *small, "--steps", "20"]) == 0
     printed = capsys.readouterr()
-    assert "saved linear drafter" in printed.out and "training [" in printed.err
+    assert "saved linear drafter" in printed.out and "training: 100%" in printed.err
     assert main(["heads", "show", str(out)]) == 0
     card = json.loads(capsys.readouterr().out)
     assert card["kind"] == "linear" and card["training"]["steps"] == 20

@@ -265,7 +265,10 @@ def run(args: argparse.Namespace) -> int:
         drafter, heads_status = loader.load_drafter(
             loaded, Path(args.heads).expanduser() if args.heads else None
         )
-    print(f"drafter: {heads_status}", file=sys.stderr)
+    from swiftwriter.commands.heads import drafting_without
+
+    without = drafting_without(heads_status, history=bool(args.history))
+    print(without or f"drafter: {heads_status}", file=sys.stderr)
     if drafter is None and "tokenswift-fullcache" in methods:
         raise UserError(f"tokenswift-fullcache needs the model's drafter ({heads_status})")
     extra_sources = None

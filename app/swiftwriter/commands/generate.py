@@ -157,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     entry = registry.resolve(args.model)
     loaded = _load(args, entry, prompt, ending.max_new_tokens)
     _say_precision(loaded)
+    _say_drafter(loaded, history=False)
     from swiftwriter.engine.settings import ContextSettings
     from swiftwriter.engine.textgen import stream_text
 
@@ -183,6 +184,15 @@ def _say_precision(loaded) -> None:
         from swiftwriter.engine.backends import precision_line
 
         print(precision_line(precision(), loaded.model), file=sys.stderr)
+
+
+def _say_drafter(loaded, history: bool) -> None:
+    """Without a usable drafter, which sources still draft (one line on stderr)."""
+    from swiftwriter.commands.heads import drafting_without
+
+    line = drafting_without(getattr(loaded, "drafter_status", ""), history)
+    if line is not None and getattr(loaded, "drafter", None) is None:
+        print(line, file=sys.stderr)
 
 
 def _placement(args: argparse.Namespace):
@@ -258,6 +268,7 @@ def run_project(args: argparse.Namespace) -> int:
         entry = registry.resolve(args.model)
         loaded = _load(args, entry, proj.document(doc_id).text, ending.max_new_tokens)
         _say_precision(loaded)
+        _say_drafter(loaded, history=not args.no_history)
         from swiftwriter.take import Take, TakeRequest
 
         def show(piece: str) -> None:

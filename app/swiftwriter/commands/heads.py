@@ -2,7 +2,9 @@
 
 Training text comes from files (`--text`) and/or the model itself (`--self-distill N`: the model
 writes N tokens of its own prose first, the best target for drafts of its own output). Text,
-features and checkpoints live in the output folder, so an interrupted run picks up where it was."""
+features and checkpoints live in the output folder, so an interrupted run (Ctrl+C, --hours)
+picks up where it was when the same command runs again. Each stage says how long it will take
+once its first units are timed; the model and the drafter use the GPU where there is one."""
 
 from __future__ import annotations
 
@@ -55,35 +57,75 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the contextual penalty the drafter is trained against (1.0: none)",
     )
     t.add_argument("--window", type=positive_int, default=1024, help="the penalty's window")
-    t.add_argument("--device", default="auto")
-    t.add_argument("--dtype", default="float32")
+    t.add_argument("--device", default="auto", help="auto: the GPU where there is one")
+    t.add_argument(
+        "--dtype",
+        default=None,
+        help="the model's dtype (default: float32 on the CPU, auto on a GPU)",
+    )
     s = hsub.add_parser("show", help="print a drafter's card")
     s.add_argument("folder")
     parser.set_defaults(func=run)
 
 
-class ProgressBar:
-    """One stderr line: bar, step, loss, speed, ETA."""
+UNITS = {"writing": "tok", "features": "row", "training": "step"}
+NOUNS = {"writing": "tokens", "features": "rows", "training": "steps"}
 
-    def __init__(self, label: str):
-        self.label, self.t0, self.last = label, time.time(), 0.0
 
-    def __call__(self, done: int, total: int, loss: float | None = None) -> None:
-        now = time.time()
-        if now - self.last < 0.5 and done < total:
-            return
-        self.last = now
-        frac = done / max(1, total)
-        rate = done / max(1e-9, now - self.t0)
-        eta = (total - done) / rate if rate > 0 else 0
-        bar = "#" * int(frac * 24)
-        loss_text = f" loss {loss:.3f}" if loss is not None else ""
-        print(
-            f"\r{self.label} [{bar:24}] {done}/{total}{loss_text} eta {eta:.0f}s",
-            end="" if done < total else "\n",
-            file=sys.stderr,
-            flush=True,
-        )
+class StageProgress:
+    """A tqdm bar per stage on stderr, and once its first units are timed, one line saying
+    how long the stage will take (engine/heads/eta.py)."""
+
+    def __init__(self, clock=time.monotonic):
+        self.clock = clock
+        self.bars: dict[str, object] = {}
+        self.estimates: dict[str, object] = {}
+
+    def __call__(self, stage: str, done: int, total: int, loss: float | None = None) -> None:
+        from tqdm import tqdm
+
+        from swiftwriter.engine.heads.eta import StageEstimate, duration
+
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = self.bars[stage] = tqdm(
+                total=total, desc=stage, unit=UNITS.get(stage, "it"), file=sys.stderr,
+                initial=0, dynamic_ncols=True, mininterval=0.5, leave=True,
+            )  # fmt: skip
+            self.estimates[stage] = StageEstimate(clock=self.clock)
+        if total != bar.total:
+            bar.total = total
+        bar.update(max(0, done - bar.n))
+        if loss is not None:
+            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+        estimate = self.estimates[stage]
+        left = estimate.update(done, total)
+        if left is not None:
+            noun = NOUNS.get(stage, "units")
+            bar.write(
+                f"{stage}: {duration(left)} left for {total - done:,} of {total:,} {noun} "
+                f"(measured over {estimate.measured})",
+                file=sys.stderr,
+            )
+        if done >= total:
+            bar.close()
+
+    def close(self) -> None:
+        for bar in self.bars.values():
+            bar.close()
+
+
+def drafting_without(status: str, history: bool = False) -> str | None:
+    """The line that says what drafts when a model has no usable drafter (none trained for it,
+    or one that does not fit): tokenswift still drafts from the n-gram and suffix sources, and
+    the project's history where it has one. None when a drafter is present or was not looked for."""
+    if not status.startswith(("missing", "mismatched")):
+        return None
+    sources = "n-gram, suffix and history" if history else "n-gram and suffix"
+    return (
+        f"drafter: {status}; tokenswift drafts from the {sources} sources "
+        "(swiftwriter heads train makes one)"
+    )
 
 
 def text_rows(tokenizer, paths: list[str], length: int):
@@ -124,7 +166,10 @@ def train(args: argparse.Namespace) -> int:
         raise UserError("Give training text (--text FILE) or --self-distill N (or both)")
     out = Path(args.out).expanduser()
     entry = registry.resolve(args.model)
-    loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
+    device = loader.pick_device(args.device)
+    dtype = args.dtype or ("float32" if device == "cpu" else "auto")
+    loaded = loader.load(entry, device=device, dtype=dtype, with_drafter=False)
+    print(f"training on {loaded.device} ({loaded.dtype})", file=sys.stderr)
     rows = text_rows(loaded.tokenizer, args.text, args.row_length) if args.text else None
     settings = TrainSettings(
         kind=args.kind,
@@ -137,24 +182,29 @@ def train(args: argparse.Namespace) -> int:
         window=args.window,
     )
     deadline = clock() + args.hours * 3600 if args.hours > 0 else None
-    bars: dict[str, ProgressBar] = {}
-
-    def progress(stage: str, done: int, total: int, loss: float | None) -> None:
-        bars.setdefault(stage, ProgressBar(stage))(done, total, loss)
-
-    bundle = train_drafter(
-        loaded.model,
-        loaded.tokenizer,
-        entry.id,
-        out,
-        settings,
-        given_rows=rows,
-        self_distill=args.self_distill,
-        row_length=args.row_length,
-        write_batch=args.write_batch,
-        on_progress=progress,
-        should_stop=(lambda: clock() >= deadline) if deadline else None,
-    )
+    progress = StageProgress()
+    try:
+        bundle = train_drafter(
+            loaded.model,
+            loaded.tokenizer,
+            entry.id,
+            out,
+            settings,
+            given_rows=rows,
+            self_distill=args.self_distill,
+            row_length=args.row_length,
+            write_batch=args.write_batch,
+            on_progress=progress,
+            should_stop=(lambda: clock() >= deadline) if deadline else None,
+        )
+    except KeyboardInterrupt:
+        progress.close()
+        print(
+            f"interrupted; the progress is kept in {out}: run the same command again to go on",
+            file=sys.stderr,
+        )
+        return 130
+    progress.close()
     if bundle is None:
         print(
             f"stopped after {args.hours:g} hours; the progress is kept in {out}: run the same "

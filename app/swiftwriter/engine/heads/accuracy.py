@@ -14,6 +14,12 @@ from swiftwriter.engine.heads.features import window_presence
 from swiftwriter.engine.logits import penalise
 
 
+def at(values: torch.Tensor, r, t, device) -> torch.Tensor:
+    """values[r, t] on `device`: the teacher's features may stay in memory while the drafter
+    trains on a GPU (only each batch's rows travel)."""
+    return values[r.to(values.device), t.to(values.device)].to(device)
+
+
 def unroll(
     module: nn.Module, kind: str, data: dict, emb: torch.Tensor, r, t, depth: int
 ) -> Iterator[tuple[int, torch.Tensor, torch.Tensor]]:
@@ -21,13 +27,13 @@ def unroll(
     heads from the pre-norm state at t, the recurrent drafter over its own predicted features
     and the true tokens t+1..t+i."""
     if kind == "linear":
-        h0 = data["prenorm"][r, t].float()
+        h0 = at(data["prenorm"], r, t, emb.device).float()
         for i, state in enumerate(module(h0), start=1):
             yield i, state, t + i
         return
-    p = data["final"][r, t].float()
+    p = at(data["final"], r, t, emb.device).float()
     for i in range(1, depth + 1):
-        p = module(p, emb[data["tokens"][r, t + i]].float())
+        p = module(p, emb[at(data["tokens"], r, t + i, emb.device)].float())
         yield i, p, t + i
 
 
@@ -60,13 +66,17 @@ def hits(
     """{"top1": [per depth], "top3": [...], "positions": n}: the fraction of positions where the
     drafter's top-1 (top-3) holds the target's first choice; an id outside the draft
     vocabulary is a miss."""
-    to_draft = torch.full((emb.shape[0],), -1, dtype=torch.long)
-    to_draft[vocab] = torch.arange(len(vocab))
+    device = emb.device
+    vocab = vocab.to(device)
+    to_draft = torch.full((emb.shape[0],), -1, dtype=torch.long, device=device)
+    to_draft[vocab] = torch.arange(len(vocab), device=device)
+    tokens = data["tokens"].to(device)
+    r, t = r.to(device), t.to(device)
     top1, top3 = [], []
     for _i, state, pos in unroll(module, kind, data, emb, r, t, depth):
-        scores = draft_scores(state, w, data["tokens"], r, pos, to_draft, penalty, window)
+        scores = draft_scores(state, w, tokens, r, pos, to_draft, penalty, window)
         best = vocab[scores.topk(3, dim=-1).indices]
-        want = data["top_ids"][r, pos, 0].long()
+        want = at(data["top_ids"], r, pos, device)[:, 0].long()
         top1.append(round(float((best[:, 0] == want).float().mean()), 4))
         top3.append(round(float((best == want[:, None]).any(-1).float().mean()), 4))
     return {"top1": top1, "top3": top3, "positions": len(r)}

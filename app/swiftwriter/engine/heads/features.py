@@ -51,10 +51,16 @@ def window_presence(
 
 @torch.inference_mode()
 def extract_rows(
-    model, rows: torch.Tensor, chunk: int = 4, penalty: float = 1.0, window: int = 1024
+    model,
+    rows: torch.Tensor,
+    chunk: int = 4,
+    penalty: float = 1.0,
+    window: int = 1024,
+    on_rows: Callable[[int], None] | None = None,
 ) -> dict[str, torch.Tensor]:
     """rows [B, L] token ids -> final/prenorm fp16 [B, L, H], top ids int32 / probs fp16
-    [B, L, TOP] of the model's distribution after the penalty over each row's own window."""
+    [B, L, TOP] of the model's distribution after the penalty over each row's own window.
+    `on_rows(n)` after each chunk: the rows done so far."""
     decoder, head = model.get_decoder(), model.get_output_embeddings()
     device = head.weight.device
     capture = PrenormCapture(model)
@@ -81,6 +87,8 @@ def extract_rows(
             out["prenorm"].append(capture.value.half().cpu())
             out["top_ids"].append(top.indices.to(torch.int32).cpu())
             out["top_probs"].append(top.values.half().cpu())
+            if on_rows:
+                on_rows(start + ids.shape[0])
     finally:
         capture.close()
     return {k: torch.cat(v) for k, v in out.items()}
@@ -100,23 +108,34 @@ def ensure_features(
     window: int = 1024,
 ) -> list[Path]:
     """Feature files for every text shard (computing the missing ones and those made for
-    another penalty, atomically)."""
+    another penalty, atomically). Progress counts rows, so it moves within a shard."""
     target = {"penalty": repr(float(penalty)), "window": str(int(window))}
+    sizes = [_rows_in(p) for p in text_paths]
+    total, before = sum(sizes), 0
     done = []
-    for i, text_path in enumerate(text_paths):
+    for text_path, size in zip(text_paths, sizes, strict=True):
         path = feature_path(text_path)
         if not path.is_file() or _target_of(path) != target:
             if should_stop and should_stop():
                 break
             rows = load_file(str(text_path))["tokens"].long()
-            feats = extract_rows(model, rows, penalty=penalty, window=window)
+            within = None
+            if on_progress:
+                within = lambda n, before=before: on_progress(min(before + n, total - 1), total)  # noqa: E731
+            feats = extract_rows(model, rows, penalty=penalty, window=window, on_rows=within)
             tmp = path.with_name(path.name + ".tmp")
             save_file({k: v.contiguous() for k, v in feats.items()}, str(tmp), metadata=target)
             os.replace(tmp, path)
         done.append(path)
+        before += size
         if on_progress:
-            on_progress(i + 1, len(text_paths))
+            on_progress(before, total)
     return done
+
+
+def _rows_in(text_path: Path) -> int:
+    with safe_open(str(text_path), framework="pt") as f:
+        return int(f.get_slice("tokens").get_shape()[0])
 
 
 def load_features(paths: list[Path], text_paths: list[Path]) -> dict[str, torch.Tensor]:

@@ -36,13 +36,17 @@ class _Stopped(Exception):
     pass
 
 
-def _generate(model, ids, mask, n, sampling: SamplingSettings, seed: int, should_stop=None):
+def _generate(
+    model, ids, mask, n, sampling: SamplingSettings, seed: int, should_stop=None, on_step=None
+):
     from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
     class Cancel(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
             if should_stop is not None and should_stop():
                 raise _Stopped  # a half-written batch is dropped, never saved
+            if on_step is not None:
+                on_step()  # one more token per row: progress within a batch
             return torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
 
     config = copy.deepcopy(model.generation_config)
@@ -62,6 +66,21 @@ def _generate(model, ids, mask, n, sampling: SamplingSettings, seed: int, should
             stopping_criteria=StoppingCriteriaList([Cancel()]),
         )
     return out
+
+
+class _Ticks:
+    """Progress within a batch (each generated token adds one per row), so the time a stage
+    takes can be estimated from its first tokens rather than its first whole batch."""
+
+    def __init__(self, on_progress, written: int, rows: int, total: int):
+        self.on_progress, self.written, self.rows, self.total = on_progress, written, rows, total
+        self.steps = 0
+
+    def __call__(self) -> None:
+        self.steps += 1
+        if self.on_progress:
+            done = min(self.written + self.steps * self.rows, self.total - 1)
+            self.on_progress(done, self.total)
 
 
 def write_text(
@@ -96,6 +115,7 @@ def write_text(
             enc = tokenizer(texts, return_tensors="pt", padding=True).to(device)
         finally:
             tokenizer.padding_side, tokenizer.pad_token = side, pad
+        step = _Ticks(on_progress, written, len(texts), total_tokens)
         try:
             ids = _generate(
                 model,
@@ -105,13 +125,14 @@ def write_text(
                 start_sampler,
                 index,
                 should_stop,
+                step,
             )
             mask = torch.cat(
                 [enc.attention_mask, torch.ones_like(ids[:, enc.input_ids.shape[1] :])], dim=1
             )
             body = start_sampler if index % 2 else SamplingSettings(greedy=True)
             rest = length - SAMPLED_START
-            out = _generate(model, ids, mask, rest, body, index + 1_000_003, should_stop)
+            out = _generate(model, ids, mask, rest, body, index + 1_000_003, should_stop, step)
         except _Stopped:
             break
         rows = out[:, enc.input_ids.shape[1] :].to(torch.int32).cpu().contiguous()

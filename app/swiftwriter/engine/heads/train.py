@@ -8,9 +8,12 @@ feature itself (EAGLE's regression term)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -38,6 +41,7 @@ class TrainSettings:
     feature_weight: float = 0.1
     seed: int = 0
     checkpoint_every: int = 100
+    checkpoint_minutes: float = 5.0  # and at least this often (a large model's steps are slow)
     val_rows: int = 16
     # The contextual penalty the engine verifies with (the product's default 1.2 over 1,024):
     # the teacher's distribution is penalised over the text's window, and so are the drafter's
@@ -61,22 +65,28 @@ def choose_vocab(data: dict[str, torch.Tensor], size: int, vocab_size: int) -> t
 
 
 class _Batches:
-    """Random (row, position) pairs from the training rows, reproducible per step."""
+    """Random (row, position) pairs from the training rows, reproducible per step (drawn on the
+    CPU, so a GPU run draws the same ones)."""
 
-    def __init__(self, data, rows: torch.Tensor, depth: int, seed: int):
+    def __init__(self, data, rows: torch.Tensor, depth: int, seed: int, device="cpu"):
         self.data, self.rows, self.depth, self.seed = data, rows, depth, seed
         self.length = data["tokens"].shape[1]
+        self.device = device
 
     def positions(self, step: int, n: int):
         g = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
         r = self.rows[torch.randint(len(self.rows), (n,), generator=g)]
         t = torch.randint(self.length - self.depth - 1, (n,), generator=g)
-        return r, t
+        return r.to(self.device), t.to(self.device)
 
 
 class Trainer:
+    """The drafter trains where the model's lm_head is (a GPU when the model is on one); the
+    teacher's features stay in memory and each batch's rows travel."""
+
     def __init__(self, model, model_id: str, data: dict, settings: TrainSettings):
-        self.model, self.model_id, self.data, self.s = model, model_id, data, settings
+        self.model, self.model_id, self.s = model, model_id, settings
+        self.device = model.get_output_embeddings().weight.device
         cfg = model.config
         hidden = int(cfg.hidden_size)
         self.eps = files.rms_eps(cfg)
@@ -88,11 +98,17 @@ class Trainer:
         self.val_rows = torch.arange(n_rows - val, n_rows)
         self.train_rows = torch.arange(0, n_rows - val)
         self.vocab = choose_vocab(data, settings.draft_vocab, self.full_vocab)
-        self.to_draft = torch.full((self.full_vocab,), -1, dtype=torch.long)
-        self.to_draft[self.vocab] = torch.arange(len(self.vocab))
+        # the small tensors every step reads go to the device; the features stay (accuracy.at)
+        small = ("tokens", "top_ids", "top_probs")
+        self.data = {k: v.to(self.device) if k in small else v for k, v in data.items()}
+        self.to_draft = torch.full((self.full_vocab,), -1, dtype=torch.long, device=self.device)
+        self.to_draft[self.vocab.to(self.device)] = torch.arange(
+            len(self.vocab), device=self.device
+        )
         with torch.no_grad():
-            self.w = model.get_output_embeddings().weight.detach()[self.vocab].float().contiguous()
-            self.emb = model.get_input_embeddings().weight.detach()
+            head = model.get_output_embeddings().weight.detach()
+            self.w = head[self.vocab.to(head.device)].float().contiguous()
+            self.emb = model.get_input_embeddings().weight.detach().to(self.device)
         torch.manual_seed(settings.seed)
         self.module = build(
             settings.kind,
@@ -100,14 +116,16 @@ class Trainer:
             eps=self.eps,
             n_heads=settings.depth,
             intermediate=2 * hidden,
-        )
+        ).to(self.device)
         self.opt = torch.optim.AdamW(
             self.module.parameters(),
             lr=settings.learning_rate(),
             weight_decay=settings.weight_decay,
         )
         self.step = 0
-        self.batches = _Batches(data, self.train_rows, settings.depth, settings.seed)
+        self.batches = _Batches(
+            self.data, self.train_rows, settings.depth, settings.seed, self.device
+        )
 
     # -- losses ---------------------------------------------------------------------------------
     def _target(self, r, pos):
@@ -139,7 +157,7 @@ class Trainer:
             weight = 0.8 ** (i - 1)
             term = self._soft_ce(state, r, pos)
             if self.s.kind == "recurrent" and self.s.feature_weight:
-                target = self.data["final"][r, pos].float()
+                target = accuracy.at(self.data["final"], r, pos, self.device).float()
                 term = term + self.s.feature_weight * nn.functional.smooth_l1_loss(state, target)
             total = total + weight * term
         return total
@@ -200,13 +218,19 @@ class Trainer:
     def save_checkpoint(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         tensors = {
-            f"module.{k}": v.detach().contiguous() for k, v in self.module.state_dict().items()
+            f"module.{k}": v.detach().cpu().contiguous()
+            for k, v in self.module.state_dict().items()
         }
         for i, (_p, state) in enumerate(self.opt.state.items()):
             for k, v in state.items():
                 if torch.is_tensor(v):
-                    tensors[f"opt.{i}.{k}"] = v.detach().contiguous().reshape(v.shape)
-        meta = {"step": self.step, "settings": asdict(self.s)}
+                    tensors[f"opt.{i}.{k}"] = v.detach().cpu().contiguous().reshape(v.shape)
+        meta = {
+            "step": self.step,
+            "settings": asdict(self.s),
+            "model": self.model_id,
+            "config_hash": files.config_hash(self.model.config),
+        }
         tmp = folder / "state.safetensors.tmp"
         save_file(tensors, str(tmp))
         os.replace(tmp, folder / "state.safetensors")
@@ -218,6 +242,12 @@ class Trainer:
         if not meta_path.is_file() or not weights.is_file():
             return False
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        ours = (self.model_id, files.config_hash(self.model.config))
+        if "config_hash" in meta and (meta.get("model"), meta["config_hash"]) != ours:
+            raise UserError(
+                f"The checkpoint in {folder} belongs to model '{meta.get('model')}', not to "
+                f"'{self.model_id}': use another --out (or delete it to start again)"
+            )
         saved = meta["settings"]
         for key in ("kind", "depth", "draft_vocab", "seed", "penalty", "window"):
             if saved.get(key) != getattr(self.s, key):
@@ -232,12 +262,15 @@ class Trainer:
         params = list(self.module.parameters())
         for i, p in enumerate(params):
             state = {k.split(".", 2)[2]: v for k, v in tensors.items() if k.startswith(f"opt.{i}.")}
-            if state:
-                self.opt.state[p] = state
+            if state:  # AdamW keeps its step count on the CPU, its moments beside the weights
+                self.opt.state[p] = {
+                    k: v if k == "step" else v.to(p.device) for k, v in state.items()
+                }
         self.step = int(meta["step"])
         return True
 
     def bundle(self, validation: dict, extra: dict) -> files.DrafterBundle:
+        """The trained drafter, on the CPU (where it is saved and drafts)."""
         card = files.make_card(
             self.model,
             self.s.kind,
@@ -249,7 +282,26 @@ class Trainer:
             training={**asdict(self.s), **extra},
             validation=validation,
         )
-        return files.DrafterBundle(self.module, self.vocab, card)
+        return files.DrafterBundle(self.module.cpu(), self.vocab.cpu(), card)
+
+
+@contextlib.contextmanager
+def _interrupt_between_steps():
+    """Ctrl+C (in the main thread: the CLI) lets the step under way finish, so the checkpoint
+    never holds half a step; yields whether it was pressed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: False
+        return
+    pressed: list[bool] = []
+    try:
+        before = signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    except ValueError:  # no signals here (an embedded interpreter)
+        yield lambda: False
+        return
+    try:
+        yield lambda: bool(pressed)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def train(
@@ -268,21 +320,26 @@ def train(
     trainer = Trainer(model, model_id, data, settings)
     trainer.resume(checkpoint)
     resumed_from = trainer.step
-    started = time.time()
+    started = saved = time.time()
     loss = float("nan")
-    try:
-        while trainer.step < settings.steps:
-            if should_stop and should_stop():
-                trainer.save_checkpoint(checkpoint)
-                return None
-            loss = trainer.train_step()
-            if on_progress:
-                on_progress(trainer.step, settings.steps, loss)
-            if trainer.step % settings.checkpoint_every == 0:
-                trainer.save_checkpoint(checkpoint)
-    except KeyboardInterrupt:
-        trainer.save_checkpoint(checkpoint)  # Ctrl+C keeps the progress: run again to resume
-        raise
+    with _interrupt_between_steps() as interrupted:
+        try:
+            while trainer.step < settings.steps:
+                if should_stop and should_stop():
+                    trainer.save_checkpoint(checkpoint)
+                    return None
+                loss = trainer.train_step()
+                if on_progress:
+                    on_progress(trainer.step, settings.steps, loss)
+                if interrupted():
+                    raise KeyboardInterrupt
+                late = time.time() - saved > 60 * settings.checkpoint_minutes
+                if trainer.step % settings.checkpoint_every == 0 or late:
+                    trainer.save_checkpoint(checkpoint)
+                    saved = time.time()
+        except KeyboardInterrupt:
+            trainer.save_checkpoint(checkpoint)  # Ctrl+C keeps the progress: run again
+            raise
     trainer.save_checkpoint(checkpoint)
     validation = trainer.validate()
     extra = {
