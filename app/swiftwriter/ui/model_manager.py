@@ -274,8 +274,8 @@ class ModelManagerDialog(QDialog):
         entry = self.selected()
         converting = self._thread is not None
         self.convert_button.setEnabled(
-            entry is not None and entry.source == "pypi-gguf" and not entry.is_ready()
-            and not converting
+            entry is not None and entry.source in ("pypi-gguf", "gguf")
+            and not entry.is_ready() and not converting
         )  # fmt: skip
         self.use_button.setEnabled(entry is not None and not converting)
         training = self.trainer is not None and self.trainer.running
@@ -358,7 +358,7 @@ class ModelManagerDialog(QDialog):
         entry = self.selected()
         if entry is None:
             return
-        if not entry.is_ready() and entry.source != "pypi-gguf":
+        if not entry.is_ready() and entry.source not in ("pypi-gguf", "gguf"):
             self.message.setText(f"{entry.name} is not usable: {entry.status()}")
             return
         self.use_model.emit(entry.id)
