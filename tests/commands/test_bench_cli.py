@@ -132,19 +132,20 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     assert panel.drafting() == STRATEGIES["balanced"]
 
 
-def lossy_walk(monkeypatch):
-    """A deliberately wrong engine: where the target refuses every draft, the first refused
-    draft is written instead of the target's own token (the state stays consistent, as if the
-    target had chosen it), so speculation no longer writes plain decoding's text. `ar` drafts
-    nothing and is unchanged."""
+def lossy_walk(monkeypatch, at: int = 5):
+    """A deliberately wrong engine: a run with candidate sources (speculation) writes another
+    token than the target's at position `at` (what a lossy acceptance would do; the state stays
+    consistent, as if the target had chosen it). `ar`, which drafts nothing, is unchanged."""
     from swiftwriter.engine.run import Run
 
     walk = Run._walk
 
     def wrong(self, trie, remaining):
         path, new = walk(self, trie, remaining)
-        refused = [t for t in trie.children[0] if t != new[0]]
-        return (path, [refused[0]]) if not path and refused else (path, new)
+        k = at - len(self.produced)
+        if self.sources and 0 <= k < len(new):
+            path, new = path[:k], [*new[:k], (new[k] + 1) % 16]
+        return path, new
 
     monkeypatch.setattr(Run, "_walk", wrong)
 
@@ -165,7 +166,7 @@ def test_sampled_bench_names_the_seed_that_differs(tiny_bench, monkeypatch, caps
     args = ["--methods", "ar,tokenswift-noheads", "--no-heads", "--sampling", "sample"]
     assert main([*tiny_bench, *args, "--seeds", "4,5"]) == 1
     lines = [x for x in capsys.readouterr().err.splitlines() if "another text" in x]
-    assert lines and all(x.endswith((", seed 4)", ", seed 5)")) for x in lines)
+    assert [x.rsplit(", ", 1)[-1] for x in lines] == ["seed 4)", "seed 5)"]
 
 
 def test_bench_takes_the_history_project_as_its_argument(tiny_bench, tmp_path, capsys):

@@ -108,6 +108,20 @@ def test_auto_stores_the_dtype_measured_on_the_float32_weights(user_dirs, tiny, 
     assert config["dtype"] == "bfloat16"
 
 
+def test_a_choice_measured_on_a_busy_machine_stores_float32(user_dirs, tiny, monkeypatch):
+    """Not remembered, the next load measures again and may choose float32: a bfloat16 folder
+    would then be converted again, so float32 (which serves both exactly) is stored."""
+    from swiftwriter.modelstore.measurements import Measured
+
+    seconds = {"float32/1": 0.02, "bfloat16/1": 0.01}
+    busy = Measured("k", "bfloat16", seconds, unquiet=["other processes took 86% of the CPUs"])
+    monkeypatch.setattr(loader, "pick_device", lambda device="auto": "cpu")
+    monkeypatch.setattr(loader, "cpu_dtype_choice", lambda entry: busy)
+    entry = adding.add_gguf("busy", write_gguf(user_dirs / "b.gguf", tiny))
+    assert entry.stored_dtype() == "float32"
+    assert "86% of the CPUs; kept in float32" in entry.manifest()["dtype_why"]
+
+
 def _truncated(folder, tiny):
     whole = write_gguf(folder / "whole.gguf", tiny).read_bytes()
     path = folder / "cut.gguf"

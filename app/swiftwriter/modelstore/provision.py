@@ -9,7 +9,8 @@ folder, never a link's target (`own_folder`).
 
 The stored dtype is the one `auto` picks (loader.pick_dtype_why: on a CPU, measured on the
 float32 weights just read, and remembered like every other load's choice): bfloat16 where the
-CPU computes it natively (AMX, AVX512-BF16), which halves the folder and its loading. The
+CPU computes it natively (AMX, AVX512-BF16), which halves the folder and its loading; a choice
+measured on a busy machine is not remembered, so float32 is stored until one is. The
 manifest records it and whether the stored weights are the GGUF's own values ("lossless": true
 when every de-quantised float32 weight is exactly a value of the stored dtype, as a BF16 GGUF's
 are). A load in another dtype must write the text the GGUF's weights write in that dtype, so
@@ -206,11 +207,16 @@ def planned_dtype(entry: ModelEntry, dtype: str | None) -> str | None:
 
 def _auto_dtype(entry: ModelEntry, folder: Path) -> tuple[str, str]:
     """What `auto` picks for this model here, measured on the float32 folder just written
-    (under the model's own id, so the choice is remembered for its later loads)."""
+    (under the model's own id, so the choice is remembered for its later loads). A choice
+    not remembered (the machine was busy: the next load measures again and may choose the
+    other) stores float32, which serves either dtype exactly."""
     from swiftwriter.modelstore import loader
 
-    there = replace(entry, source="folder", path=folder)
-    return loader.pick_dtype_why(there, loader.pick_device("auto"), "auto")
+    found = loader.cpu_dtype_choice(replace(entry, source="folder", path=folder))
+    why = loader.dtype_reason(found)
+    if found.value != "float32" and not found.remembered:
+        return "float32", f"{why}; kept in float32 until a quiet measurement chooses"
+    return str(found.value), why
 
 
 def _lossless(state: dict, dtype: str) -> bool:
