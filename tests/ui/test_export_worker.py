@@ -90,9 +90,12 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie has ended; only its parent's wait is missing
 
 
-def odt_dialog(window, make_project, docs):
+def odt_dialog(qtbot, window, make_project, docs):
     window.open_project(make_project(docs=docs))
     dialog = window.export_dialog()
+    # what opening a project sets going (highlighting and spell-checking the chapter shown,
+    # counting words: up to 70 ms at a time on a busy machine) is over before the export
+    qtbot.wait(800)
     index = dialog.format.findData("odt")
     assert index >= 0, "ODT is offered where LibreOffice (here the stand-in) is found"
     dialog.format.setCurrentIndex(index)
@@ -104,7 +107,7 @@ def test_a_200_page_odt_export_leaves_the_window_responsive(
 ):
     program, _ = stand_in(tmp_path, seconds=1.0)
     monkeypatch.setattr(office, "soffice", lambda: str(program))
-    dialog = odt_dialog(window, make_project, long_novel())
+    dialog = odt_dialog(qtbot, window, make_project, long_novel())
     out = tmp_path / "The Grey Sea.odt"
     started = time.perf_counter()
     with TickGaps() as gaps, qtbot.waitSignal(window.export_done, timeout=120000) as done:
@@ -124,7 +127,7 @@ def test_cancel_kills_libreoffice_and_leaves_the_target_as_it_was(
 ):
     program, pids = stand_in(tmp_path, seconds=120)
     monkeypatch.setattr(office, "soffice", lambda: str(program))
-    dialog = odt_dialog(window, make_project, long_novel()[:4])
+    dialog = odt_dialog(qtbot, window, make_project, long_novel()[:4])
     out = tmp_path / "book.odt"
     out.write_bytes(b"the writer's earlier export")
     with qtbot.waitSignal(window.export_done, timeout=60000) as done:
@@ -148,7 +151,7 @@ def test_a_failing_converter_is_one_message_and_no_file(
     program.write_text("#!/bin/sh\necho 'Error: source file could not be loaded' >&2\nexit 1\n")
     program.chmod(0o755)
     monkeypatch.setattr(office, "soffice", lambda: str(program))
-    dialog = odt_dialog(window, make_project, long_novel()[:2])
+    dialog = odt_dialog(qtbot, window, make_project, long_novel()[:2])
     out = tmp_path / "book.odt"
     with qtbot.waitSignal(window.export_done, timeout=60000) as done:
         assert dialog.export_to(out)
@@ -161,7 +164,7 @@ def test_a_failing_converter_is_one_message_and_no_file(
 def test_real_libreoffice_200_pages_leave_the_window_responsive(
     qtbot, window, make_project, tmp_path
 ):
-    dialog = odt_dialog(window, make_project, long_novel())
+    dialog = odt_dialog(qtbot, window, make_project, long_novel())
     out = tmp_path / "The Grey Sea.odt"
     with TickGaps() as gaps, qtbot.waitSignal(window.export_done, timeout=300000) as done:
         assert dialog.export_to(out)
@@ -175,7 +178,7 @@ def test_quitting_during_an_export_cancels_it_first(
 ):
     program, pids = stand_in(tmp_path, seconds=120)
     monkeypatch.setattr(office, "soffice", lambda: str(program))
-    dialog = odt_dialog(window, make_project, long_novel()[:2])
+    dialog = odt_dialog(qtbot, window, make_project, long_novel()[:2])
     out = tmp_path / "book.odt"
     assert dialog.export_to(out)
     qtbot.waitUntil(pids.exists, timeout=30000)
