@@ -209,3 +209,25 @@ def test_an_old_manifest_is_a_float32_folder_that_serves_every_dtype(user_dirs):
     assert entry.is_ready() and entry.stored_dtype() == "float32"
     assert all(provision.serves(entry, d) for d in ("float32", "bfloat16", "float16"))
     assert provision.folder_for(entry, "bfloat16") == folder
+
+
+def test_a_linked_folder_is_never_replaced_a_copy_in_the_cache_serves(user_dirs, tiny, monkeypatch):
+    """The test session reaches the writer's model through a link: a dtype its stored weights
+    cannot give is converted once into the cache instead, and the link's target stays."""
+    monkeypatch.setenv("SWIFTWRITER_CACHE_DIR", str(user_dirs / "cache"))
+    entry = adding.add_gguf("linked", write_gguf(user_dirs / "l.gguf", tiny), dtype="bfloat16")
+    real = user_dirs / "real-linked"
+    entry.folder().rename(real)
+    entry.folder().symlink_to(real, target_is_directory=True)
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in real.iterdir())
+    copy = provision.folder_for(entry, "float32")
+    assert copy == paths.cache_dir() / "converted" / "linked-float32"
+    assert json.loads((copy / "swiftwriter-manifest.json").read_text())["dtype"] == "float32"
+    stamp = (copy / "swiftwriter-manifest.json").stat().st_mtime_ns
+    assert provision.folder_for(entry, "float32") == copy  # converted once
+    assert (copy / "swiftwriter-manifest.json").stat().st_mtime_ns == stamp
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in real.iterdir()) == before
+    assert entry.folder().is_symlink() and entry.stored_dtype() == "bfloat16"
+    f32 = _weights(entry, "float32")
+    for name, value in tiny.state_dict().items():
+        assert torch.equal(f32[name], value), name

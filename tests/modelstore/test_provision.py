@@ -45,8 +45,9 @@ def test_killed_conversion_is_redone(tmp_path, monkeypatch):
     assert entry.status() == "not converted"
     assert not (models / entry.id).exists()
 
-    folder = provision.convert(entry)
+    folder = provision.convert(entry, dtype="float32")  # a named dtype: nothing to measure
     assert entry.status() == "ready" and folder == models / entry.id
+    assert entry.stored_dtype() == "float32"
     assert not list(models.glob(".*.partial-*")), "leftovers of the killed run were not removed"
     from swiftwriter.modelstore import loader
 
