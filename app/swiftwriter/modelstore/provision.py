@@ -97,7 +97,6 @@ def _remove_partials(final: Path) -> None:
 
 
 GGUF_SOURCES = ("pypi-gguf", "gguf")
-DTYPES = ("float32", "bfloat16", "float16")
 
 
 class Cancelled(UserError):
