@@ -16,7 +16,7 @@ rm -f "$project"
 $sw project new "$project" --title "Keep writing" > /dev/null
 $sw project import "$project" "$prompt" > /dev/null
 start=$(date +%s)
-$sw generate --project "$project" --doc salvage --max-new-tokens 3000 --min-new-tokens 3000 \
+$sw generate "$project" salvage --max-new-tokens 3000 --min-new-tokens 3000 \
   --no-history > "$out/keep-writing.txt" 2> "$out/keep-writing.err"
 echo "keep writing: $(tail -1 "$out/keep-writing.err") in $(( $(date +%s) - start )) s" \
   | tee "$out/keep-writing.summary"
