@@ -19,8 +19,12 @@ COMMANDS = [generate, models, heads, bench, export, project]
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="swiftwriter",
+        usage="%(prog)s [--model MODEL] [PROJECT | COMMAND ...]",
         description="SwiftWriter: long-form writing with lossless TokenSwift acceleration. "
-        "Without a command it opens the desktop app.",
+        "Without a command it opens the desktop app (on PROJECT, a .swiftwriter file, when "
+        "one is named).",
+        epilog="Exit status: 0 done, 1 a user error (a missing project, model or file, a value "
+        "refused; one line on stderr), 2 a usage error.",
     )
     parser.add_argument("--version", action="version", version=f"swiftwriter {__version__}")
     parser.add_argument(
