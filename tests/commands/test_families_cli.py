@@ -1,0 +1,90 @@
+"""The families through the command line as a writer runs them: a saved tiny Gemma 3 (sliding
+and full layers) and OLMo 2 folder added with `swiftwriter models add`, then `swiftwriter
+bench --methods ar,tokenswift --dtype bfloat16` writes plain decoding's text; a model whose
+passes are not batch-invariant says so in the precision line, as the Speed dock does."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from swiftwriter.cli import main
+from swiftwriter.engine import DraftSettings
+
+from tests.commands.tiny_cli import install_tiny
+from tests.conftest import build_tiny
+from tests.engine.families import build_family
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny models on one thread (threads waiting for each other cost more than the work)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def save_with_tokenizer(model, folder) -> None:
+    """The model and a word-level fast tokenizer over its 256 ids ('w3' is id 3)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "</s>", "<unk>", *(f"w{i}" for i in range(3, 256))]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    model.save_pretrained(folder)
+    PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    ).save_pretrained(folder)
+
+
+# seeds whose text repeats itself enough for the n-gram and suffix drafts to be right
+@pytest.mark.parametrize("family, seed", [("gemma3", 3), ("olmo2", 5)])
+def test_bench_of_an_added_family_folder_writes_plain_decodings_text(
+    family, seed, tmp_path, capsys, monkeypatch
+):
+    from swiftwriter.engine import settings
+
+    # every step drafts: the pace keeper would otherwise decide by timing on a busy machine
+    balanced = DraftSettings(pace=False, adaptive=False)
+    monkeypatch.setitem(settings.STRATEGIES, "balanced", balanced)
+    folder = tmp_path / f"tiny-{family}"
+    save_with_tokenizer(build_family(family, seed=seed), folder)
+    assert main(["models", "add", f"tiny-{family}", str(folder)]) == 0
+    prompt = tmp_path / "prompt.txt"  # phrases that repeat: the n-gram drafts are often right
+    prompt.write_text(" ".join(["w5 w9 w12 w40 w7", "w88 w3 w61"][i % 2] for i in range(9)))
+    out = tmp_path / "report.json"
+    args = ["bench", "--model", f"tiny-{family}", "--prompt-file", str(prompt),
+            "--methods", "ar,tokenswift", "--dtype", "bfloat16", "--device", "cpu",
+            "--max-new-tokens", "48", "--no-heads", "--json", str(out)]  # fmt: skip
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "precision: bfloat16" in err and "may differ" not in err
+    report = json.loads(out.read_text())
+    tokenswift = report["methods"]["tokenswift"]
+    assert report["methods"]["ar"]["tokens"] == 48
+    assert tokenswift["identical_to_ar"] is True
+    assert tokenswift["forward_passes"] < 48  # drafts were accepted
+
+
+def test_a_model_without_invariant_passes_says_so(monkeypatch, tmp_path, capsys):
+    """Rotary frequencies that change with the length (dynamic NTK scaling): no per-position
+    table, so no batch-invariant pass; bench and generate say the text may differ, and why."""
+    model = build_tiny("llama", seed=4)
+    model.config.rope_parameters = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}
+    model.model.rotary_emb.rope_type = "dynamic"
+    install_tiny(monkeypatch, model.to(torch.bfloat16))
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("3 7 3 7 5 9 3 7 5 11 3 7")
+    args = ["bench", "--prompt-file", str(prompt), "--methods", "ar,tokenswift",
+            "--max-new-tokens", "8", "--no-heads"]  # fmt: skip
+    assert main(args) == 0
+    assert main(["generate", "--prompt-file", str(prompt), "--max-new-tokens", "4"]) == 0
+    lines = [line for line in capsys.readouterr().err.splitlines() if "precision" in line]
+    said = (
+        "precision: float32 · may differ from plain decoding "
+        "(LlamaDecoderLayer: its rotary frequencies change with the length)"
+    )
+    assert lines == [said, said]  # bench's, then generate's
