@@ -422,16 +422,29 @@ class LeanDecoder:
         self.rotary = self.rotaries[0]
 
     def _attend(self, index, q, k, v, layer_cache, paths) -> torch.Tensor:
-        """One layer's attention for the pass's rows: the native kernel where it applies (full
-        attention without soft-capping), else per row in PyTorch (invariant.py)."""
-        window = self.windows[index]
-        if self.tree_attention is not None and window is None and self.softcap is None:
-            return invariant_mod.attend_tiles(
-                q, layer_cache, paths("tiles"), self.scaling, self.tree_attention, self.pair_keys
+        """One layer's attention for the pass's rows: the native kernel where it applies, else
+        per row in PyTorch (invariant.py). A row is decided by its own key count alone, as its
+        one-token pass decides: in a sliding-window layer the kernel takes the rows whose keys
+        all fit in the window (the window changes nothing for them), PyTorch the longer ones;
+        Gemma 2's soft-capped attention is PyTorch's."""
+        window, kernel = self.windows[index], self.tree_attention
+        if kernel is None or self.softcap is not None:
+            return invariant_mod.attend_paths(
+                q, k, v, layer_cache, paths("plan"), self.scaling, window, self.softcap
             )
-        return invariant_mod.attend_paths(
-            q, k, v, layer_cache, paths("plan"), self.scaling, window, self.softcap
+        table = paths("tiles")
+        if window is None or table.prefix + int(table.lengths.max()) <= window:
+            return invariant_mod.attend_tiles(
+                q, layer_cache, table, self.scaling, kernel, self.pair_keys
+            )
+        cut = invariant_mod.attend_paths(q, k, v, layer_cache, paths("plan"), self.scaling, window)
+        fits = table.prefix + table.lengths <= window
+        if not bool(fits.any()):
+            return cut
+        whole = invariant_mod.attend_tiles(
+            q, layer_cache, table, self.scaling, kernel, self.pair_keys
         )
+        return torch.where(fits[:, None].to(cut.device), whole, cut)
 
     def forward_invariant(
         self,
