@@ -5,13 +5,17 @@ No model is downloaded: Llama-3.1-8B- and Qwen2.5-1.5B-shaped models are built f
 configurations with random weights, in bfloat16, on the GPU. It measures
   (a) exactness: tree rows against one-token passes (batch invariance) and greedy tokenswift
       against plain decoding, on tiny and 1.5B-shaped models in bf16 and fp16;
+  (a') the same per decoder family writers use (Llama 3.x, Mistral, Qwen2.5, Qwen3, Gemma 2,
+      Gemma 3, Phi-3, OLMo 2, Granite) at its real width and vocabulary with four layers, in
+      bf16 and fp16: tokenswift = ar (plain decoding) per family and dtype;
   (b) the verification cost curve of the 8B-shaped model at several cached lengths, ours
       against stock transformers;
   (c) per-step host overhead against model time at 1 and 16 tree tokens (synchronised timing);
   (d) a long tokenswift run against `hf` on the 1.5B-shaped model with n-gram drafts (random
       weights make the text repetitive: tau is not representative; the overhead and the verify
       curve are the figures that count).
-`--smoke` runs every part with tiny shapes and lengths on the CPU (what the tests run)."""
+`--smoke` runs every part with tiny shapes and lengths on the CPU (what the tests run);
+`--families` picks the families (a comma list, or "none")."""
 
 from __future__ import annotations
 
@@ -41,16 +45,157 @@ TINY = dict(
 )  # fmt: skip
 
 
-def build(shape: dict, device: str, dtype, seed: int = 0):
-    """A causal LM of this shape with random weights (initialised on the device)."""
+# The families writers use at their real width, heads and vocabulary (published configs), with
+# FAMILY_LAYERS layers: a layer's exactness does not depend on how many follow it, the time does.
+FAMILY_LAYERS = 4
+FAMILIES = {
+    "llama3.2-1b": dict(
+        model_type="llama", hidden_size=2048, intermediate_size=8192, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=64, vocab_size=128256, max_position_embeddings=131072,
+        rms_norm_eps=1e-5, tie_word_embeddings=True,
+        rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=32.0,
+                             low_freq_factor=1.0, high_freq_factor=4.0,
+                             original_max_position_embeddings=8192),
+    ),
+    "mistral-7b-v0.3": dict(
+        model_type="mistral", hidden_size=4096, intermediate_size=14336, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=128, vocab_size=32768, max_position_embeddings=32768,
+        rms_norm_eps=1e-5, sliding_window=None, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+    ),
+    "qwen2.5-1.5b": dict(
+        model_type="qwen2", hidden_size=1536, intermediate_size=8960, num_attention_heads=12,
+        num_key_value_heads=2, vocab_size=151936, max_position_embeddings=32768,
+        rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+    ),
+    "qwen3-1.7b": dict(
+        model_type="qwen3", hidden_size=2048, intermediate_size=6144, num_attention_heads=16,
+        num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=40960,
+        rms_norm_eps=1e-6, tie_word_embeddings=True,
+        rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+    ),
+    "gemma2-2b": dict(
+        model_type="gemma2", hidden_size=2304, intermediate_size=9216, num_attention_heads=8,
+        num_key_value_heads=4, head_dim=256, vocab_size=256000, max_position_embeddings=8192,
+        rms_norm_eps=1e-6, query_pre_attn_scalar=256, sliding_window=4096,
+        attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+        hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+    ),
+    "gemma3-1b": dict(
+        model_type="gemma3_text", hidden_size=1152, intermediate_size=6912, num_attention_heads=4,
+        num_key_value_heads=1, head_dim=256, vocab_size=262144, max_position_embeddings=32768,
+        rms_norm_eps=1e-6, query_pre_attn_scalar=256, sliding_window=512,
+        hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True,
+    ),
+    "phi3-mini": dict(
+        model_type="phi3", hidden_size=3072, intermediate_size=8192, num_attention_heads=32,
+        num_key_value_heads=32, vocab_size=32064, max_position_embeddings=4096,
+        original_max_position_embeddings=4096, rms_norm_eps=1e-5, sliding_window=2047,
+        tie_word_embeddings=False,
+    ),
+    "olmo2-1b": dict(
+        model_type="olmo2", hidden_size=2048, intermediate_size=8192, num_attention_heads=16,
+        num_key_value_heads=16, vocab_size=100352, max_position_embeddings=4096,
+        rms_norm_eps=1e-6, tie_word_embeddings=False,
+        rope_parameters=dict(rope_type="default", rope_theta=500000.0),
+    ),
+    "granite3-2b": dict(
+        model_type="granite", hidden_size=2048, intermediate_size=8192, num_attention_heads=32,
+        num_key_value_heads=8, vocab_size=49155, max_position_embeddings=131072,
+        rms_norm_eps=1e-5, embedding_multiplier=12.0, residual_multiplier=0.22,
+        attention_multiplier=0.015625, logits_scaling=8.0, tie_word_embeddings=True,
+        rope_parameters=dict(rope_type="default", rope_theta=5000000.0),
+    ),
+}  # fmt: skip
+# the prompt of the family check: longer than Gemma 3's 512-token window, so it slides (the
+# smoke run's windows are 8 tokens)
+FAMILY_PROMPT, SMOKE_FAMILY_PROMPT = 640, 96
+
+
+def family_shape(name: str, smoke: bool) -> dict:
+    """The family's configuration with FAMILY_LAYERS layers; `smoke`: the same family at a tiny
+    width (every family-specific field kept, windows of 8 tokens so they slide)."""
+    shape = dict(FAMILIES[name], num_hidden_layers=FAMILY_LAYERS)
+    if smoke:
+        ratio = shape["num_attention_heads"] // shape["num_key_value_heads"]
+        shape.update(
+            hidden_size=64, intermediate_size=128, num_attention_heads=4,
+            num_key_value_heads=max(1, 4 // ratio), vocab_size=512, num_hidden_layers=2,
+            max_position_embeddings=4096, bos_token_id=0, eos_token_id=1, pad_token_id=None,
+        )  # fmt: skip
+        if "head_dim" in shape:
+            shape["head_dim"] = 16
+        if "query_pre_attn_scalar" in shape:
+            shape["query_pre_attn_scalar"] = 16
+        if shape.get("sliding_window"):
+            shape["sliding_window"] = 8
+        rope = shape.get("rope_parameters") or {}
+        if "original_max_position_embeddings" in rope:
+            shape["rope_parameters"] = dict(rope, original_max_position_embeddings=256)
+    if shape["model_type"] == "gemma3_text":  # five local layers to one global, the last global
+        n = shape["num_hidden_layers"]
+        shape["layer_types"] = [
+            "full_attention" if (i + 1) % 6 == 0 or i == n - 1 else "sliding_attention"
+            for i in range(n)
+        ]
+    return shape
+
+
+def build(shape: dict, device: str, dtype, seed: int = 0, sharpen: bool = False):
+    """A causal LM of this shape with random weights (initialised on the device). `sharpen`:
+    norm weights perturbed (so every norm, and Gemma's 1 + w, matters) and the head scaled up,
+    so the random model has real preferences to keep."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
     torch.manual_seed(seed)
+    shape = dict(shape)
     config = AutoConfig.for_model(**shape)
+    # Gemma 2's soft-capped attention scores are eager attention's only
+    attention = "eager" if shape["model_type"] == "gemma2" else "sdpa"
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation="sdpa")
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attention)
+    if sharpen:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if "norm" in name:
+                    param.add_(0.2 * torch.randn_like(param))
+            if not getattr(config, "tie_word_embeddings", False):
+                model.get_output_embeddings().weight.mul_(4.0)
     return model.eval()
+
+
+def check_families(names, device: str, smoke: bool, new_tokens: int, save) -> dict:
+    """Per family and dtype: tokenswift against ar (plain decoding), tree rows against one-token
+    passes; a family that cannot be built or run is reported with its error, and the rest go
+    on."""
+    import torch
+
+    out: dict = {}
+    for name in names:
+        for dtype in (torch.bfloat16, torch.float16):
+            key = f"{name}/{str(dtype).removeprefix('torch.')}"
+            started = time.perf_counter()
+            model = None
+            try:
+                model = build(family_shape(name, smoke), device, dtype, sharpen=True)
+                prompt = SMOKE_FAMILY_PROMPT if smoke else FAMILY_PROMPT
+                row = check_exactness(model, prompt, new_tokens)
+                row["tokenswift_equals_ar"] = row.pop("tokenswift_equals_plain")
+            except Exception as exc:  # noqa: BLE001 - one family's failure is its result
+                row = {"error": f"{type(exc).__name__}: {exc}"[:400]}
+            row["seconds"] = round(time.perf_counter() - started, 1)
+            out[key] = row
+            save()
+            del model
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    return out
+
+
+def family_exact(row: dict) -> bool:
+    return "error" not in row and row["tokenswift_equals_ar"] and row["tree_rows_differing"] == 0
 
 
 def check_exactness(model, prompt_len: int, new_tokens: int) -> dict:
@@ -181,7 +326,13 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="gpu-check")
     parser.add_argument("--smoke", action="store_true", help="tiny shapes on the CPU (tests)")
     parser.add_argument("--long-tokens", type=int, default=20000)
+    parser.add_argument(
+        "--families",
+        default="all",
+        help=f"families to check (comma list of {', '.join(FAMILIES)}; all; none)",
+    )
     args = parser.parse_args(argv)
+    families = _families(args.families)
     import torch
 
     smoke = args.smoke
@@ -210,6 +361,8 @@ def main(argv=None) -> int:
             report["exactness"][key] = check_exactness(model, 300, 40 if smoke else 300)
             save()
             del model
+    report["families"] = check_families(families, device, smoke, 24 if smoke else 128, save)
+    save()
     model = build(big, device, torch.bfloat16)
     contexts = (64, 256) if smoke else (4096, 32768, 100000)
     report["verify_ms"] = verify_curve(model, contexts, (1, 4, 16) if smoke else (1, 4, 16, 32))
@@ -229,7 +382,21 @@ def main(argv=None) -> int:
         r["tree_rows_differing"] == 0 and r["tokenswift_equals_plain"] and r["sampled_equals_plain"]
         for r in report["exactness"].values()
     )
-    return 0 if exact else 1
+    return 0 if exact and all(map(family_exact, report["families"].values())) else 1
+
+
+def _families(text: str) -> list[str]:
+    if text == "all":
+        return list(FAMILIES)
+    if text == "none":
+        return []
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in FAMILIES]
+    if unknown:
+        raise SystemExit(
+            f"gpu-check: unknown families {', '.join(unknown)} ({', '.join(FAMILIES)})"
+        )
+    return names
 
 
 def summarise(report: dict) -> str:
@@ -239,6 +406,16 @@ def summarise(report: dict) -> str:
             f"exactness {key}: tree rows differing {r['tree_rows_differing']}/{r['tree_rows']}, "
             f"tokenswift = plain: {r['tokenswift_equals_plain']} "
             f"({r['accepted_drafts']} drafts accepted), sampled: {r['sampled_equals_plain']}"
+        )
+    for key, r in report.get("families", {}).items():
+        if "error" in r:
+            lines.append(f"family {key}: could not run: {r['error']}")
+            continue
+        lines.append(
+            f"family {key}: tokenswift = ar: {r['tokenswift_equals_ar']} "
+            f"({r['accepted_drafts']} drafts accepted), tree rows differing "
+            f"{r['tree_rows_differing']}/{r['tree_rows']}, sampled: {r['sampled_equals_plain']}, "
+            f"invariant passes: {r['invariant']} ({r['seconds']} s)"
         )
     for context, curve in report["verify_ms"].items():
         ours = " / ".join(f"{v}" for v in curve["ours_ms"].values())
