@@ -122,3 +122,22 @@ def test_tokenswift_writes_plain_decodings_text(name, dtype, monkeypatch):
             next(i for i, (a, b) in enumerate(zip(got, plain, strict=False)) if a != b),
         )
         assert stats.accepted_drafts > 0 and any(branching), (sampling.greedy, "no speculation")
+
+
+def test_a_model_off_the_lean_pass_says_its_text_may_differ():
+    """What `generate` and `bench` print: nothing more for a covered family; the Speed dock's
+    words and why for a model whose passes are not invariant (a hook keeps transformers'
+    forward; the loader turned invariance off; bench's methods ask for it anyway)."""
+    model = build_family("qwen3", seed=9)
+    assert backends.precision_line("bfloat16", model) == "precision: bfloat16"
+    handle = model.model.layers[0].register_forward_hook(lambda *a: None)
+    assert ModelRunner(model).backend.name == "stock"
+    assert backends.precision_line("bfloat16", model) == (
+        "precision: bfloat16 · may differ from plain decoding "
+        "(Qwen3DecoderLayer runs transformers' own forward)"
+    )
+    handle.remove()
+    backends.set_exact(model, False)
+    assert not ModelRunner(model, invariant=False).invariant
+    assert "may differ from plain decoding (passes take" in backends.precision_line("x", model)
+    assert backends.precision_line("x", model, invariant=True) == "precision: x"

@@ -250,7 +250,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     from swiftwriter.engine.backends import precision_line
 
-    print(precision_line(loaded.precision(), loaded.model), file=sys.stderr)
+    # ar and tokenswift ask for invariant passes (bench/methods.py), whatever the model's default
+    print(precision_line(loaded.precision(), loaded.model, invariant=True), file=sys.stderr)
     prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
     baseline = None
     if args.baseline_dtype:

@@ -161,10 +161,11 @@ def backend_for(model, lean: bool = True, invariant: bool = True) -> StockBacken
     return StockBackend(model)
 
 
-def exactness(model) -> str:
-    """'' when a run on this model (with its defaults) computes every row as plain decoding
-    does, so speculation writes plain decoding's text; else why not, in a few words."""
-    if not exact_by_default(model):
+def exactness(model, invariant: bool | None = None) -> str:
+    """'' when a run on this model computes every row as plain decoding does, so speculation
+    writes plain decoding's text; else why not, in a few words. `invariant`: what the run asks
+    for (None: the model's default, `exact_by_default`)."""
+    if not (exact_by_default(model) if invariant is None else invariant):
         return "passes take the fastest kernels for this precision"
     lean = lazy_head_ok(model) and supports(model) and _grows_in_place(model)
     if lean and fixed_rotary(model):
@@ -179,10 +180,11 @@ def exactness(model) -> str:
 NOT_EXACT = "may differ from plain decoding"  # the Speed dock's words (ui/stats_dock.py)
 
 
-def precision_line(precision: str, model) -> str:
+def precision_line(precision: str, model, invariant: bool | None = None) -> str:
     """'precision: bfloat16', and where speculation on this model may not write plain
-    decoding's text, the Speed dock's words for it and why: what `generate` and `bench` print."""
-    why = exactness(model) if hasattr(model, "get_decoder") else ""
+    decoding's text, the Speed dock's words for it and why: what `generate` and `bench` print
+    (`invariant` as for `exactness`: bench's methods ask for invariant passes)."""
+    why = exactness(model, invariant) if hasattr(model, "get_decoder") else ""
     return f"precision: {precision}" + (f" · {NOT_EXACT} ({why})" if why else "")
 
 
