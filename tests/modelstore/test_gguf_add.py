@@ -11,7 +11,7 @@ import torch
 from swiftwriter import paths
 from swiftwriter.cli import main
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import adding, loader, provision, registry
+from swiftwriter.modelstore import adding, gguf_file, loader, provision, registry
 
 from tests.modelstore.tiny_gguf import CHAT, tiny_model, write_gguf
 
@@ -103,6 +103,9 @@ def test_auto_stores_the_dtype_measured_on_the_float32_weights(user_dirs, tiny, 
     assert entry.stored_dtype() == "bfloat16"
     assert "auto: measured 10 ms vs float32 20 ms" in entry.manifest()["dtype_why"]
     assert any("in float32 or" in m and "in bfloat16" in m for m in messages)
+    memory = gguf_file.size(sum(t.numel() for t in tiny.state_dict().values()) * 2)
+    chose = "auto chose bfloat16 (auto: measured 10 ms vs float32 20 ms per token, 2026-12-05)"
+    assert f"{chose}: {memory} in memory" in messages
     assert not list(entry.folder().glob("*.index.json"))
     config = json.loads((entry.folder() / "config.json").read_text())
     assert config["dtype"] == "bfloat16"

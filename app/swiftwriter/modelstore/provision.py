@@ -263,7 +263,10 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled):
         say("Measuring float32 against bfloat16 passes (auto)")
         dtype, why = _auto_dtype(entry, out)
         check_cancel(cancelled)
-        say(f"auto chose {dtype} ({why})")
+        from swiftwriter.modelstore.gguf_file import BYTES, size
+
+        memory = size(fresh.num_parameters() * BYTES[dtype])
+        say(f"auto chose {dtype} ({why}): {memory} in memory")
     if dtype == "float32" and why:
         return dtype, why, True  # written already
     lossless = dtype == "float32" or _lossless(fresh.state_dict(), dtype)
