@@ -1,0 +1,48 @@
+"""The issue's acceptance test: the default model's own GGUF file added as a user model with
+`swiftwriter models add`, then `generate` on it writes the same text as the default model in
+the same dtype: bfloat16 (what it is stored in), and float32, which a bfloat16 folder of these
+Q4_1 weights cannot give, so that load converts it again first."""
+
+from __future__ import annotations
+
+import pytest
+from swiftwriter import paths
+from swiftwriter.cli import main
+from swiftwriter.modelstore import provision, registry
+
+
+@pytest.mark.default_model
+@pytest.mark.slow
+@pytest.mark.timeout(1500)  # two conversions and four loads: minutes on a busy 2-core machine
+def test_the_default_models_gguf_added_writes_the_default_models_text(
+    tmp_path, monkeypatch, capsys
+):
+    default = registry.default_entry()
+    if not default.is_ready():
+        provision.convert(default)
+    models = tmp_path / "models"  # the default model reached through a link, as the session does
+    models.mkdir()
+    (models / default.id).symlink_to(default.folder().resolve(), target_is_directory=True)
+    monkeypatch.setenv("SWIFTWRITER_MODELS_DIR", str(models))
+    monkeypatch.setenv("SWIFTWRITER_CONFIG_DIR", str(tmp_path / "config"))
+    gguf = provision.locate_gguf(default)
+    assert main(["models", "add", "mine", str(gguf), "--dtype", "bfloat16"]) == 0
+    capsys.readouterr()
+    mine = registry.load_registry()["mine"]
+    assert mine.stored_dtype() == "bfloat16" and not mine.manifest()["lossless"]
+    assert mine.context_length == default.context_length and mine.chat_template
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("The lighthouse keeper climbed the stairs and")
+
+    def text(model: str, dtype: str) -> str:
+        args = ["generate", "--prompt-file", str(prompt), "--model", model, "--dtype", dtype,
+                "--max-new-tokens", "20", "--device", "cpu", "--sampling", "greedy"]  # fmt: skip
+        assert main(args) == 0
+        return capsys.readouterr().out
+
+    for dtype in ("bfloat16", "float32"):
+        theirs, ours = text(default.id, dtype), text("mine", dtype)
+        assert len(theirs.split()) > 5 and ours == theirs, dtype
+    assert registry.load_registry()["mine"].stored_dtype() == "float32"  # converted again
+    assert sorted(p.name for p in models.iterdir()) == sorted([default.id, "mine"])
+    assert paths.models_dir() == models
