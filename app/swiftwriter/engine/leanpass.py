@@ -383,6 +383,11 @@ class LeanDecoder:
             getattr(attn, "attn_logit_softcapping", None) if self.family.softcap else None
         )
         self.windows = windows(model)
+        # each layer's activation, called without the module machinery (no hooks: `describe`)
+        self.acts = [
+            (getattr(layer.mlp, "act_fn", None) or layer.mlp.activation_fn).forward
+            for layer in self.layers
+        ]
         multipliers = self.family.multipliers
         self.embedding_multiplier = config.embedding_multiplier if multipliers else None
         self.residual_multiplier = config.residual_multiplier if multipliers else None
@@ -516,8 +521,7 @@ class LeanDecoder:
                 x = h
             x = run(proj.gate_up, x)
             half = x.shape[-1] // 2
-            act = getattr(layer.mlp, "act_fn", None) or layer.mlp.activation_fn
-            x = run(proj.down, act(x[:, :half]) * x[:, half:])
+            x = run(proj.down, self.acts[index](x[:, :half]) * x[:, half:])
             if fam.blocks != "pre":
                 x = norm(x, layer.post_feedforward_layernorm)
             h = h + x if scale is None else h + x * scale
