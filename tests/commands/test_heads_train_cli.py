@@ -84,7 +84,26 @@ def test_without_a_drafter_tokenswift_drafts_from_its_other_sources(tiny, capsys
         "drafter: missing; tokenswift drafts from the n-gram and suffix" in capsys.readouterr().err
     )
     run = json.loads(report.read_text())["methods"]["tokenswift"]
-    assert run["identical_to_hf"] is True
-    accepted = run["accepted_by_source"]
+    assert run["identical_to_hf"] is True and "heads" not in run["accepted_by_source"]
+
+
+def test_the_other_sources_draft_and_are_accepted_without_a_drafter():
+    """The app's sources with the heads among them and no drafter: every step drafts (the cost
+    model off, so a busy machine cannot decide not to), n-gram and suffix drafts are accepted,
+    and the text is plain decoding's."""
+    from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+
+    model = build_tiny("llama", vocab=64, seed=7)
+    rng = random.Random(3)
+    phrases = [[rng.randrange(2, 64) for _ in range(6)] for _ in range(5)]
+    prompt = [t for _ in range(40) for t in rng.choice(phrases)]
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
+    drafting = DraftSettings(sources=("heads", "ngram", "suffix"), adaptive=False)
+    plain = Generator(model, sampling, DraftSettings.plain(), calibrate=False)
+    want = [t for ev in plain.generate(prompt, 64) for t in ev.tokens]
+    ours = Generator(model, sampling, drafting, calibrate=False, drafter=None)
+    got = [t for ev in ours.generate(prompt, 64) for t in ev.tokens]
+    assert got == want
+    accepted = ours.stats.accepted_by_source
     assert "heads" not in accepted
-    assert sum(accepted.get(source, 0) for source in ("ngram", "suffix")) > 0, accepted
+    assert accepted["ngram"] + accepted["suffix"] > 0, accepted
