@@ -90,7 +90,7 @@ class StageProgress:
         if bar is None:
             bar = self.bars[stage] = tqdm(
                 total=total, desc=stage, unit=UNITS.get(stage, "it"), file=sys.stderr,
-                initial=0, dynamic_ncols=True, mininterval=0.5, leave=True,
+                initial=done, dynamic_ncols=True, mininterval=0.5, leave=True,
             )  # fmt: skip
             self.estimates[stage] = StageEstimate(clock=self.clock)
         if total != bar.total:
