@@ -87,7 +87,7 @@ class StockBackend:
         if window is None:
             return full
         cut = tree_mask(trie, prefix, dtype, window).to(self.device)
-        if getattr(self.model.config, "layer_types", None):
+        if getattr(self.decoder.config, "layer_types", None):
             return {"full_attention": full, "sliding_attention": cut}
         return cut
 

@@ -189,7 +189,7 @@ def describe(model) -> Family | None:
     family = _FAMILIES.get(names.pop()) if len(names) == 1 else None
     if family is None:
         return None
-    config = model.config
+    config = _config(model)
     kinds = getattr(config, "layer_types", None)
     if kinds and any(kind not in _WINDOW_KINDS for kind in kinds[: len(layers)]):
         return None
@@ -200,6 +200,8 @@ def describe(model) -> Family | None:
     if any(m._forward_hooks or m._forward_pre_hooks for m in decoder.modules()):
         return None
     if getattr(decoder, "rotary_emb", None) is None or getattr(decoder, "norm", None) is None:
+        return None
+    if _by_kind(decoder.rotary_emb) and not kinds:  # a rotary per layer type, types unknown
         return None
     norms = _NORMS[family.norm]
     for layer in layers:
@@ -227,6 +229,17 @@ def describe(model) -> Family | None:
     return family
 
 
+def _config(model):
+    """The decoder's own config (a multimodal model's text config; the model's otherwise)."""
+    decoder = model.get_decoder()
+    return getattr(decoder, "config", None) or model.config
+
+
+def _by_kind(rotary) -> bool:
+    """Whether the rotary embedding takes the layer type (Gemma 3: one table per type)."""
+    return "layer_type" in inspect.signature(rotary.forward).parameters
+
+
 def _module(layer, name: str):
     return getattr(layer.self_attn, name, None) or getattr(layer.mlp, name, None)
 
@@ -246,7 +259,7 @@ def _layer_norms(family: Family) -> tuple[str, ...]:
 
 def windows(model) -> list[int | None]:
     """Each layer's sliding window (None: full attention), as transformers' masks apply it."""
-    config, count = model.config, len(model.get_decoder().layers)
+    config, count = _config(model), len(model.get_decoder().layers)
     window = getattr(config, "sliding_window", None) or None
     kinds = getattr(config, "layer_types", None)
     if kinds:
@@ -372,7 +385,7 @@ class LeanDecoder:
         self.decoder = model.get_decoder()
         self.layers = list(self.decoder.layers)
         self.family = describe(model) or Family()
-        config = model.config
+        config = _config(model)
         attn = self.layers[0].self_attn
         self.head_dim = attn.head_dim
         self.groups = attn.num_key_value_groups
@@ -412,9 +425,10 @@ class LeanDecoder:
         own), and each layer's."""
         rotary = self.decoder.rotary_emb
         like = self.decoder.embed_tokens.weight[:1][None]
-        length = min(getattr(model.config, "max_position_embeddings", 0) or 4096, 1 << 17)
-        kinds = getattr(model.config, "layer_types", None) or [None] * len(self.layers)
-        by_kind = "layer_type" in inspect.signature(rotary.forward).parameters
+        config = _config(model)
+        length = min(getattr(config, "max_position_embeddings", 0) or 4096, 1 << 17)
+        kinds = getattr(config, "layer_types", None) or [None] * len(self.layers)
+        by_kind = _by_kind(rotary)
         tables: dict = {}
         self.layer_rotary = []
         for kind in kinds[: len(self.layers)]:
