@@ -40,6 +40,21 @@ FAMILIES = {
         },
     ),
     "phi3": ("Phi3Config", {"partial_rotary_factor": 0.5}),
+    # Phi-3.5 / Phi-4-mini: longrope, its long factors from position 16 on here
+    "phi3-longrope": (
+        "Phi3Config",
+        {
+            "rope_parameters": {
+                "rope_type": "longrope",
+                "rope_theta": 10000.0,
+                "partial_rotary_factor": 0.5,
+                "original_max_position_embeddings": 16,
+                "short_factor": [1.0, 1.1, 1.3, 1.6],
+                "long_factor": [1.0, 2.0, 4.0, 8.0],
+            },
+            "original_max_position_embeddings": 16,
+        },
+    ),
     "olmo2": ("Olmo2Config", {}),
     "granite": (
         "GraniteConfig",

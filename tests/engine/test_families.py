@@ -141,3 +141,23 @@ def test_a_model_off_the_lean_pass_says_its_text_may_differ():
     assert not ModelRunner(model, invariant=False).invariant
     assert "may differ from plain decoding (passes take" in backends.precision_line("x", model)
     assert backends.precision_line("x", model, invariant=True) == "precision: x"
+
+
+def test_longrope_one_token_passes_follow_transformers_across_the_switch():
+    """Longrope takes its long factors when a call reaches position 16 here: the per-position
+    table gives each position what transformers' one-token pass gives it, on both sides."""
+    model = model_of("phi3-longrope")
+    runners = [ModelRunner(model, lean=lean) for lean in (True, False)]
+    assert [r.backend.name for r in runners] == ["lean", "stock"] and runners[0].invariant
+    prompt = [5, 9, 13, 17, 21, 25, 29, 33]
+    for runner in runners:
+        runner.prefill(prompt[:-1])
+    token = prompt[-1]
+    for _ in range(16):  # positions 7 to 22
+        logits = []
+        for runner in runners:
+            runner.forward_trie(make_trie([token], [-1]))
+            logits.append(runner.logits_at(0))
+            runner.compact([0])
+        torch.testing.assert_close(logits[0], logits[1], rtol=0, atol=1e-4)
+        token = int(logits[0].argmax())

@@ -33,17 +33,26 @@ class RotaryTable:
     and never again, so a position gets the same values in every pass (a per-pass computation
     vectorises differently by the pass's length, and so would recomputing the table).
 
-    `rotary(like, positions)` is the embedding's forward (Gemma 3's bound to a layer type)."""
+    `rotary(like, positions)` is the embedding's forward (Gemma 3's bound to a layer type);
+    `splits`: positions one computation must not straddle (longrope switches to its long
+    factors by the largest position of a call: leanpass._rope_splits)."""
 
-    def __init__(self, rotary, like: torch.Tensor, length: int):
+    def __init__(self, rotary, like: torch.Tensor, length: int, splits: tuple[int, ...] = ()):
         self.rotary = rotary
         self.like = like
+        self.splits = splits
         self.cos, self.sin = self._range(0, length)
 
     def _range(self, start: int, stop: int) -> tuple[torch.Tensor, torch.Tensor]:
-        pos = torch.arange(start, stop, device=self.like.device)[None]
-        cos, sin = self.rotary(self.like, pos)
-        return cos[0, :, None, :], sin[0, :, None, :]  # [L, 1, d]
+        cuts = [start, *(s for s in self.splits if start < s < stop), stop]
+        parts = []
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            pos = torch.arange(a, b, device=self.like.device)[None]
+            cos, sin = self.rotary(self.like, pos)
+            parts.append((cos[0, :, None, :], sin[0, :, None, :]))  # [L, 1, d]
+        if len(parts) == 1:
+            return parts[0]
+        return torch.cat([c for c, _ in parts]), torch.cat([s for _, s in parts])
 
     def __call__(
         self, positions: torch.Tensor, last: int | None = None

@@ -268,19 +268,36 @@ def windows(model) -> list[int | None]:
     return [window if family is not None and family.config_window else None] * count
 
 
-def _rope_kinds(model) -> dict:
-    """{layer type or None: rope type} of the decoder's rotary embedding."""
-    rope = getattr(model.get_decoder().rotary_emb, "rope_type", "default")
-    return dict(rope) if isinstance(rope, dict) else {None: rope}
+def _rope_splits(model) -> dict | None:
+    """{layer type or None: positions a table computation must not straddle} for the
+    decoder's rotary embedding, or None when a position's values are not fixed: dynamic NTK
+    scaling rescales every position as the text grows. Longrope switches all of a call's
+    positions to its long factors when the call reaches `original_max_position_embeddings`:
+    a one-token pass at position p uses them from that position on, so the table is computed
+    in two calls split there and each position gets the one-token pass's values."""
+    rotary = model.get_decoder().rotary_emb
+    rope = getattr(rotary, "rope_type", "default")
+    kinds = dict(rope) if isinstance(rope, dict) else {None: rope}
+    params = getattr(getattr(rotary, "config", None), "rope_parameters", None) or {}
+    out = {}
+    for key, kind in kinds.items():
+        if "dynamic" in str(kind):
+            return None
+        if "longrope" not in str(kind):
+            out[key] = ()
+            continue
+        own = params.get(key, {}) if key is not None else params
+        limit = own.get("original_max_position_embeddings") if isinstance(own, dict) else None
+        if not isinstance(limit, int) or limit <= 0:
+            return None
+        out[key] = (limit,)
+    return out
 
 
 def fixed_rotary(model) -> bool:
-    """Whether each position's rotary values are fixed (a table per position then gives every
-    pass the same values): not for dynamic NTK scaling nor longrope, whose frequencies
-    transformers picks by the length of the pass."""
-    return not any(
-        any(k in str(rope) for k in ("dynamic", "longrope")) for rope in _rope_kinds(model).values()
-    )
+    """Whether each position's rotary values are fixed, so a table per position gives every
+    pass the one-token pass's values (`_rope_splits`)."""
+    return _rope_splits(model) is not None
 
 
 def _plain(module: nn.Module, kernel: str = kernels.STOCK):
@@ -430,12 +447,14 @@ class LeanDecoder:
         kinds = getattr(config, "layer_types", None) or [None] * len(self.layers)
         by_kind = _by_kind(rotary)
         tables: dict = {}
+        splits = _rope_splits(model)
         self.layer_rotary = []
         for kind in kinds[: len(self.layers)]:
             key = kind if by_kind else None
             if key not in tables:
                 fn = (lambda x, p, k=key: rotary(x, p, k)) if by_kind else rotary
-                tables[key] = invariant_mod.Rotary(invariant_mod.RotaryTable(fn, like, length))
+                table = invariant_mod.RotaryTable(fn, like, length, splits.get(key, ()))
+                tables[key] = invariant_mod.Rotary(table)
             self.layer_rotary.append(tables[key])
         self.rotaries = list(tables.values())
         self.rotary = self.rotaries[0]
