@@ -59,9 +59,12 @@ def test_locked_is_exclusive_across_open_files(tmp_path):
 
     target = tmp_path / "measurements.json"
     with atomic.locked(target):
-        lock_file = tmp_path / f".{target.name}.lock"
+        lock_file = atomic.lock_file(target)
         with pytest.raises(Timeout):
             FileLock(lock_file, timeout=0.1).acquire()
     with FileLock(lock_file, timeout=1):
         pass  # released again
-    assert os.listdir(tmp_path) in ([], [lock_file.name])
+    assert os.listdir(tmp_path) == []  # nothing beside the writer's file
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert atomic.lock_file(link) == lock_file  # one lock for the file, whatever its name

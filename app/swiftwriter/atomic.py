@@ -74,14 +74,28 @@ def replace_bytes(path: Path | str, data: bytes) -> None:
     replace_with(path, lambda tmp: Path(tmp).write_bytes(data))
 
 
+def lock_file(path: Path | str) -> Path:
+    """Where the lock for `path` lives: in the cache's `locks/` folder, named by the real
+    path's digest, so that a writer's own folders (a registry kept in dotfiles through a link)
+    never gain a stray `.lock` file."""
+    import hashlib
+
+    from swiftwriter import paths
+
+    real = os.path.realpath(path)
+    digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
+    folder = paths.cache_dir() / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{Path(real).name[:40]}-{digest}.lock"
+
+
 @contextlib.contextmanager
 def locked(path: Path | str, timeout_s: float = 60) -> Iterator[None]:
-    """Hold an exclusive lock beside `path` (`.NAME.lock`, through a symbolic link, beside
-    its target) while reading, changing and replacing it: two processes (the app and a
-    `swiftwriter models` command) updating it at once would otherwise lose one's change.
-    Raises OSError (filelock.Timeout is one) when the lock cannot be had."""
+    """Hold an exclusive lock on `path` (its real path, through links) while reading,
+    changing and replacing it: two processes (the app and a `swiftwriter models` command)
+    updating it at once would otherwise lose one's change. Raises OSError (filelock.Timeout
+    is one) when the lock cannot be had."""
     from filelock import FileLock
 
-    target = Path(os.path.realpath(path))
-    with FileLock(target.with_name(f".{target.name}.lock"), timeout=timeout_s):
+    with FileLock(lock_file(path), timeout=timeout_s):
         yield
