@@ -137,6 +137,8 @@ def test_a_model_off_the_lean_pass_says_its_text_may_differ():
         "(Qwen3DecoderLayer runs transformers' own forward)"
     )
     handle.remove()
+    window = model_of("mistral-window")  # the earlier passes know no window: stock forward
+    assert ModelRunner(window, invariant=False).backend.name == "stock"
     backends.set_exact(model, False)
     assert not ModelRunner(model, invariant=False).invariant
     assert "may differ from plain decoding (passes take" in backends.precision_line("x", model)

@@ -156,8 +156,10 @@ def backend_for(model, lean: bool = True, invariant: bool = True) -> StockBacken
     it, and a weight re-laid since changes the kernels) and the cache grows in place, else the
     stock forward. Built per run: nothing of it outlives the run."""
     use_lean = lean and lazy_head_ok(model) and supports(model) and _grows_in_place(model)
-    if use_lean and (invariant and fixed_rotary(model) or describe(model).plain):
+    if use_lean and invariant and fixed_rotary(model):
         return LeanBackend(model, invariant)
+    if use_lean and describe(model).plain and not any(windows(model)):
+        return LeanBackend(model, invariant)  # the earlier passes: Llama's layer, no window
     return StockBackend(model)
 
 
