@@ -1,4 +1,4 @@
-"""A lean decoder forward for our verification passes on Llama-family models.
+"""A lean decoder forward for our verification passes on the decoder families writers use.
 
 A pass of one to a few tokens on a CPU is bound by streaming the weights from memory; the rest
 was transformers' per-layer machinery: module calls, kwargs, rotary tables rebuilt per layer,
@@ -9,18 +9,19 @@ modules see the same values).
 
 Two forwards: the batch-invariant one (the default, `forward_invariant`): each row computed as
 the one-token pass computes it, whatever else the pass holds (invariant.py), so speculation
-writes plain decoding's text in every dtype; and the earlier one (`invariant=False`): the stock
-RMSNorm op sequence, the model's own rotary embedding and SDPA, the fastest kernels for each
-pass size, equal to the stock forward but rounding a tree row differently from a one-token pass.
+writes plain decoding's text in every dtype; and the earlier one (`invariant=False`, Llama's
+layer without a window only): the stock RMSNorm op sequence, the model's own rotary embedding
+and SDPA, the fastest kernels for each pass size, equal to the stock forward but rounding a
+tree row differently from a one-token pass.
 
 The families differ in a few places, each described once (`Family`, `describe`) rather than
 in a forward per family: where the norms sit (before each block; after it, OLMo 2; both,
 Gemma), how a norm rounds, q/k norms per head (Qwen3, Gemma 3) or over the whole projection
 (OLMo 2), fused projections (Phi-3), Granite's multipliers, Gemma's attention soft-capping,
 sliding-window layers (Mistral, Gemma, Qwen) and a rotary table per layer type (Gemma 3).
-Anything else (another architecture, accelerate's offloading hooks, a rotary embedding whose
-frequencies change with the length) keeps transformers' own forward (backends.py), and the
-run says it may differ from plain decoding."""
+Anything else (another architecture, accelerate's offloading hooks, dynamic NTK rotary
+scaling) keeps transformers' own forward (backends.py), and the run says it may differ from
+plain decoding."""
 
 from __future__ import annotations
 
