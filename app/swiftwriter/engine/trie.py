@@ -60,12 +60,14 @@ class Trie:
     def ancestor_mask(self) -> torch.Tensor:
         """Bool [n, n]: entry (i, j) is True when j is i itself or one of its ancestors."""
         n = len(self.tokens)
+        lines: list[list[int]] = []  # per node: its ancestors and itself (parents come first)
+        rows: list[int] = []
+        for i, p in enumerate(self.parents):
+            line = lines[p] + [i] if p >= 0 else [i]
+            lines.append(line)
+            rows += [i] * len(line)
         allowed = torch.zeros(n, n, dtype=torch.bool)
-        for i in range(n):
-            p = self.parents[i]
-            if p >= 0:
-                allowed[i] = allowed[p]
-            allowed[i, i] = True
+        allowed[rows, [j for line in lines for j in line]] = True  # one write, not one per row
         return allowed
 
     def is_chain(self) -> bool:
