@@ -88,3 +88,35 @@ def test_a_model_without_invariant_passes_says_so(monkeypatch, tmp_path, capsys)
         "(LlamaDecoderLayer: its rotary frequencies change with the length)"
     )
     assert lines == [said, said]  # bench's, then generate's
+
+
+def test_a_spread_model_writes_the_same_text_or_says_it_may_differ(tmp_path, capsys):
+    """The issue's placement check: `generate --device-map auto --max-memory cpu=...` in
+    bfloat16 writes the text of the model on one device, or its precision line says the text
+    may differ and why (its offloaded layers run transformers' own forward)."""
+    folder = tmp_path / "tiny-llama"
+    save_with_tokenizer(build_family("llama", seed=3), folder)
+    assert main(["models", "add", "tiny-llama", str(folder)]) == 0
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("w5 w9 w12 w40 w7 w88 w3 w61 w5 w9")
+    capsys.readouterr()
+
+    def generate(*placement: str) -> tuple[str, str]:
+        args = ["--model", "tiny-llama", "generate", "--prompt-file", str(prompt),
+                "--dtype", "bfloat16", "--max-new-tokens", "24", *placement]  # fmt: skip
+        assert main(args) == 0
+        captured = capsys.readouterr()
+        return captured.out, captured.err
+
+    plain, plain_err = generate()
+    spread, spread_err = generate("--device-map", "auto", "--max-memory", "cpu=40KiB")
+    assert "may differ" not in plain_err
+    assert spread.strip(), "the spread model wrote nothing"
+    assert spread == plain or "may differ from plain decoding" in spread_err
+    assert "spread by accelerate" in spread_err  # said, whether or not this text differed
+    from swiftwriter.modelstore.placement import parse_max_memory, plan_device_map
+    from transformers import AutoConfig
+
+    planned = plan_device_map(AutoConfig.from_pretrained(folder), "bfloat16",
+                              parse_max_memory("cpu=40KiB"), 64)  # fmt: skip
+    assert "disk" in planned.values()  # the weights are read from disk as the passes run

@@ -77,23 +77,25 @@ class StockBackend:
         self.finish = head_finish(model)  # applied to the lazy head's logits (verify.py)
         self.fold = install(model)  # grouped query heads folded, K/V never copied
         self.windows = windows(model)
-        self.device = model.get_input_embeddings().weight.device
 
-    def _masks(self, trie: Trie, prefix: int, dtype):
+    def _masks(self, trie: Trie, prefix: int, dtype, device):
         """The pass's tree mask; with sliding-window layers a windowed one for them too (the
         cache keeps every key: kvcache.growing_cache), by layer type where the config has them."""
-        full = tree_mask(trie, prefix, dtype).to(self.device)
+        full = tree_mask(trie, prefix, dtype).to(device)
         window = next((w for w in self.windows if w is not None), None)
         if window is None:
             return full
-        cut = tree_mask(trie, prefix, dtype, window).to(self.device)
+        cut = tree_mask(trie, prefix, dtype, window).to(device)
         if getattr(self.decoder.config, "layer_types", None):
             return {"full_attention": full, "sliding_attention": cut}
         return cut
 
     def pass_over(self, runner, trie: Trie, ids: torch.Tensor, pos: torch.Tensor) -> PassOutput:
         n = len(trie)
-        mask = None if trie.is_chain() else self._masks(trie, runner.length, runner.dtype)
+        # where the ids are: the embedding's own weight is on the meta device when offloaded
+        mask = (
+            None if trie.is_chain() else self._masks(trie, runner.length, runner.dtype, ids.device)
+        )
         with folding(self.fold and n > 1):
             if self.lazy_head:
                 out = self.decoder(
@@ -176,6 +178,8 @@ def exactness(model, invariant: bool | None = None) -> str:
     kind = type(layers[0]).__name__ if layers else type(model).__name__
     if supports(model) and not fixed_rotary(model):
         return f"{kind}: its rotary frequencies change with the length"
+    if any(getattr(m, "_hf_hook", None) is not None for m in model.modules()):
+        return "spread by accelerate: its offloaded layers run transformers' own forward"
     return f"{kind} runs transformers' own forward"
 
 
