@@ -14,7 +14,7 @@ from swiftwriter.engine import DraftSettings
 
 from tests.commands.tiny_cli import install_tiny
 from tests.conftest import build_tiny
-from tests.engine.families import build_family
+from tests.engine.families import FAMILIES, build_family
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +38,21 @@ def save_with_tokenizer(model, folder) -> None:
     PreTrainedTokenizerFast(
         tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
     ).save_pretrained(folder)
+
+
+def save_with_byte_tokenizer(model, folder) -> None:
+    """The model and a byte-level BPE tokenizer without merges (one id per byte, 256 ids):
+    read the same way by every family's tokenizer class, Qwen2's included (it rebuilds a
+    byte-level BPE from the folder and would drop a word-level vocabulary's words)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    core = Tokenizer(models.BPE(vocab={ch: i for i, ch in enumerate(alphabet)}, merges=[]))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    model.save_pretrained(folder)
+    PreTrainedTokenizerFast(tokenizer_object=core, eos_token=alphabet[0]).save_pretrained(folder)
 
 
 # seeds whose text repeats itself enough for the n-gram and suffix drafts to be right
@@ -120,3 +135,38 @@ def test_a_spread_model_writes_the_same_text_or_says_it_may_differ(tmp_path, cap
     planned = plan_device_map(AutoConfig.from_pretrained(folder), "bfloat16",
                               parse_max_memory("cpu=40KiB"), 64)  # fmt: skip
     assert "disk" in planned.values()  # the weights are read from disk as the passes run
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_added_as_a_folder_benches_exact_in_every_dtype(
+    family, tmp_path, capsys, monkeypatch
+):
+    """The issue's acceptance as a writer runs it: each family's tiny folder added with
+    `swiftwriter models add`, then `bench --methods ar,tokenswift` in float32, bfloat16 and
+    float16, greedy and sampled: tokenswift's text is ar's (bench's own check; it exits 1
+    when they differ) and no precision line says the text may differ."""
+    from swiftwriter.engine import settings
+    from swiftwriter.modelstore import loader
+
+    monkeypatch.setitem(settings.STRATEGIES, "balanced", DraftSettings(pace=False, adaptive=False))
+    # float16 on a CPU without its arithmetic is refused as too slow for a writer (a GPU's
+    # dtype): the text it writes is what this checks, so the refusal is set aside here
+    monkeypatch.setattr(loader, "check_cpu_float16", lambda entry: None)
+    folder = tmp_path / family
+    save_with_byte_tokenizer(build_family(family, seed=3), folder)
+    assert main(["models", "add", f"tiny-{family}", str(folder)]) == 0
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("the tide came in, the tide went out; " * 3)
+    capsys.readouterr()
+    for dtype in ("float32", "bfloat16", "float16"):
+        for sampling in (["--sampling", "greedy"], ["--sampling", "sample", "--seed", "7"]):
+            out = tmp_path / f"{dtype}-{sampling[1]}.json"
+            args = ["bench", "--model", f"tiny-{family}", "--prompt-file", str(prompt),
+                    "--methods", "ar,tokenswift", "--dtype", dtype, "--device", "cpu",
+                    "--max-new-tokens", "24", "--no-heads", *sampling, "--json", str(out)]  # fmt: skip
+            assert main(args) == 0, (dtype, sampling)
+            err = capsys.readouterr().err
+            assert f"precision: {dtype}" in err and "may differ" not in err, err
+            methods = json.loads(out.read_text())["methods"]
+            assert methods["tokenswift"]["identical_to_ar"] is True, (dtype, sampling)
+            assert methods["ar"]["tokens"] == 24

@@ -410,10 +410,10 @@ def load(
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(
+        model = _from_pretrained(
+            AutoModelForCausalLM,
             folder,
             dtype=getattr(torch, dtype),
-            attn_implementation="sdpa",
             device_map=device_map,
             **_offload(entry, device_map, offload_folder),
             **kwargs,
@@ -440,6 +440,18 @@ def load(
     if with_drafter:
         loaded.drafter, loaded.drafter_status = load_drafter(loaded)
     return loaded
+
+
+def _from_pretrained(auto_class, folder, **kwargs):
+    """The model with PyTorch's SDPA attention, or transformers' eager attention for an
+    architecture that refuses SDPA (Gemma 2, for its soft-capped scores): the stock forward
+    runs only the prefill there, the verification passes attend on their own (leanpass.py)."""
+    try:
+        return auto_class.from_pretrained(folder, attn_implementation="sdpa", **kwargs)
+    except ValueError as exc:
+        if "scaled_dot_product_attention" not in str(exc):
+            raise
+    return auto_class.from_pretrained(folder, attn_implementation="eager", **kwargs)
 
 
 def exact_by_default_here(model) -> bool:
