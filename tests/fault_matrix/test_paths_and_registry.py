@@ -155,8 +155,9 @@ def test_a_symlinked_model_folder_is_not_followed(model_env, tmp_path):
     registry.write_text('[models."planted"]\n' + _gguf_entry())
     (models / "planted").symlink_to(outside, target_is_directory=True)
     before = _files(tmp_path)
-    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force"], env=model_env,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    # a named dtype: `auto` would first measure the model (and remember it in the data folder)
+    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force", "--dtype", "float32"],
+                            env=model_env, capture_output=True, text=True, timeout=600)  # fmt: skip
     one_line(result, "symbolic link")
     assert _files(tmp_path) == before
 
@@ -368,8 +369,9 @@ def test_a_real_conversion_replaces_only_the_models_own_folder(model_env, tmp_pa
     registry.parent.mkdir(parents=True)
     registry.write_text('[models."planted"]\n' + _gguf_entry())
     before = {k: v for k, v in _files(tmp_path).items() if "models/planted" not in k}
-    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force"], env=model_env,
-                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    # a named dtype: `auto` would first measure the model (and remember it in the data folder)
+    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force", "--dtype", "float32"],
+                            env=model_env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     after = _files(tmp_path)
     assert {k: v for k, v in after.items() if "models/planted" not in k} == before
