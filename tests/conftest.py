@@ -70,6 +70,18 @@ def build_tiny(
     return model
 
 
+@pytest.fixture
+def one_thread():
+    """Tiny models on one thread: on two busy cores, threads that wait for each other cost far
+    more than the arithmetic (a row's bits do not depend on the thread count)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def tiny_llama():
     return build_tiny("llama", seed=1)

@@ -13,6 +13,8 @@ import pytest
 from swiftwriter.cli import build_parser, main
 from swiftwriter.errors import UserError
 
+from tests.commands.tiny_cli import word_tokenizer_folder
+
 
 def run_cli(*args, env=None, timeout=120):
     return subprocess.run(
@@ -70,19 +72,6 @@ def test_models_list_shows_default(tmp_path):
     result = run_cli("models", "list", env=env)
     assert result.returncode == 0
     assert "smollm2-135m-instruct" in result.stdout
-
-
-def word_tokenizer_folder(folder) -> None:
-    """A Hugging Face fast tokenizer over a few words, saved beside a model (built here)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["<s>", "</s>", "<unk>", "the", "sea", "wall", "rose", "and", "fell", "at", "night"]
-    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
-    ).save_pretrained(folder)
 
 
 @pytest.fixture

@@ -16,14 +16,7 @@ from tests.commands.tiny_cli import install_tiny
 from tests.conftest import build_tiny
 from tests.engine.families import FAMILIES, build_family
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models on one thread (threads waiting for each other cost more than the work)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def save_with_tokenizer(model, folder) -> None:

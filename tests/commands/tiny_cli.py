@@ -31,3 +31,17 @@ def install_tiny(monkeypatch, model) -> None:
                          dtype="float32")  # fmt: skip
     monkeypatch.setattr(registry, "resolve", lambda name: entry)
     monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+
+
+def word_tokenizer_folder(folder) -> None:
+    """A Hugging Face fast tokenizer over a few words, saved beside a model (built here,
+    nothing downloaded)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<s>", "</s>", "<unk>", "the", "sea", "wall", "rose", "and", "fell", "at", "night"]
+    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Whitespace()
+    PreTrainedTokenizerFast(
+        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
+    ).save_pretrained(folder)

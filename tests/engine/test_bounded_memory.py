@@ -7,8 +7,6 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-import pytest
-import torch
 from swiftwriter.bench import curves
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.history_source import HistorySource
@@ -73,15 +71,6 @@ def test_history_source_forgets_old_context_consistently():
 
 def rss_bytes() -> float:
     return curves.rss_mb() * 2**20
-
-
-@pytest.fixture
-def one_thread():
-    """Tiny models run far faster on one thread on a busy machine (no spinning workers)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
 
 
 def test_long_sliding_run_keeps_a_flat_resident_set(one_thread):

@@ -19,13 +19,7 @@ from tests.conftest import build_tiny
 CTX = 64
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run far faster on one thread on a busy machine (no spinning workers)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -23,14 +23,7 @@ DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 _MODELS: dict = {}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Passes of a tiny model on one thread: on two busy cores, threads that wait for each
-    other cost a hundred times the arithmetic (the rows' bits do not depend on it)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def model_of(name: str, dtype=torch.float32):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands.tiny_cli import word_tokenizer_folder
 from tests.fault_matrix.common import CLI, one_line
 
 # What a loaded machine once remembered: bfloat16's one-token pass at 0.80 s against float32's
@@ -21,20 +22,6 @@ DEFECT = {
     "pass_seconds": {"float32": {"1": 0.038, "8": 0.047}, "bfloat16": {"1": 0.80, "8": 0.95}},
     "context": 1000,
 }
-
-
-def word_tokenizer_folder(folder: Path) -> None:
-    """A Hugging Face fast tokenizer over a few words, saved beside the model (built here,
-    nothing downloaded)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    words = ["<s>", "</s>", "<unk>", "the", "sea", "wall", "rose", "and", "fell", "at", "night"]
-    core = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    core.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(
-        tokenizer_object=core, bos_token="<s>", eos_token="</s>", unk_token="<unk>"
-    ).save_pretrained(folder)
 
 
 @pytest.fixture
