@@ -221,7 +221,7 @@ def test_planted_trigger_never_runs_on_saves_or_reaches_backups(project, env, tm
 # The pre-migration copy goes slowly, a page at a time, announcing each: SIGKILL lands midway.
 SLOW_COPY = """
 import sqlite3, sys, types
-import swiftwriter.store.project as project_mod
+import swiftwriter.store.inspection as inspection_mod
 
 class Slow(sqlite3.Connection):
     def backup(self, target, **kwargs):
@@ -232,7 +232,7 @@ class Slow(sqlite3.Connection):
 shim = types.ModuleType("sqlite3")
 shim.__dict__.update(sqlite3.__dict__)
 shim.connect = lambda *args, **kwargs: sqlite3.connect(*args, factory=Slow, **kwargs)
-project_mod.sqlite3 = shim
+inspection_mod.sqlite3 = shim  # the read-only connection the copy reads
 from swiftwriter.store import Project
 Project.open(sys.argv[1]).close()
 print("migrated", flush=True)

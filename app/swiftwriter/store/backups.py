@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import tempfile
@@ -29,7 +30,11 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None
 
 from swiftwriter import atomic, paths
+from swiftwriter.store import schema
+from swiftwriter.store.inspection import inspect_file, readonly_connection
 from swiftwriter.store.records import ProjectError
+
+log = logging.getLogger(__name__)
 
 KEEP_RECENT = 10  # the newest backups are all kept
 KEEP_DAYS = 30  # older ones: the newest of each day, for this many days
@@ -94,8 +99,12 @@ def make_backup(db: sqlite3.Connection, project: Path, now: float | None = None)
     finally:
         if held is not None:
             os.close(held)
-    thin(folder, datetime.fromtimestamp(time.time()))  # the clock now, not the backup's name
-    return Backup(target, made, target.stat().st_size)
+    gone = thin(folder, datetime.fromtimestamp(time.time()))  # the clock now, not the name's
+    size = target.stat().st_size
+    log.debug(
+        "backed up %s to %s (%d bytes; %d old ones thinned)", project, target, size, len(gone)
+    )
+    return Backup(target, made, size)
 
 
 def list_backups(project: Path) -> list[Backup]:
@@ -160,8 +169,6 @@ def _in_folder(folder: Path) -> list[Backup]:
 
 def restore(backup: Path, new: Path) -> Path:
     """Make a new project file from a backup (checked first; never over an existing file)."""
-    from swiftwriter.store.project import inspect_file
-
     backup, new = Path(backup).expanduser(), Path(new).expanduser()
     if verify(backup) is False:
         raise ProjectError(
@@ -198,6 +205,7 @@ def restore(backup: Path, new: Path) -> Path:
         for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")) if tmp else ():
             with contextlib.suppress(OSError):
                 leftover.unlink()
+    log.debug("restored %s as %s", backup, new)
     return new
 
 
@@ -205,8 +213,6 @@ def before_migration(project: Path, version: int) -> Path:
     """Keep a copy of the project in its old format beside it before a migration: written
     whole (a fresh temporary, synced, checked, then renamed), so a run killed midway leaves no
     `.bak` that looks done; one that is missing or unreadable is made again."""
-    from swiftwriter.store.project import _readonly_connection
-
     target = project.with_name(f"{project.name}.format{version}.bak")
     if sound_copy(target, version):
         return target
@@ -214,7 +220,7 @@ def before_migration(project: Path, version: int) -> Path:
     try:
         clear_stale(project.parent, f".{target.name}.*.partial")
         tmp, held = _temporary(project.parent, f".{target.name}.", ".partial")
-        source = _readonly_connection(project)
+        source = readonly_connection(project)
         try:
             dest = sqlite3.connect(tmp)
             try:
@@ -241,6 +247,7 @@ def before_migration(project: Path, version: int) -> Path:
         for leftover in (tmp, Path(f"{tmp}-journal")) if tmp else ():
             with contextlib.suppress(OSError):
                 leftover.unlink()
+    log.debug("kept %s in format %d as %s before upgrading it", project, version, target)
     return target
 
 
@@ -265,8 +272,6 @@ def sound_copy(copy: Path, version: int) -> bool:
 def _drop_planted(copy: sqlite3.Connection) -> None:
     """A copy keeps only the SQL the app makes (a planted trigger would run on the writer's
     saves in a restored project)."""
-    from swiftwriter.store import schema
-
     version = copy.execute("PRAGMA user_version").fetchone()[0]
     if 1 <= version <= schema.SCHEMA_VERSION:
         schema.drop_foreign(copy, version)

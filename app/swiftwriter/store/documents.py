@@ -159,6 +159,7 @@ class DocumentsMixin:
             db.execute(
                 "UPDATE documents SET text = ?, modified = ? WHERE id = ?", [text, now(), doc_id]
             )
+        log.debug("saved document %d of %s (%d characters)", doc_id, self.path.name, len(text))
 
     def set_kind(self, doc_id: int, kind: str) -> None:
         """Part, chapter, scene, section or document: the heading level it exports as."""
