@@ -50,7 +50,7 @@ $(STAMP): pyproject.toml
 model: venv
 	$(VENV)/bin/swiftwriter models prepare
 	# the tree-attention kernel, compiled once into the user's cache (falls back if it cannot)
-	$(PY) -c 'from swiftwriter.engine import native; native.main()'
+	$(PY) -c 'from swiftwriter.engine.passes import native; native.main()'
 
 lint: venv
 	$(VENV)/bin/ruff check app tests

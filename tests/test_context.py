@@ -64,7 +64,7 @@ def test_chapter_three_sees_chapters_one_and_two_in_order_within_the_budget(nove
 
 
 def test_the_viewer_shows_the_ids_the_engine_receives(novel, monkeypatch):
-    from swiftwriter.engine.generator import Generator
+    from swiftwriter.engine.decoding.generator import Generator
 
     path, _, three = novel
     seen = []

@@ -83,3 +83,89 @@ def test_one_thread_starter_for_every_worker():
                 if name == "QThread":
                     makers.append(path.relative_to(PACKAGE).as_posix())
     assert makers == ["ui/stoppable.py"]
+
+
+PASSES = "swiftwriter.engine.passes"
+
+
+def imported_names(path: Path) -> list[tuple[str, str | None]]:
+    """(module, name) for every import in a file, function-level ones included; name is None
+    for `import module`."""
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(alias.name, None) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            out += [(node.module, alias.name) for alias in node.names]
+    return out
+
+
+def door_violations(path: Path, door: list[str]) -> list[str]:
+    """What a module outside the passes imports from behind their door: a module inside
+    `engine/passes`, or a name the door does not list."""
+    bad = []
+    for module, name in imported_names(path):
+        if module.startswith(PASSES + "."):
+            bad.append(module)
+        elif module == PASSES and name not in door:
+            bad.append(f"{module}.{name}")
+        elif module == "swiftwriter.engine" and name == "passes":
+            bad.append("swiftwriter.engine.passes (as a module)")
+    return bad
+
+
+def the_door() -> list[str]:
+    tree = ast.parse((PACKAGE / "engine" / "passes" / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__":
+            return [ast.literal_eval(elt) for elt in node.value.elts]
+    raise AssertionError("engine/passes/__init__.py lists no __all__")
+
+
+def test_the_engine_is_two_packages_and_training_stands_beside_it():
+    for sub in ("engine/decoding", "engine/passes", "training"):
+        assert (PACKAGE / sub / "__init__.py").is_file(), sub
+    loose = [p.name for p in (PACKAGE / "engine").glob("*.py") if p.name != "__init__.py"]
+    assert not loose, f"modules outside the two engine packages: {loose}"
+    assert (PACKAGE / "engine" / "passes" / "tree_attention.cpp").is_file()
+
+
+def test_the_model_passes_are_reached_through_their_one_door():
+    """The decoding loop, the model store, benchmarks, training and the app import the model
+    passes only from `swiftwriter.engine.passes`, and only names its `__all__` lists."""
+    door = the_door()
+    for path in PACKAGE.rglob("*.py"):
+        if path.is_relative_to(PACKAGE / "engine" / "passes"):
+            continue
+        bad = door_violations(path, door)
+        assert not bad, f"{path.relative_to(PACKAGE)} reaches behind the passes' door: {bad}"
+
+
+def test_the_passes_know_nothing_of_decoding_or_training_and_the_engine_nothing_of_training():
+    for path in modules_under("engine/passes"):
+        mods = imported_modules(path)
+        bad = {
+            m for m in mods if m.startswith(("swiftwriter.engine.decoding", "swiftwriter.training"))
+        }
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+    for path in modules_under("engine"):
+        bad = {m for m in imported_modules(path) if m.startswith("swiftwriter.training")}
+        assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
+
+
+def test_the_door_check_catches_a_module_behind_the_door(tmp_path):
+    """The check can fail: a decoding module that imports a pass module directly, or a name the
+    door does not export, is reported (function-level imports included)."""
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(
+        "from swiftwriter.engine.passes import ModelRunner\n"
+        "def f():\n"
+        "    from swiftwriter.engine.passes.leanpass import LeanDecoder\n"
+        "    from swiftwriter.engine.passes import GrowingLayer\n"
+        "    import swiftwriter.engine.passes.kvcache\n"
+    )
+    assert door_violations(sneaky, the_door()) == [
+        "swiftwriter.engine.passes.leanpass",
+        "swiftwriter.engine.passes.GrowingLayer",
+        "swiftwriter.engine.passes.kvcache",
+    ]

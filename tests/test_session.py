@@ -195,8 +195,8 @@ def test_a_long_document_keeps_the_notes_and_its_end(project):
 
 
 def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(project, monkeypatch):
-    from swiftwriter.engine.generator import Generator
-    from swiftwriter.engine.settings import ContextSettings
+    from swiftwriter.engine.decoding.generator import Generator
+    from swiftwriter.engine.decoding.settings import ContextSettings
 
     model = build_tiny("llama", seed=5, max_positions=64)
     doc = project.add_document("Chapter", random_text(7, 40))

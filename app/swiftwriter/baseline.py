@@ -24,8 +24,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from swiftwriter.engine.generator import Generator
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.generator import Generator
+from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 
 BUCKET = 256  # tokens of context that share one measurement
 STEPS = 12  # plain steps timed per measurement (the first one is a warm-up)

@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field, replace
 
 from swiftwriter.context import STORY_MODES, StoryContext, assemble
 from swiftwriter.endings import TakeEnding, parse_stops
-from swiftwriter.engine.generator import Generator, StepEvent, context_length
-from swiftwriter.engine.history_source import HistoryIndex, HistorySource
-from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.engine.textgen import IncrementalDecoder, encode, eos_ids_of
+from swiftwriter.engine.decoding.generator import Generator, StepEvent, context_length
+from swiftwriter.engine.decoding.history_source import HistoryIndex, HistorySource
+from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, stats_speedup
 from swiftwriter.endings import TakeEnding
-from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.session import DocumentSession, SessionResult
 from swiftwriter.words import tokens_per_word
 

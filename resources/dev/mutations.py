@@ -23,14 +23,14 @@ MUTATIONS = [
         "app/swiftwriter/engine/logits.py",
         "x = x / s.temperature",
         "x = x * s.temperature",
-        "tests/engine/test_sampling_by_hand.py",
+        "tests/engine/decoding/test_sampling_by_hand.py",
     ),
     (
         "top-p ignored",
         "app/swiftwriter/engine/logits.py",
         "if s.top_p < 1.0:",
         "if False:",
-        "tests/engine/test_sampling_by_hand.py",
+        "tests/engine/decoding/test_sampling_by_hand.py",
     ),
     (
         "5% bias in the draw",
@@ -38,21 +38,21 @@ MUTATIONS = [
         "    probs = processed.softmax(dim=-1)\n",
         "    probs = processed.softmax(dim=-1)\n    probs = probs.clone()\n"
         "    probs[probs.argmax()] *= 1.05\n",
-        "tests/engine/test_sampling_by_hand.py",
+        "tests/engine/decoding/test_sampling_by_hand.py",
     ),
     (
         "half a multi-byte character streamed",
         "app/swiftwriter/engine/textgen.py",
         ' and not new_text.endswith("\\ufffd")',
         "",
-        "tests/engine/test_incremental_decoder.py",
+        "tests/engine/decoding/test_incremental_decoder.py",
     ),
     (
         "off-by-one in the trie's pruning",
         "app/swiftwriter/engine/trie.py",
         "key=lambda i: (-trie.probs[i], trie.depths[i], i))[:keep]",
         "key=lambda i: (-trie.probs[i], trie.depths[i], i))[: keep + 1]",
-        "tests/engine/test_trie_prune.py",
+        "tests/engine/decoding/test_trie_prune.py",
     ),
     (
         "off-by-one in the tree's drop position",

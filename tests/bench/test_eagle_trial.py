@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import torch
 from swiftwriter.bench.eagle_trial import AttentionDrafter, AttentionTrainer, attention_hits
-from swiftwriter.engine.heads.features import extract_rows
-from swiftwriter.engine.heads.train import TrainSettings
+from swiftwriter.training.features import extract_rows
+from swiftwriter.training.train import TrainSettings
 
-from tests.engine.heads.test_drafters import own_text
+from tests.training.test_drafters import own_text
 
 
 def _inputs(b=1, t=10, h=32, seed=0):

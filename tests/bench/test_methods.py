@@ -16,8 +16,8 @@ from swiftwriter.bench.methods import (
     run_bench,
     run_seeds,
 )
-from swiftwriter.engine.history_source import HistorySource
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.history_source import HistorySource
+from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 
 
 def test_bench_report_fields_and_exactness(tiny_llama):

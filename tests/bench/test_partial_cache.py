@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 from swiftwriter.bench.partial_cache import PartialCache
-from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.engine.passes.verify import ModelRunner
 
 
 def prenorm_full(model, tokens):

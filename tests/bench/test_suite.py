@@ -10,8 +10,8 @@ import math
 import pytest
 from swiftwriter.bench import suite
 from swiftwriter.cli import main
-from swiftwriter.engine.heads import openers
 from swiftwriter.errors import UserError
+from swiftwriter.training import openers
 
 from tests.commands.tiny_cli import install_tiny
 from tests.conftest import build_tiny

@@ -106,7 +106,7 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     """`--preset creative --strategy fast` takes the app's own settings objects (the panel
     builds its defaults from the same ones), and the names the parser offers are theirs."""
     from swiftwriter.commands.bench import MODE_NAMES, STRATEGY_NAMES
-    from swiftwriter.engine.settings import MODES, STRATEGIES
+    from swiftwriter.engine.decoding.settings import MODES, STRATEGIES
     from swiftwriter.ui.generation_panel import GenerationPanel
 
     assert set(MODE_NAMES) == set(MODES) and set(STRATEGY_NAMES) == set(STRATEGIES)
@@ -136,7 +136,7 @@ def lossy_walk(monkeypatch, at: int = 5):
     """A deliberately wrong engine: a run with candidate sources (speculation) writes another
     token than the target's at position `at` (what a lossy acceptance would do; the state stays
     consistent, as if the target had chosen it). `ar`, which drafts nothing, is unchanged."""
-    from swiftwriter.engine.run import Run
+    from swiftwriter.engine.decoding.run import Run
 
     walk = Run._walk
 

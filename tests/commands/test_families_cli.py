@@ -53,7 +53,7 @@ def save_with_byte_tokenizer(model, folder) -> None:
 def test_bench_of_an_added_family_folder_writes_plain_decodings_text(
     family, seed, tmp_path, capsys, monkeypatch
 ):
-    from swiftwriter.engine import settings
+    from swiftwriter.engine.decoding import settings
 
     # every step drafts: the pace keeper would otherwise decide by timing on a busy machine
     balanced = DraftSettings(pace=False, adaptive=False)
@@ -138,7 +138,7 @@ def test_every_family_added_as_a_folder_benches_exact_in_every_dtype(
     `swiftwriter models add`, then `bench --methods ar,tokenswift` in float32, bfloat16 and
     float16, greedy and sampled: tokenswift's text is ar's (bench's own check; it exits 1
     when they differ) and no precision line says the text may differ."""
-    from swiftwriter.engine import settings
+    from swiftwriter.engine.decoding import settings
     from swiftwriter.modelstore import loader
 
     monkeypatch.setitem(settings.STRATEGIES, "balanced", DraftSettings(pace=False, adaptive=False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from swiftwriter.engine.sources import Candidate, CandidateSource
+from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 
 
 class WrongAndSlow(CandidateSource):

@@ -55,7 +55,7 @@ def holds_up(entry: dict) -> bool:
 
 def plant_defect(env) -> str:
     """The issue's measurements.json, under the key the loader reads for the tiny model."""
-    from swiftwriter.engine import native
+    from swiftwriter.engine.passes import native
     from swiftwriter.modelstore import loader
 
     key = f"dtype-pass-3|tiny|{loader._machine_key()}|{native.identity() or 'sdpa'}"

@@ -156,7 +156,7 @@ def test_auto_dtype_times_the_models_real_passes_in_both_dtypes(monkeypatch, qui
     assert asked == ["float32", "bfloat16"] * 2  # two rounds
     record = stored()
     (key,) = [k for k in record if k.startswith("dtype-pass-3|tiny|")]
-    from swiftwriter.engine import native
+    from swiftwriter.engine.passes import native
 
     # the attention the passes were timed with: this very build of the kernel
     assert key.endswith("|" + native.identity()) and native.identity().startswith(
@@ -177,8 +177,9 @@ def test_auto_keeps_exact_passes_unless_one_row_takes_another_kernel(monkeypatch
     """Where a one-row product has a kernel of its own (the measured row class starts at two
     rows), exact passes would pad every one-token pass: auto then runs the fastest kernels and
     the run says it is not exact; where one row shares the kernel, passes stay exact."""
-    from swiftwriter.engine import Generator, leanpass
-    from swiftwriter.engine.invariant import RowClasses
+    from swiftwriter.engine import Generator
+    from swiftwriter.engine.passes import leanpass
+    from swiftwriter.engine.passes.invariant import RowClasses
     from swiftwriter.modelstore.loader import exact_by_default_here
 
     from tests.conftest import build_tiny

@@ -10,12 +10,12 @@ import random
 import pytest
 import torch
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
-from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.engine.passes.verify import ModelRunner
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import placement
 
 from tests.conftest import build_tiny
-from tests.engine.test_exactness import repetitive_prompt
+from tests.engine.decoding.test_exactness import repetitive_prompt
 
 
 def test_memory_limits_are_read_as_written():

@@ -89,7 +89,7 @@ def tiny_words():
     """The tiny model, its passes' one-time set-up done: the tree-attention kernel is built
     (about a minute on two cores where the cache lacks it) or loaded here, not inside the first
     take of the session, whose test would wait for its first tokens for as long."""
-    from swiftwriter.engine import native
+    from swiftwriter.engine.passes import native
 
     native.tree_attention()
     return tiny_loaded()

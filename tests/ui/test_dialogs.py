@@ -151,7 +151,7 @@ def test_settings_apply_to_the_window(qtbot, window):
 
 
 def test_presets_and_modes_map_to_engine_settings(qtbot, window):
-    from swiftwriter.engine.settings import DraftSettings
+    from swiftwriter.engine.decoding.settings import DraftSettings
 
     panel = window.panel
     panel.preset.setCurrentText("Conservative")

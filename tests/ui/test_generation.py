@@ -200,7 +200,7 @@ def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkey
 
 def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words, monkeypatch):
     from swiftwriter import baseline
-    from swiftwriter.engine.settings import SamplingSettings
+    from swiftwriter.engine.decoding.settings import SamplingSettings
 
     from tests.ui.conftest import tiny_loaded
 

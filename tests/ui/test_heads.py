@@ -32,7 +32,8 @@ def registered(tmp_path):
 
 def save_drafter(loaded, folder, kind="linear", **card_changes):
     import torch
-    from swiftwriter.engine.heads import drafters, files
+    from swiftwriter.engine.decoding import drafter_files as files
+    from swiftwriter.engine.decoding import drafters
 
     hidden = loaded.model.config.hidden_size
     torch.manual_seed(0)
@@ -59,7 +60,7 @@ def training_text(tmp_path, n_words=64 * 6, seed=0):
 
 
 def test_the_card_names_agree_with_the_engine():
-    from swiftwriter.engine.heads import files
+    from swiftwriter.engine.decoding import drafter_files as files
     from swiftwriter.ui import model_manager
 
     assert (model_manager.CARD, model_manager.WEIGHTS, model_manager.FORMAT) == (

@@ -3,7 +3,7 @@ status bar), and says nothing about the kernel when it was built."""
 
 from __future__ import annotations
 
-from swiftwriter.engine import native
+from swiftwriter.engine.passes import native
 
 
 def test_a_failed_kernel_build_is_said_when_the_model_is_ready(qtbot, tiny_words, monkeypatch):

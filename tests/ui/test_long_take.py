@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 
 from PySide6.QtCore import QTimer
-from swiftwriter.engine.generator import Generator, StepEvent
-from swiftwriter.engine.stats import RunStats, StepStats
+from swiftwriter.engine.decoding.generator import Generator, StepEvent
+from swiftwriter.engine.decoding.stats import RunStats, StepStats
 
 TOKENS = 20_000
 

@@ -14,9 +14,9 @@ import time
 import torch
 
 from swiftwriter.bench.partial_cache import PartialCache
-from swiftwriter.engine.generator import Generator
-from swiftwriter.engine.heads.drafters import final_norm_of
-from swiftwriter.engine.run import Run
+from swiftwriter.engine.decoding.generator import Generator
+from swiftwriter.engine.decoding.run import Run
+from swiftwriter.engine.passes import final_norm_of
 
 
 class DraftPass:

@@ -1,6 +1,6 @@
 """EAGLE's attention-layer drafter, tried against the recurrent drafter the engine ships.
 
-The recurrent drafter (engine/heads/drafters.py) reads only the model's feature at the last
+The recurrent drafter (engine/decoding/drafters.py) reads only the model's feature at the last
 accepted token and the next token's embedding. EAGLE puts one decoder layer there instead:
 causal self-attention over the whole sequence of (feature, next token) pairs, so a drafted step
 also sees the features before it, at the price of a key/value cache of the drafter's own and
@@ -28,8 +28,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from swiftwriter.engine.heads import accuracy, features
-from swiftwriter.engine.heads.train import Trainer, TrainSettings
+from swiftwriter.training import accuracy, features
+from swiftwriter.training.train import Trainer, TrainSettings
 
 
 class AttentionDrafter(nn.Module):
@@ -171,7 +171,7 @@ def held_out_texts(model, tokenizer, names: list[str], new_tokens: int, penalty:
     continuation (the text a drafter must guess when the writer asks for more)."""
     from swiftwriter.bench.suite import load_suite, select
     from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
-    from swiftwriter.engine.textgen import encode
+    from swiftwriter.engine.decoding.textgen import encode
 
     sampling = SamplingSettings(greedy=True, penalty=penalty, window=window)
     out = []
@@ -186,7 +186,7 @@ def held_out_texts(model, tokenizer, names: list[str], new_tokens: int, penalty:
 def score(kind: str, module, model, vocab, texts, penalty, window, depth=3) -> dict:
     """Top-1 / top-3 per depth over all texts, the recurrent drafter by accuracy.hits (both
     over the draft-vocabulary prefix the engine drafts with, DraftSettings.head_vocab)."""
-    from swiftwriter.engine.settings import DraftSettings
+    from swiftwriter.engine.decoding.settings import DraftSettings
 
     vocab = vocab[: DraftSettings.head_vocab]
     emb = model.get_input_embeddings().weight.detach().float()
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--new-tokens", type=int, default=384)
     p.add_argument("--json", type=Path)
     args = p.parse_args(argv)
-    from swiftwriter.engine.heads import files
+    from swiftwriter.engine.decoding import drafter_files as files
     from swiftwriter.modelstore import loader, registry
 
     loaded = loader.load(registry.resolve(None), dtype="bfloat16", with_drafter=False)

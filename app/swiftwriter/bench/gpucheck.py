@@ -203,8 +203,8 @@ def check_exactness(model, prompt_len: int, new_tokens: int) -> dict:
     import torch
 
     from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
-    from swiftwriter.engine.trie import Trie
-    from swiftwriter.engine.verify import ModelRunner
+    from swiftwriter.engine.decoding.trie import Trie
+    from swiftwriter.engine.passes import ModelRunner
 
     rng = random.Random(1)
     vocab = model.config.vocab_size

@@ -29,10 +29,10 @@ import torch
 
 from swiftwriter.bench import curves, stattest
 from swiftwriter.bench.draftpass import DraftPassGenerator
-from swiftwriter.engine import quality
-from swiftwriter.engine.generator import Generator, context_length
-from swiftwriter.engine.logits import LogitsPipeline, PipelineLogitsProcessor
-from swiftwriter.engine.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding import quality
+from swiftwriter.engine.decoding.generator import Generator, context_length
+from swiftwriter.engine.decoding.logits import LogitsPipeline, PipelineLogitsProcessor
+from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 
 METHODS = (
     "hf",
@@ -344,7 +344,7 @@ def run_bench(
                 best[method] = res
     report = _report(model, prompt, n, sampling, best, checkpoints)
     if drafter is not None and "ar" in best and context_fits(model, prompt, best["ar"].tokens):
-        from swiftwriter.engine.heads import accuracy
+        from swiftwriter.training import accuracy
 
         report["ar"]["drafter_accuracy"] = accuracy.on_text(
             model,

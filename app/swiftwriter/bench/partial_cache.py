@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from swiftwriter.engine.kvcache import BufferLayer
+from swiftwriter.engine.passes import BufferLayer
 
 
 class PartialLayer(BufferLayer):

@@ -12,11 +12,11 @@ import sys
 from dataclasses import replace
 
 from swiftwriter.bench import suite
-from swiftwriter.engine.generator import Generator
-from swiftwriter.engine.logits import Draws
-from swiftwriter.engine.settings import MODES, DraftSettings
-from swiftwriter.engine.sources import NGramSource, SuffixMatchSource
-from swiftwriter.engine.textgen import encode
+from swiftwriter.engine.decoding.generator import Generator
+from swiftwriter.engine.decoding.logits import Draws
+from swiftwriter.engine.decoding.settings import MODES, DraftSettings
+from swiftwriter.engine.decoding.sources import NGramSource, SuffixMatchSource
+from swiftwriter.engine.decoding.textgen import encode
 
 SOURCES = {"ngram": NGramSource, "suffix": SuffixMatchSource}
 

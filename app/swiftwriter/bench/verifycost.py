@@ -2,7 +2,7 @@
 cached context: our batch-invariant path, our earlier path (in-place cache, native grouped-query
 attention, [in, out] weights, lm_head only where needed) and stock transformers (DynamicCache,
 4-D mask, full logits). `curve`: the runs' own pass over 1 to 64 rows relative to one row, the
-shape the cost model (engine/estimate.py CostModel) learns per run, measured apart."""
+shape the cost model (engine/decoding/estimate.py CostModel) learns per run, measured apart."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 import torch
 from transformers import DynamicCache
 
-from swiftwriter.engine.verify import ModelRunner
+from swiftwriter.engine.passes import ModelRunner
 
 KS = (1, 4, 16, 32, 64)
 

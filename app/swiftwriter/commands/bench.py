@@ -216,7 +216,7 @@ def _default_or_file(args) -> str:
 
 
 def _encode(tokenizer, text: str, name: str | None) -> list[int]:
-    from swiftwriter.engine.textgen import encode
+    from swiftwriter.engine.decoding.textgen import encode
 
     ids = encode(tokenizer, text)
     if not ids:
@@ -226,7 +226,12 @@ def _encode(tokenizer, text: str, name: str | None) -> list[int]:
 
 def run(args: argparse.Namespace) -> int:
     from swiftwriter.bench import methods as bench
-    from swiftwriter.engine.settings import MODES, STRATEGIES, ContextSettings, SamplingSettings
+    from swiftwriter.engine.decoding.settings import (
+        MODES,
+        STRATEGIES,
+        ContextSettings,
+        SamplingSettings,
+    )
     from swiftwriter.modelstore import loader, registry
 
     args.history = renamed(args.project, args.history, "bench --history PROJECT", "bench PROJECT")
@@ -248,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         )
     prompts = _prompts(args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
-    from swiftwriter.engine.backends import precision_line
+    from swiftwriter.engine.passes import precision_line
 
     # ar and tokenswift ask for invariant passes (bench/methods.py), whatever the model's default
     print(precision_line(loaded.precision(), loaded.model, invariant=True), file=sys.stderr)
@@ -505,7 +510,7 @@ def _seeds(args) -> list[int]:
 
 def _history_sources(project_path: str, tokenizer):
     """A factory of fresh HistorySources over the project's history (read-only: nothing saved)."""
-    from swiftwriter.engine.history_source import HistorySource
+    from swiftwriter.engine.decoding.history_source import HistorySource
     from swiftwriter.session import ProjectHistory, encoder_of, tokenizer_identity
     from swiftwriter.store import Project
 

@@ -158,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = _load(args, entry, prompt, ending.max_new_tokens)
     _say_precision(loaded)
     _say_drafter(loaded, history=False)
-    from swiftwriter.engine.settings import ContextSettings
-    from swiftwriter.engine.textgen import stream_text
+    from swiftwriter.engine.decoding.settings import ContextSettings
+    from swiftwriter.engine.decoding.textgen import stream_text
 
     decode = lambda ids: loaded.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
     for piece in stream_text(
@@ -181,7 +181,7 @@ def _say_precision(loaded) -> None:
     """The dtype on stderr, with how `auto` chose it (a stand-in model may not say)."""
     precision = getattr(loaded, "precision", None)
     if precision is not None:
-        from swiftwriter.engine.backends import precision_line
+        from swiftwriter.engine.passes import precision_line
 
         print(precision_line(precision(), loaded.model), file=sys.stderr)
 
@@ -212,7 +212,7 @@ def _load(args: argparse.Namespace, entry, prompt_text: str, max_new_tokens: int
         return loader.load(entry, device=args.device, dtype=args.dtype)
     from transformers import AutoTokenizer
 
-    from swiftwriter.engine.textgen import encode
+    from swiftwriter.engine.decoding.textgen import encode
 
     tokenizer = AutoTokenizer.from_pretrained(entry.folder(), local_files_only=True)
     context = len(encode(tokenizer, prompt_text)) + max_new_tokens + 1
@@ -236,7 +236,7 @@ def _ending(args: argparse.Namespace):
 
 
 def _sampling(args: argparse.Namespace):
-    from swiftwriter.engine.settings import SamplingSettings
+    from swiftwriter.engine.decoding.settings import SamplingSettings
 
     if args.sampling == "greedy":
         if args.seed is not None:
@@ -256,7 +256,7 @@ def _sampling(args: argparse.Namespace):
 def run_project(args: argparse.Namespace) -> int:
     """Continue a project's document: everything is checked before the model loads."""
     from swiftwriter.commands.project import find_document
-    from swiftwriter.engine.settings import ContextSettings
+    from swiftwriter.engine.decoding.settings import ContextSettings
     from swiftwriter.store import Project
 
     ending, _, _ = _ending(args), _sampling(args), _placement(args)

@@ -74,7 +74,7 @@ NOUNS = {"writing": "tokens", "features": "rows", "training": "steps"}
 
 class StageProgress:
     """A tqdm bar per stage on stderr, and once its first units are timed, one line saying
-    how long the stage will take (engine/heads/eta.py)."""
+    how long the stage will take (training/eta.py)."""
 
     def __init__(self, clock=time.monotonic):
         self.clock = clock
@@ -84,7 +84,7 @@ class StageProgress:
     def __call__(self, stage: str, done: int, total: int, loss: float | None = None) -> None:
         from tqdm import tqdm
 
-        from swiftwriter.engine.heads.eta import StageEstimate, duration
+        from swiftwriter.training.eta import StageEstimate, duration
 
         bar = self.bars.get(stage)
         if bar is None:
@@ -132,7 +132,7 @@ def text_rows(tokenizer, paths: list[str], length: int):
     """Training files cut into rows of `length` token ids."""
     import torch
 
-    from swiftwriter.engine.textgen import encode
+    from swiftwriter.engine.decoding.textgen import encode
 
     ids: list[int] = []
     for p in paths:
@@ -145,7 +145,7 @@ def text_rows(tokenizer, paths: list[str], length: int):
 
 def run(args: argparse.Namespace) -> int:
     if args.heads_cmd == "show":
-        from swiftwriter.engine.heads import files
+        from swiftwriter.engine.decoding import drafter_files as files
 
         bundle = files.load(Path(args.folder))
         print(json.dumps(bundle.card, indent=2, sort_keys=True))
@@ -156,9 +156,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    from swiftwriter.engine.heads.pipeline import train_drafter
-    from swiftwriter.engine.heads.train import TrainSettings
     from swiftwriter.modelstore import loader, registry
+    from swiftwriter.training.pipeline import train_drafter
+    from swiftwriter.training.train import TrainSettings
 
     if args.hours < 0 or not 1.0 <= args.penalty <= 3.0:
         raise UserError("--hours must be 0 or more, --penalty between 1.0 and 3.0")

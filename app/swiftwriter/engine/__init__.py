@@ -2,7 +2,7 @@
 
 Works on token ids; the tokenizer appears only in `textgen`, at the edge."""
 
-from swiftwriter.engine.generator import Generator, StepEvent
-from swiftwriter.engine.settings import DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.generator import Generator, StepEvent
+from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 
 __all__ = ["DraftSettings", "Generator", "SamplingSettings", "StepEvent"]

@@ -34,7 +34,9 @@ class LoadedModel:
     tokenizer: object
     device: str
     dtype: str
-    drafter: object = None  # a learned drafter (engine.heads.files.DrafterBundle) when present
+    drafter: object = (
+        None  # a learned drafter (engine.decoding.drafter_files.DrafterBundle) when present
+    )
     drafter_status: str = "not checked"  # 'present: <folder>', 'missing' or 'mismatched: <why>'
     dtype_why: str = ""  # how `auto` chose the dtype ("" when chosen by hand)
 
@@ -86,7 +88,7 @@ def time_passes(model, context: int = PASS_CONTEXT, rows=(1, 8), reps: int = 7) 
     few-row work bound by memory, which a prefill-sized matrix product does not measure."""
     import torch
 
-    from swiftwriter.engine.verify import ModelRunner
+    from swiftwriter.engine.passes import ModelRunner
 
     with torch.inference_mode():
         runner = ModelRunner(model)
@@ -147,9 +149,9 @@ def dtype_key(entry: ModelEntry) -> str:
     """The remembered dtype choice's key: the passes' attention decides what a tree pass
     costs, so one taken with the other attention (the kernel built since, or no longer
     buildable) or another build of the kernel is not reused."""
-    from swiftwriter.engine import native
+    from swiftwriter.engine.passes import native_identity
 
-    attention = native.identity() or "sdpa"
+    attention = native_identity() or "sdpa"
     return f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}"
 
 
@@ -236,31 +238,37 @@ def recheck_dtype(entry: ModelEntry, dtype: str, seconds_per_token: float) -> st
 
 
 def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
-    """The product kernel for this model's passes on this machine (engine/kernels.py), timed
+    """The product kernel for this model's passes on this machine (engine/passes/kernels.py), timed
     once (about a second) and remembered; set on the model."""
-    from swiftwriter.engine import kernels
+    from swiftwriter.engine.passes import (
+        STOCK_KERNEL,
+        choose_kernel,
+        set_kernel,
+        time_kernels,
+        usable,
+    )
 
     def measure() -> dict:
         with measurements.timed():
-            times = kernels.time_kernels(model, keep_all=True)
+            times = time_kernels(model, keep_all=True)
         return {f"{k}/{n}": t for k, by_rows in times.items() for n, t in by_rows.items()}
 
     found = measurements.remembered(
         f"kernel-2|{entry.id}|{dtype}|{_machine_key()}",
         measure,
-        lambda seconds: kernels.choose_kernel(pass_costs(seconds)),
+        lambda seconds: choose_kernel(pass_costs(seconds)),
     )
     kernel = found.value
-    if not kernels.usable(kernel, next(model.parameters()).dtype):
-        kernel = kernels.STOCK
-    kernels.set_kernel(model, kernel)
+    if not usable(kernel, next(model.parameters()).dtype):
+        kernel = STOCK_KERNEL
+    set_kernel(model, kernel)
     return kernel
 
 
 def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
     """Up to how many rows the stock weight layout is the faster one on this machine and model
-    (engine/layout.py): measured once (about a second) and remembered."""
-    from swiftwriter.engine.layout import few_rows_from, time_few_rows
+    (engine/passes/layout.py): measured once (about a second) and remembered."""
+    from swiftwriter.engine.passes import few_rows_from, time_few_rows
 
     def measure() -> dict:
         with measurements.timed():
@@ -384,7 +392,7 @@ def load(
     exact: bool = True,
 ) -> LoadedModel:
     """Load model and tokenizer from the entry's folder, offline. `cpu_layout` re-lays Linear
-    weights for fast few-row products on CPU (engine/layout.py); the values are unchanged.
+    weights for fast few-row products on CPU (engine/passes/layout.py); the values are unchanged.
     `device_map` (accelerate's: "auto" or a block -> device dict, placement.plan_device_map)
     spreads the model; blocks mapped to "disk" go to `offload_folder` (default: the data
     folder's offload/<model id>). `exact`: a converted model stored in a dtype whose weights
@@ -424,8 +432,11 @@ def load(
         model.to(device)
     model.eval()
     if cpu_layout and device == "cpu" and device_map is None:
-        from swiftwriter.engine.layout import add_few_row_copies, transpose_linear_weights
-        from swiftwriter.engine.leanpass import merge_projections
+        from swiftwriter.engine.passes import (
+            add_few_row_copies,
+            merge_projections,
+            transpose_linear_weights,
+        )
 
         transpose_linear_weights(model)
         kernel = kernel_here(entry, model, dtype)
@@ -462,12 +473,10 @@ def exact_by_default_here(model) -> bool:
     runs the fastest kernels per pass (the text matches plain decoding up to rounding, and the
     app says so); choosing a dtype by hand keeps the invariant passes. On oneDNN's kernel
     padding is free (it is chosen only when its 2-row product costs no more than the stock
-    one-row one: engine/kernels.py), so passes stay exact (its packed layout likewise)."""
-    from swiftwriter.engine.backends import set_exact
-    from swiftwriter.engine.kernels import STOCK, kernel_of
-    from swiftwriter.engine.leanpass import row_classes, supports
+    one-row one: engine/passes/kernels.py), so passes stay exact (its packed layout likewise)."""
+    from swiftwriter.engine.passes import STOCK_KERNEL, kernel_of, row_classes, set_exact, supports
 
-    exact = not supports(model) or kernel_of(model) != STOCK or row_classes(model).low == 1
+    exact = not supports(model) or kernel_of(model) != STOCK_KERNEL or row_classes(model).low == 1
     set_exact(model, exact)
     return exact
 
@@ -519,7 +528,7 @@ def drafter_dirs(entry: ModelEntry) -> list[Path]:
 def load_drafter(loaded: LoadedModel, folder: Path | None = None):
     """(bundle or None, status): 'present: <folder>', 'missing' or 'mismatched: <why>'.
     A mismatched drafter is never used: generation goes on without it."""
-    from swiftwriter.engine.heads import files
+    from swiftwriter.engine.decoding import drafter_files as files
 
     candidates = [Path(folder)] if folder is not None else drafter_dirs(loaded.entry)
     for candidate in candidates:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.engine.settings import (
+from swiftwriter.engine.decoding.settings import (
     MODES,
     STRATEGIES,
     ContextSettings,

@@ -1,5 +1,5 @@
 """Training drafting heads from the app: a small dialog and a worker thread around the same
-pipeline as `swiftwriter heads train` (engine/heads/pipeline.py).
+pipeline as `swiftwriter heads train` (training/pipeline.py).
 
 The drafter goes into the data folder (`heads/<model id>`), where the loader looks first. Text
 the model wrote, teacher features and checkpoints stay there, so Cancel loses nothing: training
@@ -99,9 +99,9 @@ class HeadsTrainer(StoppableWorker):
         self._last = ("", 0.0)
 
     def _run(self) -> None:
-        from swiftwriter.engine.heads.pipeline import train_drafter
-        from swiftwriter.engine.heads.train import TrainSettings
         from swiftwriter.session import encoder_of
+        from swiftwriter.training.pipeline import train_drafter
+        from swiftwriter.training.train import TrainSettings
 
         job = self.job
         loaded = job.loaded

@@ -380,9 +380,9 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     def _on_loaded(self, loaded) -> None:
         self.loaded_model = loaded
         self.model_label.setText(f"{loaded.entry.name} · {loaded.device} · {loaded.dtype}")
-        from swiftwriter.engine import native
+        from swiftwriter.engine.passes import native_notice
 
-        kernel = native.notice() if loaded.device == "cpu" else None  # a failed build's why
+        kernel = native_notice() if loaded.device == "cpu" else None  # a failed build's why
         self.statusBar().showMessage(
             f"Model ready; {kernel}" if kernel else "Model ready", 15000 if kernel else 5000
         )

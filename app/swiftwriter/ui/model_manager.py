@@ -43,7 +43,7 @@ DEVICES = ("auto", "cpu", "cuda", "mps", "spread")
 ESTIMATE_CONTEXT = 8192  # tokens of context the estimate starts at
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 COLUMNS = ("Model", "Id", "Status", "Drafting heads", "Heads", "Where")
-# engine.heads.files' names, repeated here so that listing models never imports torch
+# engine.decoding.drafter_files' names, repeated here so that listing models never imports torch
 # (a test checks they agree)
 CARD, WEIGHTS, FORMAT = "card.json", "drafter.safetensors", "swiftwriter-drafter/1"
 
@@ -79,7 +79,7 @@ def _model_config(entry: ModelEntry) -> dict:
 
 def heads_info(entry: ModelEntry, loaded=None) -> HeadsInfo:
     """Read the drafter's card (cheap, no torch); when `loaded` is this model, check the drafter
-    against it the way generation will (engine.heads.files.load)."""
+    against it the way generation will (engine.decoding.drafter_files.load)."""
     for folder in drafter_dirs(entry):
         if not (folder / CARD).is_file():
             continue
@@ -98,7 +98,7 @@ def heads_info(entry: ModelEntry, loaded=None) -> HeadsInfo:
         if not (folder / WEIGHTS).is_file():
             problems.append(f"{WEIGHTS} is missing")
         if not problems and loaded is not None and loaded.entry.id == entry.id:
-            from swiftwriter.engine.heads import files
+            from swiftwriter.engine.decoding import drafter_files as files
 
             try:
                 files.load(folder, loaded.model)

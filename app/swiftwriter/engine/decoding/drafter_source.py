@@ -1,0 +1,286 @@
+"""A learned drafter as a candidate source: it reads the target's hidden state at the last
+accepted node (fused with verification: no extra pass), drafts a small tree, and hands it to the
+trie like any other source.
+
+Drafts are scored with the same contextual penalty as the target (over the committed window),
+because the penalty changes the target's top choice at about half of all positions; a drafter
+that ignored it would chase tokens the penalty forbids. Each drafted token carries a confidence
+bin as its rank, so the engine's acceptance estimates are calibrated per bin and depth."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import torch
+
+from swiftwriter.engine.decoding.drafter_files import DrafterBundle
+from swiftwriter.engine.decoding.logits import LogitsPipeline, PenaltyWindow, penalise
+from swiftwriter.engine.decoding.settings import SamplingSettings
+from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
+
+CONFIDENCE_BINS = (0.6, 0.3, 0.1)  # rank 0 above 0.6, 1 above 0.3, 2 above 0.1, else 3
+# The drafter's own logits get half the penalty's strength (1.1 for 1.2). Measured on greedy
+# 1.2/1,024 runs of the shipped drafter, 1,024 tokens, its first-level top-1 against the
+# target's penalised choice (harbour prompt halves / a held-out chapter opening's halves):
+# full penalty 0.35 / 0.29 / 0.24 / 0.14, half 0.40 / 0.44 / 0.27 / 0.19, none 0.36 / 0.41 /
+# 0.23 / 0.21. Its logits are as high as the model's (mean gap on the top 32: 0.6), but its
+# margins are smaller, so the full penalty knocks out tokens the target keeps.
+DRAFT_PENALTY_SHARE = 0.5
+
+
+def draft_penalty_share(card: dict) -> float:
+    """A drafter trained with the penalty applied to its own scores (against the penalised
+    target, see heads/train.py) takes the run's whole penalty; an older one half of it."""
+    trained = float(card.get("training", {}).get("penalty", 1.0) or 1.0)
+    return 1.0 if trained > 1.0 else DRAFT_PENALTY_SHARE
+
+
+_BF16_PAYS: dict[tuple, bool] = {}
+
+
+def bfloat16_if_faster(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.dtype]:
+    """(a bfloat16 copy of the drafter, bfloat16) where the model runs bfloat16 and the
+    drafter's few-row products measure at least 20% faster so here (a CPU with bfloat16 dot
+    products), else (the module, float32). Every drafting step reads the drafter's weights
+    (about 15 MB per level in float32) on the host, time the step pays in full; its drafts
+    need not be exact, only good. Timed once per drafter shape and process (some ms)."""
+    import copy
+
+    from swiftwriter.engine.passes import time_linears
+
+    def copy_in(dtype: torch.dtype) -> torch.nn.Module:
+        twin = copy.deepcopy(module).to(dtype)
+        twin.__dict__.pop("_swiftwriter_kernel", None)  # its kernel is chosen anew
+        return twin
+
+    def cost(mod: torch.nn.Module) -> float:
+        lins = [m for m in mod.modules() if isinstance(m, torch.nn.Linear)]
+        times = time_linears(lins, rows=(1, 3), reps=5)
+        return min((sum(t.values()) for t in times.values() if t), default=float("inf"))
+
+    key = tuple(tuple(m.weight.shape) for m in module.modules() if isinstance(m, torch.nn.Linear))
+    if not key:
+        return module, torch.float32
+    if key not in _BF16_PAYS:
+        _BF16_PAYS[key] = cost(copy_in(torch.bfloat16)) < 0.8 * cost(copy_in(torch.float32))
+    return (copy_in(torch.bfloat16), torch.bfloat16) if _BF16_PAYS[key] else (module, torch.float32)
+
+
+def confidence_rank(p: float) -> int:
+    for rank, edge in enumerate(CONFIDENCE_BINS):
+        if p >= edge:
+            return rank
+    return len(CONFIDENCE_BINS)
+
+
+class DrafterSource(CandidateSource):
+    name = "heads"
+    gated = True  # a few ms per call: asked only while its drafts save more (SourceGate)
+
+    def __init__(
+        self,
+        bundle: DrafterBundle,
+        model,
+        tree: Sequence[int] = (),
+        beam: int = 4,
+        vocab_limit: int = 0,
+        grow: float = 0.0,
+    ):
+        self.bundle = bundle
+        self.grow = grow
+        self.module = bundle.module
+        self.kind = bundle.kind
+        self.wants_feature = self.module.feature  # "final" or "prenorm"
+        head = model.get_output_embeddings().weight
+        # The draft head reads one weight row per draft-vocabulary id on every level: on a CPU
+        # that read is the cost, so a drafter may keep only the most frequent ids (stored first).
+        vocab = bundle.vocab[:vocab_limit] if vocab_limit > 0 else bundle.vocab
+        self.dtype = torch.float32
+        if head.dtype == torch.bfloat16 and head.device.type == "cpu":
+            self.module, self.dtype = bfloat16_if_faster(self.module)
+        with torch.no_grad():
+            self.w_t = head.detach()[vocab].to(self.dtype).T.contiguous()  # [H, N]
+            self.emb = model.get_input_embeddings().weight.detach()
+        self.vocab = vocab
+        self.vocab_list = vocab.tolist()
+        # Defaults chosen with `bench --suite held-out --head-tree` on the default model: each
+        # level reads the draft head's weights once (~1.5 ms of host time on a CPU), and on
+        # varied prose the recurrent drafter's second level held ~1 draft in 6 of its first's,
+        # so one level of three candidates beats two (bf16 suite geomean 1.50x, 1.54x and 1.45x
+        # in three runs against 1.46x; the sampled subset 1.24x against 1.15x).
+        self.tree = tuple(tree) or ((3, 3, 3) if self.kind == "linear" else (3,))
+        self.beam = beam
+        self.feature: torch.Tensor | None = None
+        self.base_logits: torch.Tensor | None = None
+        self.window: PenaltyWindow | None = None
+        self.own_window = True  # False while the run's window is shared (start)
+        self.penalty = 1.0  # the run's: for the model's own logits (draft-pass mode)
+        # sampling: the run's temperature, top-p and min-p for the drafter's own distribution,
+        # and the noise each drafted position will be drawn with (couple)
+        self.sampler: LogitsPipeline | None = None
+        self.noise_ahead = None
+        self.draft_penalty = 1.0  # for the drafter's logits (DRAFT_PENALTY_SHARE)
+        self.module.to(self.dtype)
+        # the draft head's product: the [H, N] matrix's own (MKL's fast one), or oneDNN's
+        self.draft_logits = lambda states: states @ self.w_t
+        if head.device.type == "cpu":  # few-row products take MKL's fast kernel this way
+            from swiftwriter.engine.passes import (
+                PACKED_KERNEL,
+                STOCK_KERNEL,
+                adopt_fastest,
+                kernel_product,
+                transpose_linear_weights,
+            )
+
+            transpose_linear_weights(self.module)
+            # and where one of oneDNN's kernels is the faster one here, the drafter takes it
+            chosen = adopt_fastest(self.module)
+            if chosen != STOCK_KERNEL:
+                fn = kernel_product(chosen)
+                weight = self.w_t.T.contiguous() if chosen == PACKED_KERNEL else self.w_t.T
+                self.draft_logits = lambda states: fn(states, weight, None)
+
+    # -- engine hooks ---------------------------------------------------------------------------
+    def start(
+        self, sampling: SamplingSettings, vocab_size: int, window: PenaltyWindow | None = None
+    ) -> None:
+        """A new generation: forget the last feature, follow this run's penalty over the run's
+        own window (a fresh one when drafting alone, as in tests)."""
+        self.feature = self.base_logits = None
+        self.penalty = sampling.penalty
+        self.noise_ahead = None
+        self.sampler = (
+            None
+            if sampling.greedy
+            else LogitsPipeline(replace(sampling, penalty=1.0, dry_multiplier=0.0))
+        )
+        share = draft_penalty_share(self.bundle.card)
+        self.draft_penalty = 1.0 + (sampling.penalty - 1.0) * share
+        self.own_window = window is None
+        if sampling.penalty == 1.0:
+            self.window = None
+        else:
+            self.window = (
+                window if window is not None else PenaltyWindow(vocab_size, sampling.window)
+            )
+
+    def couple(self, noise) -> None:
+        """Sampling: draft the tokens the drafter's distribution draws under the noise the
+        target will draw with (logits.Draws), instead of its most likely ones."""
+        self.noise_ahead = noise
+
+    def set_feature(self, feature: torch.Tensor) -> None:
+        """Fused mode: the state of the node before the newest token."""
+        self.feature = feature.detach().to("cpu", self.dtype)
+        self.base_logits = None
+
+    def set_pass_feature(self, feature: torch.Tensor, logits: torch.Tensor) -> None:
+        """Draft-pass mode: the newest token's own state and the model's guess after it."""
+        self.feature = feature.detach().to("cpu", self.dtype)
+        self.base_logits = logits.detach().to("cpu", torch.float32)
+
+    def observe(self, tokens: Sequence[int]) -> None:
+        if self.window is not None and self.own_window:  # the run extends a shared one
+            self.window.extend(list(tokens))
+
+    # -- drafting -------------------------------------------------------------------------------
+    def _top(
+        self, states: torch.Tensor, presence: torch.Tensor | None, k: int, level: int
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The k draft-vocabulary ids to propose for the `level`-th token after the committed
+        text, and the drafter's probability of each ([rows, k] both). Greedy: its k most
+        likely. Sampling: the k its processed distribution draws under that token's noise
+        (the target's Gumbel winner is among them whenever the two distributions are close);
+        ids the run's filters leave no chance fill the rest by likelihood."""
+        x = penalise(self.draft_logits(states).float(), presence, self.draft_penalty)
+        probs = x.softmax(-1)
+        if self.noise_ahead is None or self.sampler is None:
+            top = probs.topk(k, dim=-1)
+            return top.indices, top.values
+        noise = self.noise_ahead(level)[self.vocab].to(torch.float32)
+        drawn = (self.sampler.process(x, None) + noise).topk(k, dim=-1)
+        likely = probs.topk(k, dim=-1).indices.tolist()
+        rows = []
+        for ids, scores, extra in zip(drawn.indices.tolist(), drawn.values.tolist(), likely,
+                                      strict=True):  # fmt: skip
+            picked = [i for i, v in zip(ids, scores, strict=True) if v > float("-inf")]
+            rows.append((picked + [i for i in extra if i not in picked])[:k])
+        indices = torch.tensor(rows)
+        return indices, probs.gather(-1, indices)
+
+    @torch.inference_mode()
+    def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
+        if self.feature is None or not context:
+            return []
+        full = self.window.presence_on_host() if self.window is not None else None
+        presence = full[self.vocab] if full is not None else None
+        first: list[tuple[int, float]] | None = None
+        tree = self.tree
+        if self.base_logits is not None:  # draft pass: the model's own guess is level one
+            probs = penalise(self.base_logits, full, self.penalty).softmax(-1)
+            top = probs.topk(tree[0])
+            first = list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
+            tree = tree[1:]
+        if self.kind == "linear":
+            return self._propose_linear(presence, first, tree)
+        return self._propose_recurrent(context[-1], presence, first, tree)
+
+    def _propose_linear(self, presence, first, tree) -> list[Candidate]:
+        states = self.module(self.feature[None])
+        levels = [first] if first is not None else []
+        for k, state in zip(tree, states, strict=False):
+            indices, values = self._top(state, presence, k, len(levels))
+            ids = [self.vocab_list[i] for i in indices[0].tolist()]
+            levels.append(list(zip(ids, values[0].tolist(), strict=True)))
+        out: list[Candidate] = []
+        paths: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())]
+        for level in levels:
+            paths = [
+                (toks + (tok,), ranks + (confidence_rank(p),))
+                for toks, ranks in paths
+                for tok, p in level
+            ]
+            out.extend(Candidate(self.name, t, r[-1], ranks=r) for t, r in paths)
+        return out
+
+    def _to_grow(self, nodes: list) -> list:
+        """The nodes (most probable first) expanded at the next depth: the beam's, while the
+        path probability holds `grow` (EAGLE-2's dynamic tree)."""
+        return [n for n in nodes[: self.beam] if n[4] >= self.grow]
+
+    def _propose_recurrent(self, last_token: int, presence, first, tree) -> list[Candidate]:
+        # frontier: (feature, last token id, path tokens, path ranks, path probability)
+        out: list[Candidate] = []
+        if first is None:
+            frontier = [(self.feature, last_token, (), (), 1.0)]
+        else:
+            frontier = []
+            for tok, p in first:
+                node = (self.feature, tok, (tok,), (confidence_rank(p),), p)
+                frontier.append(node)
+                out.append(Candidate(self.name, node[2], node[3][-1], ranks=node[3]))
+            frontier = self._to_grow(frontier)
+        for k in tree:
+            if not frontier:  # no path confident enough to grow (EAGLE-2's dynamic tree)
+                break
+            feats = torch.stack([f for f, *_ in frontier])
+            toks = torch.tensor([t for _, t, *_ in frontier])
+            states = self.module(feats, self.emb[toks].to(self.dtype))
+            indices, values = self._top(states, presence, k, len(frontier[0][2]))
+            children = []
+            for row, (_f, _t, path, ranks, p_path) in enumerate(frontier):
+                for i, p in zip(indices[row].tolist(), values[row].tolist(), strict=True):
+                    tok = self.vocab_list[i]
+                    cand = (
+                        states[row],
+                        tok,
+                        path + (tok,),
+                        ranks + (confidence_rank(p),),
+                        p_path * p,
+                    )
+                    children.append(cand)
+                    out.append(Candidate(self.name, cand[2], cand[3][-1], ranks=cand[3]))
+            children.sort(key=lambda c: -c[4])
+            frontier = self._to_grow(children)
+        return out

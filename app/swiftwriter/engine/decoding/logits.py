@@ -1,0 +1,270 @@
+"""One logits pipeline for plain decoding, tree verification and transformers' `generate`.
+
+Every node of a draft trie is scored with exactly the penalty window that plain decoding would
+have had at that position: the committed history plus the node's own ancestors (TokenSwift's
+public code scores one row only and ignores the ancestors). DRY sees the same context."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from transformers import LogitsProcessor
+
+from swiftwriter.engine.decoding import dry
+from swiftwriter.engine.decoding.settings import SamplingSettings
+
+
+class PenaltyWindow:
+    """Counts of each token id over the last `window` committed tokens, kept incrementally."""
+
+    def __init__(self, vocab_size: int, window: int, device: torch.device | str = "cpu"):
+        self.window = window
+        self.counts = torch.zeros(vocab_size, dtype=torch.int32, device=device)
+        self.history: list[int] = []
+        self._tail: tuple[int, np.ndarray] = (0, np.zeros(0, dtype=np.int64))
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        if not tokens:
+            return
+        old_len = len(self.history)
+        self.history.extend(tokens)
+        new_len = len(self.history)
+        added = self.history[max(old_len, new_len - self.window) :]
+        # Tokens that were inside the old window and are outside the new one (new tokens that
+        # arrived and left within this call were never counted).
+        dropped = self.history[
+            max(0, old_len - self.window) : min(old_len, max(0, new_len - self.window))
+        ]
+        dev = self.counts.device
+        if added:
+            self.counts.index_put_(
+                (torch.tensor(added, device=dev),),
+                torch.ones(len(added), dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+        if dropped:
+            self.counts.index_put_(
+                (torch.tensor(dropped, device=dev),),
+                torch.full((len(dropped),), -1, dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+
+    def presence(self, path: Sequence[int] = ()) -> torch.Tensor:
+        """Bool [V]: tokens inside the window of history + path (path = ancestors, then the node)."""
+        n_path = len(path)
+        if n_path == 0:
+            return self.counts > 0
+        h = min(len(self.history), self.window)
+        keep_from_history = max(0, self.window - n_path)
+        n_drop = max(0, h - keep_from_history)
+        counts = self.counts.clone()
+        dev = counts.device
+        if n_drop:
+            dropped = self.history[len(self.history) - h : len(self.history) - h + n_drop]
+            counts.index_put_(
+                (torch.tensor(dropped, device=dev),),
+                torch.full((n_drop,), -1, dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+        added = list(path[-self.window :])
+        counts.index_put_(
+            (torch.tensor(added, device=dev),),
+            torch.ones(len(added), dtype=torch.int32, device=dev),
+            accumulate=True,
+        )
+        return counts > 0
+
+    def presences(self, paths: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Bool [len(paths), V]: `presence(path)` for every path at once (one batched update
+        of the counts, no reads from the device)."""
+        h = min(len(self.history), self.window)
+        rows: list[int] = []
+        ids: list[int] = []
+        deltas: list[int] = []
+        for i, path in enumerate(paths):
+            if not path:
+                continue
+            n_drop = max(0, h - max(0, self.window - len(path)))
+            dropped = self.history[len(self.history) - h : len(self.history) - h + n_drop]
+            added = list(path[-self.window :])
+            rows += [i] * (n_drop + len(added))
+            ids += dropped + added
+            deltas += [-1] * n_drop + [1] * len(added)
+        counts = self.counts.expand(len(paths), -1).clone()
+        if rows:
+            dev = counts.device
+            counts.index_put_(
+                (torch.tensor(rows, device=dev), torch.tensor(ids, device=dev)),
+                torch.tensor(deltas, dtype=torch.int32, device=dev),
+                accumulate=True,
+            )
+        return counts > 0
+
+    def presence_on_host(self) -> torch.Tensor:
+        """`presence()` in host memory, built from the host's own history where the counts
+        live on a device (a drafter on the CPU reads it without waiting for the device)."""
+        if self.counts.device.type == "cpu":
+            return self.counts > 0
+        out = torch.zeros(self.counts.shape[0], dtype=torch.bool)
+        recent = self.history[-self.window :]
+        if recent:
+            out[torch.tensor(recent)] = True
+        return out
+
+    def context(self, path: Sequence[int] = ()) -> np.ndarray:
+        """The last `window` tokens of history + path, oldest first (what DRY scans)."""
+        n_path = len(path)
+        if n_path >= self.window:
+            return np.asarray(path[-self.window :], dtype=np.int64)
+        if self._tail[0] != len(self.history):  # once per step, shared by the trie's nodes
+            self._tail = (len(self.history), np.asarray(self.history[-self.window :], np.int64))
+        tail = self._tail[1]
+        tail = tail[max(0, len(tail) - (self.window - n_path)) :]
+        return np.concatenate((tail, np.asarray(path, dtype=np.int64))) if n_path else tail
+
+
+def penalise(logits: torch.Tensor, presence: torch.Tensor | None, theta: float) -> torch.Tensor:
+    """The repetition penalty (CTRL's): logits of tokens present in the window are divided by
+    `theta` when positive and multiplied when negative; the one formula for the target's
+    choices and the drafters' scores."""
+    if presence is None or theta == 1.0:
+        return logits
+    punished = torch.where(logits > 0, logits / theta, logits * theta)
+    return torch.where(presence, punished, logits)
+
+
+class LogitsPipeline:
+    """Penalty, DRY, temperature, top-k, top-p, min-p; then argmax or one seeded draw."""
+
+    def __init__(self, settings: SamplingSettings):
+        self.s = settings
+
+    def process(
+        self,
+        logits: torch.Tensor,
+        presence: torch.Tensor | None,
+        context: Sequence[int] | np.ndarray | None = None,
+    ) -> torch.Tensor:
+        """logits [..., V] float32 -> processed logits (filtered entries are -inf).
+        `context`: the last `window` tokens (PenaltyWindow.context), for DRY; one row only."""
+        s = self.s
+        x = penalise(logits.float(), presence, s.penalty)
+        if context is not None and s.dry_multiplier > 0:
+            ids, amounts = dry.penalties(
+                np.asarray(context), s.dry_multiplier, s.dry_base, s.dry_allowed_length
+            )
+            if ids:  # out of place: `x` may still be the caller's tensor
+                dev = x.device
+                x = x.index_add(
+                    -1,
+                    torch.tensor(ids, device=dev),
+                    -torch.tensor(amounts, dtype=x.dtype, device=dev),
+                )
+        if s.greedy:
+            return x
+        if s.temperature != 1.0:
+            x = x / s.temperature
+        if s.top_k > 0 and s.top_k < x.shape[-1]:
+            kth = torch.topk(x, s.top_k, dim=-1).values[..., -1:]
+            x = x.masked_fill(x < kth, float("-inf"))
+        if s.top_p < 1.0:
+            sorted_x, order = torch.sort(x, dim=-1, descending=False)
+            cum = sorted_x.softmax(dim=-1).cumsum(dim=-1)
+            drop_sorted = cum <= (1 - s.top_p)
+            drop_sorted[..., -1:] = False  # always keep the most likely token
+            drop = drop_sorted.scatter(-1, order, drop_sorted)
+            x = x.masked_fill(drop, float("-inf"))
+        if s.min_p > 0.0:
+            probs = x.softmax(dim=-1)
+            limit = probs.max(dim=-1, keepdim=True).values * s.min_p
+            x = x.masked_fill(probs < limit, float("-inf"))
+        return x
+
+    def choose(self, processed: torch.Tensor, noise: torch.Tensor | None = None) -> int:
+        """The next token from one row of processed logits: the argmax, or the Gumbel-max draw
+        under `noise` (read back to the host: one read per call)."""
+        return int(self.pick(processed, noise))
+
+    def pick(self, processed: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+        """`choose` left on the device (a 0-d tensor), so a step can read many at once."""
+        if self.s.greedy:
+            return processed.argmax()
+        return gumbel_max(processed, noise)
+
+
+def gumbel_max(processed: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """The token argmax(processed + noise): with standard Gumbel noise, a draw from
+    softmax(processed) (the Gumbel-max trick). A filtered entry (-inf) is never drawn. The sum
+    runs in float64 (float32 on Apple's MPS, which has none)."""
+    wide = torch.float32 if processed.device.type == "mps" else torch.float64
+    return (processed.to(wide) + noise.to(processed.device, wide)).argmax(-1)
+
+
+_MASK = (1 << 64) - 1
+
+
+def _mix(z: int) -> int:
+    """SplitMix64's finaliser: every bit of the output depends on every bit of the input."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+class Draws:
+    """A run's random numbers, by position: the t-th new token is drawn with Gumbel noise, one
+    number per (t, token id), generated from a hash of (seed, t). Plain decoding and
+    speculation therefore draw every token with the same numbers however many trie nodes a
+    step visits, and a drafter that sees the same numbers can propose the token the target
+    will sample, not only its most likely one: argmax(log q + g) agrees with argmax(log p + g)
+    with probability at least (1 - TV) / (1 + TV) (Daliri, Musco and Suresh 2024), and the
+    drafter's top k under the same noise are a draw without replacement from q (list sampling).
+    The output is still exactly distributed as the target's: the drafts never change g."""
+
+    def __init__(self, seed: int, keep: int = 64):
+        self.seed = seed
+        self._key = _mix((seed & _MASK) ^ 0x5DEECE66D)
+        self._kept: dict[tuple[int, int], torch.Tensor] = {}
+        self._keep = keep
+
+    def uniform(self, index: int) -> float:
+        """One uniform in [0, 1) for position `index` (seeds the position's noise)."""
+        return (self._position_key(index) >> 11) * (1.0 / (1 << 53))
+
+    def _position_key(self, index: int) -> int:
+        return _mix((self._key + (index + 1) * 0x9E3779B97F4A7C15) & _MASK)
+
+    def gumbel(self, index: int, size: int) -> torch.Tensor:
+        """Standard Gumbel noise [size] in float64 on the host for the token at `index`: the
+        same numbers for the same (seed, index), whoever asks and in whatever order."""
+        key = (index, size)
+        noise = self._kept.get(key)
+        if noise is None:
+            generator = torch.Generator().manual_seed(self._position_key(index) >> 1)
+            u = torch.rand(size, generator=generator, dtype=torch.float64)
+            noise = -torch.log(-torch.log(u))  # u = 0 gives -inf: that token cannot win
+            if len(self._kept) >= self._keep:
+                self._kept.pop(next(iter(self._kept)))
+            self._kept[key] = noise
+        return noise
+
+
+class PipelineLogitsProcessor(LogitsProcessor):
+    """The same pipeline as a transformers `LogitsProcessor`, so `generate` runs with equal settings."""
+
+    def __init__(self, settings: SamplingSettings):
+        self.pipeline = LogitsPipeline(settings)
+        self.window = settings.window
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        recent = input_ids[:, -self.window :]
+        presence = torch.zeros_like(scores, dtype=torch.bool)
+        presence.scatter_(1, recent, True)
+        if self.pipeline.s.dry_multiplier > 0:  # DRY reads each row's own context
+            rows = [
+                self.pipeline.process(scores[b], presence[b], recent[b].cpu().numpy())
+                for b in range(scores.shape[0])
+            ]
+            return torch.stack(rows)
+        return self.pipeline.process(scores, presence)

@@ -1,0 +1,628 @@
+"""A lean decoder forward for our verification passes on the decoder families writers use.
+
+A pass of one to a few tokens on a CPU is bound by streaming the weights from memory; the rest
+was transformers' per-layer machinery: module calls, kwargs, rotary tables rebuilt per layer,
+the attention interface and a GQA copy of the keys and values. This walks the same modules'
+weights in a few tensor ops per layer, q/k/v and gate/up read through merged weights when
+`merge_projections` has laid them out (views into one tensor per layer: no extra memory; the
+modules see the same values).
+
+Two forwards: the batch-invariant one (the default, `forward_invariant`): each row computed as
+the one-token pass computes it, whatever else the pass holds (invariant.py), so speculation
+writes plain decoding's text in every dtype; and the earlier one (`invariant=False`, Llama's
+layer without a window only): the stock RMSNorm op sequence, the model's own rotary embedding
+and SDPA, the fastest kernels for each pass size, equal to the stock forward but rounding a
+tree row differently from a one-token pass.
+
+The families differ in a few places, each described once (`Family`, `describe`) rather than
+in a forward per family: where the norms sit (before each block; after it, OLMo 2; both,
+Gemma), how a norm rounds, q/k norms per head (Qwen3, Gemma 3) or over the whole projection
+(OLMo 2), fused projections (Phi-3), Granite's multipliers, Gemma's attention soft-capping,
+sliding-window layers (Mistral, Gemma, Qwen) and a rotary table per layer type (Gemma 3).
+Anything else (another architecture, accelerate's offloading hooks, dynamic NTK rotary
+scaling) keeps transformers' own forward (backends.py), and the run says it may differ from
+plain decoding."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from swiftwriter.engine.passes import invariant as invariant_mod
+from swiftwriter.engine.passes import kernels, native
+
+
+@dataclass(frozen=True)
+class Family:
+    """How one decoder family's layer differs from Llama's (read in transformers' modeling
+    files): `blocks` "pre" (a norm before attention and MLP), "post" (OLMo 2: after each, none
+    before) or "sandwich" (Gemma: before and after each); `qk_norm` None, "head" (per head
+    before the rotary: Qwen3, Gemma 3) or "whole" (over the projection: OLMo 2); `norm` how
+    its RMSNorm rounds ("llama": weight * x.to(dtype); "olmo": (weight * x).to(dtype);
+    "gemma": (x * (1 + weight)).to(dtype), in float32); `fused` q/k/v and gate/up as one
+    module each (Phi-3); `multipliers` Granite's; `softcap` Gemma 2's attention logits;
+    `config_window` a config's `sliding_window` holds for every layer (Mistral, Phi-3; the
+    others say per layer in `layer_types`)."""
+
+    blocks: str = "pre"
+    qk_norm: str | None = None
+    norm: str = "llama"
+    fused: bool = False
+    multipliers: bool = False
+    softcap: bool = False
+    config_window: bool = False
+
+    @property
+    def plain(self) -> bool:
+        """Exactly Llama's layer: the earlier, non-invariant forward serves it too."""
+        return self == Family() or self == Family(config_window=True)
+
+
+_FAMILIES = {
+    "LlamaDecoderLayer": Family(),
+    "Qwen2DecoderLayer": Family(),
+    "MistralDecoderLayer": Family(config_window=True),
+    "Qwen3DecoderLayer": Family(qk_norm="head"),
+    "GraniteDecoderLayer": Family(multipliers=True),
+    "Phi3DecoderLayer": Family(fused=True, config_window=True),
+    "Olmo2DecoderLayer": Family(blocks="post", qk_norm="whole", norm="olmo"),
+    "Gemma2DecoderLayer": Family(blocks="sandwich", norm="gemma", softcap=True),
+    "Gemma3DecoderLayer": Family(blocks="sandwich", qk_norm="head", norm="gemma"),
+}
+# the RMSNorm classes of those families, by how they round
+_NORMS = {
+    "llama": {"LlamaRMSNorm", "Qwen2RMSNorm", "MistralRMSNorm", "Qwen3RMSNorm", "GraniteRMSNorm",
+              "Phi3RMSNorm"},
+    "olmo": {"Olmo2RMSNorm"},
+    "gemma": {"Gemma2RMSNorm", "Gemma3RMSNorm"},
+}  # fmt: skip
+# activations that act on each element alone (a row's values never depend on the others')
+_ACTIVATIONS = {"SiLUActivation", "SiLU", "GELUTanh", "PytorchGELUTanh"}
+_WINDOW_KINDS = {"full_attention", "sliding_attention"}
+
+
+def _rms(x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    """transformers' LlamaRMSNorm, op for op (so the values are the stock ones)."""
+    return invariant_mod.rms(x, norm.weight, norm.variance_epsilon)
+
+
+def _norm(kind: str, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
+    """The family's RMSNorm op for op (`Family.norm`), over the last dimension."""
+    if kind == "llama":
+        return invariant_mod.rms(x, norm.weight, norm.variance_epsilon)
+    eps = norm.variance_epsilon if kind == "olmo" else norm.eps
+    h = x.to(torch.float32)
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    if kind == "olmo":
+        return (norm.weight * h).to(x.dtype)
+    return (h * (1.0 + norm.weight.float())).to(x.dtype)
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def _linear(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    return module.forward(x)  # no hooks on these modules (checked in `supports`)
+
+
+class Merged:
+    """Projections that read one input, laid out as one weight: `cols` is [in, out] (the fast
+    layout from four rows up), `rows` the stock [out, in] copy for passes of <= `few_rows`
+    rows when the model keeps one (layout.FewRowLinear); the modules' own weights become views
+    into these, so the model holds no second copy."""
+
+    def __init__(self, modules: list[nn.Linear]):
+        self.sizes = [m.weight.shape[0] for m in modules]
+        with torch.no_grad():
+            self.cols = torch.cat([m.weight.detach().t() for m in modules], dim=1).contiguous()
+            rows = [getattr(m, "weight_rows", None) for m in modules]
+            self.few_rows = (
+                getattr(modules[0], "few_rows", 0) if all(r is not None for r in rows) else 0
+            )
+            self.rows = torch.cat(rows, dim=0) if self.few_rows else None
+            biases = [m.bias for m in modules]
+            self.bias = (
+                torch.cat([b.detach() for b in biases])
+                if all(b is not None for b in biases)
+                else None
+            )
+            start = 0
+            for m, size in zip(modules, self.sizes, strict=True):
+                end = start + size
+                m.weight = nn.Parameter(self.cols[:, start:end].t(), requires_grad=False)
+                if self.rows is not None:
+                    m.weight_rows = self.rows[start:end]
+                if self.bias is not None:
+                    m.bias = nn.Parameter(self.bias[start:end], requires_grad=False)
+                start = end
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rows is not None and x.shape[0] <= self.few_rows:
+            return F.linear(x, self.rows, self.bias)
+        return self.wide(x)
+
+    def wide(self, x: torch.Tensor) -> torch.Tensor:
+        """The [in, out] product whatever the row count (a batch-invariant pass uses one layout
+        only, two layouts being two kernels: this one, or the [out, in] copy when kept)."""
+        out = x @ self.cols
+        return out if self.bias is None else out + self.bias
+
+
+def merge_projections(model) -> int:
+    """Lay each supported layer's q/k/v and gate/up weights out as one tensor each (values
+    unchanged); returns how many layers were merged. Only for `supports(model)` models."""
+    if not supports(model):
+        return 0
+    merged = 0
+    if describe(model).fused:  # already one tensor each
+        return 0
+    for layer in model.get_decoder().layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        if getattr(attn, "sw_qkv", None) is not None:
+            continue
+        if any(p.device.type != "cpu" or p.is_meta for p in layer.parameters()):
+            continue
+        attn.sw_qkv = Merged([attn.q_proj, attn.k_proj, attn.v_proj])
+        mlp.sw_gate_up = Merged([mlp.gate_proj, mlp.up_proj])
+        merged += 1
+    return merged
+
+
+def supports(model) -> bool:
+    """True when the lean forward computes exactly what this model's decoder computes."""
+    return describe(model) is not None
+
+
+def describe(model) -> Family | None:
+    """The model's `Family` when the lean forward computes what its decoder computes, else
+    None (checked per run: a hook added since would stop firing in the lean forward)."""
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    layers = getattr(decoder, "layers", None)
+    if decoder is None or layers is None or len(layers) == 0:
+        return None
+    names = {type(layer).__name__ for layer in layers}
+    family = _FAMILIES.get(names.pop()) if len(names) == 1 else None
+    if family is None:
+        return None
+    config = _config(model)
+    kinds = getattr(config, "layer_types", None)
+    if kinds and any(kind not in _WINDOW_KINDS for kind in kinds[: len(layers)]):
+        return None
+    if getattr(config, "use_bidirectional_attention", False):
+        return None
+    if any(getattr(m, "_hf_hook", None) is not None for m in model.modules()):
+        return None
+    if any(m._forward_hooks or m._forward_pre_hooks for m in decoder.modules()):
+        return None
+    if getattr(decoder, "rotary_emb", None) is None or getattr(decoder, "norm", None) is None:
+        return None
+    if _by_kind(decoder.rotary_emb) and not kinds:  # a rotary per layer type, types unknown
+        return None
+    norms = _NORMS[family.norm]
+    for layer in layers:
+        attn, mlp = layer.self_attn, layer.mlp
+        wanted = (
+            ("qkv_proj", "o_proj") if family.fused else ("q_proj", "k_proj", "v_proj", "o_proj")
+        )
+        wanted += (
+            ("gate_up_proj", "down_proj") if family.fused else ("gate_proj", "up_proj", "down_proj")
+        )
+        if any(not isinstance(_module(layer, name), nn.Linear) for name in wanted):
+            return None
+        act = getattr(mlp, "act_fn", None) or getattr(mlp, "activation_fn", None)
+        if type(act).__name__ not in _ACTIVATIONS:
+            return None
+        named = [n for n in _layer_norms(family) if type(getattr(layer, n, None)).__name__ in norms]
+        if len(named) != len(_layer_norms(family)):
+            return None
+        if family.qk_norm and any(
+            type(getattr(attn, n, None)).__name__ not in norms for n in ("q_norm", "k_norm")
+        ):
+            return None
+    if type(decoder.norm).__name__ not in norms:
+        return None
+    return family
+
+
+def _config(model):
+    """The decoder's own config (a multimodal model's text config; the model's otherwise)."""
+    decoder = model.get_decoder()
+    return getattr(decoder, "config", None) or model.config
+
+
+def _by_kind(rotary) -> bool:
+    """Whether the rotary embedding takes the layer type (Gemma 3: one table per type)."""
+    return "layer_type" in inspect.signature(rotary.forward).parameters
+
+
+def _module(layer, name: str):
+    return getattr(layer.self_attn, name, None) or getattr(layer.mlp, name, None)
+
+
+def _layer_norms(family: Family) -> tuple[str, ...]:
+    if family.blocks == "post":
+        return ("post_attention_layernorm", "post_feedforward_layernorm")
+    if family.blocks == "sandwich":
+        return (
+            "input_layernorm",
+            "post_attention_layernorm",
+            "pre_feedforward_layernorm",
+            "post_feedforward_layernorm",
+        )
+    return ("input_layernorm", "post_attention_layernorm")
+
+
+def windows(model) -> list[int | None]:
+    """Each layer's sliding window (None: full attention), as transformers' masks apply it."""
+    config, count = _config(model), len(model.get_decoder().layers)
+    window = getattr(config, "sliding_window", None) or None
+    kinds = getattr(config, "layer_types", None)
+    if kinds:
+        return [window if kind == "sliding_attention" else None for kind in kinds[:count]]
+    family = _FAMILIES.get(type(model.get_decoder().layers[0]).__name__)
+    return [window if family is not None and family.config_window else None] * count
+
+
+def _rope_splits(model) -> dict | None:
+    """{layer type or None: positions a table computation must not straddle} for the
+    decoder's rotary embedding, or None when a position's values are not fixed: dynamic NTK
+    scaling rescales every position as the text grows. Longrope switches all of a call's
+    positions to its long factors when the call reaches `original_max_position_embeddings`:
+    a one-token pass at position p uses them from that position on, so the table is computed
+    in two calls split there and each position gets the one-token pass's values."""
+    rotary = model.get_decoder().rotary_emb
+    rope = getattr(rotary, "rope_type", "default")
+    kinds = dict(rope) if isinstance(rope, dict) else {None: rope}
+    params = getattr(getattr(rotary, "config", None), "rope_parameters", None) or {}
+    out = {}
+    for key, kind in kinds.items():
+        if "dynamic" in str(kind):
+            return None
+        if "longrope" not in str(kind):
+            out[key] = ()
+            continue
+        own = params.get(key, {}) if key is not None else params
+        limit = own.get("original_max_position_embeddings") if isinstance(own, dict) else None
+        if not isinstance(limit, int) or limit <= 0:
+            return None
+        out[key] = (limit,)
+    return out
+
+
+def fixed_rotary(model) -> bool:
+    """Whether each position's rotary values are fixed, so a table per position gives every
+    pass the one-token pass's values (`_rope_splits`)."""
+    return _rope_splits(model) is not None
+
+
+def _plain(module: nn.Module, kernel: str = kernels.STOCK):
+    """A Linear module as one product on one layout whatever the row count: on the stock
+    kernel the [out, in] copy where the model keeps one (layout.FewRowLinear: there it is the
+    faster layout for a single row), else the module's weight. Returns (fn, weight [out, in])."""
+    weight = getattr(module, "weight_rows", None) if kernel == kernels.STOCK else None
+    weight = module.weight if weight is None else weight
+    fn, bias = kernels.product(kernel), module.bias
+    return (lambda x: fn(x, weight, bias)), weight
+
+
+def _one_layout(merged: Merged, kernel: str = kernels.STOCK):
+    if kernel != kernels.STOCK:
+        fn, weight = kernels.product(kernel), merged.cols.t()
+        return (lambda x: fn(x, weight, merged.bias)), weight
+    if merged.rows is not None:
+        return (lambda x: F.linear(x, merged.rows, merged.bias)), merged.rows
+    return merged.wide, merged.cols.t()
+
+
+def _joined(modules: list[nn.Module], kernel: str = kernels.STOCK):
+    """Separate projections of one input, their outputs side by side (models not merged)."""
+    parts = [_plain(m, kernel) for m in modules]
+    fn = lambda x: torch.cat([f(x) for f, _ in parts], dim=-1)  # noqa: E731
+    return fn, torch.cat([w for _, w in parts])
+
+
+class LayerProjections:
+    """One decoder layer's products for the batch-invariant pass, one kernel layout each."""
+
+    def __init__(self, layer, kernel: str = kernels.STOCK):
+        attn, mlp = layer.self_attn, layer.mlp
+        if getattr(attn, "qkv_proj", None) is not None:  # fused (Phi-3)
+            qkv, gate_up = _plain(attn.qkv_proj, kernel), _plain(mlp.gate_up_proj, kernel)
+            self.probes = (qkv, _plain(attn.o_proj, kernel), gate_up, _plain(mlp.down_proj, kernel))
+            self.qkv, self.o, self.gate_up, self.down = (fn for fn, _ in self.probes)
+            return
+        merged = getattr(attn, "sw_qkv", None)
+        qkv = (
+            _one_layout(merged, kernel)
+            if merged is not None
+            else _joined([attn.q_proj, attn.k_proj, attn.v_proj], kernel)
+        )
+        merged = getattr(mlp, "sw_gate_up", None)
+        gate_up = (
+            _one_layout(merged, kernel)
+            if merged is not None
+            else _joined([mlp.gate_proj, mlp.up_proj], kernel)
+        )
+        self.probes = (qkv, _plain(attn.o_proj, kernel), gate_up, _plain(mlp.down_proj, kernel))
+        self.qkv, self.o, self.gate_up, self.down = (fn for fn, _ in self.probes)
+
+
+_CLASSES: dict = {}  # (id(model), dtype, device, kernel) -> (model ref, RowClasses)
+
+
+def row_classes(model) -> invariant_mod.RowClasses:
+    """The row counts one kernel serves for all of this model's products (measured once per
+    model object and dtype: a second or two for the default model)."""
+    import weakref
+
+    param = next(model.parameters())
+    kernel = kernels.kernel_of(model)
+    key = (id(model), param.dtype, param.device.type, kernel)
+    found = _CLASSES.get(key)
+    if found is not None and found[0]() is model:
+        return found[1]
+    proj = LayerProjections(model.get_decoder().layers[0], kernel)
+    head = _plain(model.get_output_embeddings(), kernel)
+    classes = invariant_mod.measure_classes([*proj.probes, head])
+    _CLASSES[key] = (weakref.ref(model), classes)
+    return classes
+
+
+def use_tree_attention(model, enabled: bool) -> None:
+    """Whether `model`'s batch-invariant passes may use the native tree-attention kernel
+    (default: yes where it builds); read when a LeanDecoder is set up for the model."""
+    model._swiftwriter_tree_attention = enabled
+
+
+def _tree_attention(model, head_dim: int):
+    """The native kernel for this model's passes, or None for PyTorch's attention: CPU
+    weights and a head size up to 256 (the kernel's limit)."""
+    if not getattr(model, "_swiftwriter_tree_attention", True):
+        return None
+    weight = model.get_output_embeddings().weight
+    if weight.device.type != "cpu" or head_dim > 256:
+        return None
+    if weight.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return None
+    return native.tree_attention()
+
+
+class LeanDecoder:
+    """The decoder's forward for a verification pass over `n` tokens (a flattened trie).
+    `invariant` (the default) makes every row's result independent of the pass's other rows
+    (invariant.py); off, a pass takes the fastest kernels for its size (the earlier path,
+    Llama's layer only: `Family.plain`)."""
+
+    def __init__(self, model, invariant: bool = True):
+        self.decoder = model.get_decoder()
+        self.layers = list(self.decoder.layers)
+        self.family = describe(model) or Family()
+        config = _config(model)
+        attn = self.layers[0].self_attn
+        self.head_dim = attn.head_dim
+        self.groups = attn.num_key_value_groups
+        self.kv_heads = config.num_key_value_heads
+        self.heads = self.kv_heads * self.groups
+        self.scaling = attn.scaling
+        self.softcap = (
+            getattr(attn, "attn_logit_softcapping", None) if self.family.softcap else None
+        )
+        self.windows = windows(model)
+        # each layer's activation, called without the module machinery (no hooks: `describe`)
+        self.acts = [
+            (getattr(layer.mlp, "act_fn", None) or layer.mlp.activation_fn).forward
+            for layer in self.layers
+        ]
+        multipliers = self.family.multipliers
+        self.embedding_multiplier = config.embedding_multiplier if multipliers else None
+        self.residual_multiplier = config.residual_multiplier if multipliers else None
+        # a rotary table per position needs frequencies that do not change with the length
+        self.invariant = invariant and fixed_rotary(model)
+        self.tree_attention = None  # the native kernel, for the invariant passes only
+        self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
+        if self.invariant:
+            kernel = kernels.kernel_of(model)
+            self.classes = row_classes(model)
+            self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
+            self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
+            self.tree_attention = _tree_attention(model, self.head_dim)
+            dtype = model.get_output_embeddings().weight.dtype
+            self.pair_keys = self.tree_attention is not None and native.pair_keys(
+                dtype, self.head_dim
+            )
+            self._rotaries(model)
+
+    def _rotaries(self, model) -> None:
+        """One per-position table per rotary kind (Gemma 3: sliding and full layers have their
+        own), and each layer's."""
+        rotary = self.decoder.rotary_emb
+        like = self.decoder.embed_tokens.weight[:1][None]
+        config = _config(model)
+        length = min(getattr(config, "max_position_embeddings", 0) or 4096, 1 << 17)
+        kinds = getattr(config, "layer_types", None) or [None] * len(self.layers)
+        by_kind = _by_kind(rotary)
+        tables: dict = {}
+        splits = _rope_splits(model)
+        self.layer_rotary = []
+        for kind in kinds[: len(self.layers)]:
+            key = kind if by_kind else None
+            if key not in tables:
+                fn = (lambda x, p, k=key: rotary(x, p, k)) if by_kind else rotary
+                table = invariant_mod.RotaryTable(fn, like, length, splits.get(key, ()))
+                tables[key] = invariant_mod.Rotary(table)
+            self.layer_rotary.append(tables[key])
+        self.rotaries = list(tables.values())
+        self.rotary = self.rotaries[0]
+
+    def _attend(self, index, q, k, v, layer_cache, paths) -> torch.Tensor:
+        """One layer's attention for the pass's rows: the native kernel where it applies, else
+        per row in PyTorch (invariant.py). A row is decided by its own key count alone, as its
+        one-token pass decides: in a sliding-window layer the kernel takes the rows whose keys
+        all fit in the window (the window changes nothing for them), PyTorch the longer ones;
+        Gemma 2's soft-capped attention is PyTorch's."""
+        window, kernel = self.windows[index], self.tree_attention
+        if kernel is None or self.softcap is not None:
+            return invariant_mod.attend_paths(
+                q, k, v, layer_cache, paths("plan"), self.scaling, window, self.softcap
+            )
+        table = paths("tiles")
+        if window is None or table.prefix + int(table.lengths.max()) <= window:
+            return invariant_mod.attend_tiles(
+                q, layer_cache, table, self.scaling, kernel, self.pair_keys
+            )
+        cut = invariant_mod.attend_paths(q, k, v, layer_cache, paths("plan"), self.scaling, window)
+        fits = table.prefix + table.lengths <= window
+        if not bool(fits.any()):
+            return cut
+        whole = invariant_mod.attend_tiles(
+            q, layer_cache, table, self.scaling, kernel, self.pair_keys
+        )
+        return torch.where(fits[:, None].to(cut.device), whole, cut)
+
+    def forward_invariant(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        allowed: torch.Tensor | None,
+        cache,
+        last: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """As `forward`, with every row computed as the one-token pass computes it: the pass
+        padded to (or split into) one kernel's row counts, each row's attention the one-token
+        call over its own path (invariant.py)."""
+        n = ids.shape[0]
+        d, hk, hq = self.head_dim, self.kv_heads, self.heads
+        fam = self.family
+        m = self.classes.padded(n)
+        if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
+            ids = torch.cat([ids, ids[:1].expand(m - n)])
+            positions = torch.cat([positions, positions[:1].expand(m - n)])
+        prefix, built = cache.get_seq_length(), {}
+
+        def paths(kind: str):
+            if kind not in built:
+                table = invariant_mod.PathTable if kind == "tiles" else invariant_mod.PathPlan
+                built[kind] = table(allowed, n, prefix)
+            return built[kind]
+
+        tables = {id(r): r.tables(positions, last) for r in self.rotaries}
+        run = self.classes.apply
+        norm = lambda x, module: _norm(fam.norm, x, module)  # noqa: E731
+        h = self.decoder.embed_tokens(ids)
+        if self.embedding_multiplier is not None:
+            h = h * self.embedding_multiplier
+        scale = self.residual_multiplier
+        out = h.new_zeros(m, hq * d) if m > n else None
+        for index, layer in enumerate(self.layers):
+            proj, attn = self.projections[index], layer.self_attn
+            rotary = self.layer_rotary[index]
+            cos, sin = tables[id(rotary)]
+            qkv = run(proj.qkv, h if fam.blocks == "post" else norm(h, layer.input_layernorm))
+            if fam.qk_norm is None:
+                qk = qkv[:, : (hq + hk) * d].view(m, hq + hk, d)
+                qk = rotary.apply(qk, cos, sin)
+                q, k = qk[:n, :hq], qk[:n, hq:]
+            else:
+                q, k = qkv[:, : hq * d], qkv[:, hq * d : (hq + hk) * d]
+                if fam.qk_norm == "whole":
+                    q, k = norm(q, attn.q_norm), norm(k, attn.k_norm)
+                q, k = q.reshape(m, hq, d), k.reshape(m, hk, d)
+                if fam.qk_norm == "head":
+                    q, k = norm(q, attn.q_norm), norm(k, attn.k_norm)
+                q, k = rotary.apply(q, cos, sin)[:n], rotary.apply(k, cos, sin)[:n]
+            v = qkv[:n, (hq + hk) * d :].view(n, hk, d)
+            layer_cache = cache.layers[index]
+            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            o = self._attend(index, q, k, v, layer_cache, paths)
+            if out is not None:
+                out[:n] = o
+                o = out
+            a = run(proj.o, o)
+            if fam.blocks != "pre":
+                a = norm(a, layer.post_attention_layernorm)
+            h = h + a if scale is None else h + a * scale
+            if fam.blocks == "pre":
+                x = norm(h, layer.post_attention_layernorm)
+            elif fam.blocks == "sandwich":
+                x = norm(h, layer.pre_feedforward_layernorm)
+            else:
+                x = h
+            x = run(proj.gate_up, x)
+            half = x.shape[-1] // 2
+            x = run(proj.down, self.acts[index](x[:, :half]) * x[:, half:])
+            if fam.blocks != "pre":
+                x = norm(x, layer.post_feedforward_layernorm)
+            h = h + x if scale is None else h + x * scale
+        return norm(h, self.decoder.norm)[:n], h[:n]
+
+    def forward(
+        self,
+        ids: torch.Tensor,
+        positions: torch.Tensor,
+        allowed: torch.Tensor | None,
+        cache,
+        last: int | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids, positions: [n]; allowed: bool [n, n] (which pass tokens each may see; None
+        for one token); cache: the run's DynamicCache, extended by n; last: the largest
+        position, when known on the host. Returns the final-norm hidden states [n, D] and the
+        last layer's output before that norm."""
+        if self.invariant:
+            return self.forward_invariant(ids, positions, allowed, cache, last)
+        n = ids.shape[0]
+        d, g, hk, hq = self.head_dim, self.groups, self.kv_heads, self.heads
+        h = self.decoder.embed_tokens(ids)
+        cos, sin = self.decoder.rotary_emb(h[None], positions[None])
+        cos, sin = cos[0, :, None, :], sin[0, :, None, :]  # [n, 1, d]
+        mask = None
+        if n > 1:
+            past = cache.get_seq_length()
+            mask = torch.zeros(n, past + n, dtype=h.dtype, device=h.device)
+            mask[:, past:].masked_fill_(~allowed.to(h.device), torch.finfo(h.dtype).min)
+            mask = mask.repeat(g, 1)[None, None]  # rows follow the folded query layout
+        for index, layer in enumerate(self.layers):
+            attn, mlp = layer.self_attn, layer.mlp
+            x = _rms(h, layer.input_layernorm)
+            qkv = getattr(attn, "sw_qkv", None)
+            if qkv is not None:
+                qkv = qkv(x)
+                qk = qkv[:, : (hq + hk) * d].view(n, hq + hk, d)
+                qk = qk * cos + _rotate_half(qk) * sin
+                q, k = qk[:, :hq], qk[:, hq:]
+                v = qkv[:, (hq + hk) * d :].view(n, hk, d)
+            else:
+                q = _linear(attn.q_proj, x).view(n, hq, d)
+                k = _linear(attn.k_proj, x).view(n, hk, d)
+                v = _linear(attn.v_proj, x).view(n, hk, d)
+                q = q * cos + _rotate_half(q) * sin
+                k = k * cos + _rotate_half(k) * sin
+            keys, values = cache.layers[index].update(
+                k.transpose(0, 1)[None], v.transpose(0, 1)[None]
+            )
+            if n == 1:  # transformers' own one-token path (SDPA's native GQA): same values
+                o = F.scaled_dot_product_attention(
+                    q.transpose(0, 1)[None], keys, values, scale=self.scaling, enable_gqa=True
+                ).reshape(1, hq * d)
+            else:  # a group's query heads become rows of their K/V head: no K/V copy
+                q = q.reshape(n, hk, g, d).permute(1, 2, 0, 3).reshape(1, hk, g * n, d)
+                o = F.scaled_dot_product_attention(
+                    q, keys, values, attn_mask=mask, scale=self.scaling
+                )
+                o = o.view(hk, g, n, d).permute(2, 0, 1, 3).reshape(n, hq * d)
+            h = h + _linear(attn.o_proj, o)
+            x = _rms(h, layer.post_attention_layernorm)
+            gate_up = getattr(mlp, "sw_gate_up", None)
+            if gate_up is not None:
+                x = gate_up(x)
+                half = x.shape[-1] // 2
+                x = F.silu(x[:, :half]) * x[:, half:]
+            else:
+                x = F.silu(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x)
+            h = h + _linear(mlp.down_proj, x)
+        return _rms(h, self.decoder.norm), h

@@ -1,0 +1,111 @@
+"""The logits pipeline: penalty windows per trie node equal a brute-force recount, the
+LogitsProcessor adapter equals the engine's own scoring, and filters behave."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from swiftwriter.engine.decoding.logits import (
+    Draws,
+    LogitsPipeline,
+    PenaltyWindow,
+    PipelineLogitsProcessor,
+)
+from swiftwriter.engine.decoding.settings import SamplingSettings
+from swiftwriter.errors import UserError
+
+
+def brute_presence(history, path, window, vocab):
+    seq = (list(history) + list(path))[-window:]
+    out = torch.zeros(vocab, dtype=torch.bool)
+    out[seq] = True
+    return out
+
+
+def test_penalty_window_matches_brute_force():
+    rng = random.Random(0)
+    vocab = 40
+    for window in (1, 2, 5, 17, 64):
+        pw = PenaltyWindow(vocab, window)
+        history = []
+        for _ in range(60):
+            chunk = [rng.randrange(vocab) for _ in range(rng.choice([0, 1, 3, 9, 30]))]
+            pw.extend(chunk)
+            history += chunk
+            assert torch.equal(pw.counts > 0, brute_presence(history, [], window, vocab))
+            assert int(pw.counts.sum()) == min(len(history), window)
+            path = [rng.randrange(vocab) for _ in range(rng.choice([1, 2, 4, 8, 70]))]
+            assert torch.equal(pw.presence(path), brute_presence(history, path, window, vocab))
+
+
+def test_processor_adapter_equals_engine_scoring():
+    torch.manual_seed(0)
+    settings = SamplingSettings(
+        greedy=False, penalty=1.3, window=6, temperature=0.7, top_k=10, top_p=0.9, min_p=0.05
+    )
+    ids = torch.randint(0, 50, (1, 20))
+    scores = torch.randn(1, 50) * 3
+    pw = PenaltyWindow(50, 6)
+    pw.extend(ids[0].tolist())
+    ours = LogitsPipeline(settings).process(scores[0], pw.presence())
+    adapter = PipelineLogitsProcessor(settings)(ids, scores.clone())[0]
+    assert torch.equal(torch.isinf(ours), torch.isinf(adapter))
+    finite = ~torch.isinf(ours)
+    assert torch.allclose(ours[finite], adapter[finite])
+
+
+def test_penalty_direction_and_filters():
+    logits = torch.tensor([2.0, -2.0, 1.0, 0.5])
+    presence = torch.tensor([True, True, False, False])
+    out = LogitsPipeline(SamplingSettings(penalty=2.0)).process(logits, presence)
+    assert out.tolist() == [1.0, -4.0, 1.0, 0.5]
+    s = SamplingSettings(greedy=False, penalty=1.0, top_k=2)
+    assert torch.isinf(LogitsPipeline(s).process(logits, None)).tolist() == [
+        False,
+        True,
+        False,
+        True,
+    ]
+    s = SamplingSettings(greedy=False, penalty=1.0, min_p=0.5)
+    kept = ~torch.isinf(LogitsPipeline(s).process(logits, None))
+    assert kept.tolist() == [True, False, False, False]  # p(1.0)/p(2.0) = e^-1 = 0.37 < 0.5
+    probs = logits.softmax(-1)
+    assert kept.tolist() == (probs >= probs.max() * 0.5).tolist()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(penalty=0),
+        dict(window=0),
+        dict(temperature=0),
+        dict(top_k=-1),
+        dict(top_p=0),
+        dict(min_p=1.0),
+    ],
+)
+def test_absurd_settings_are_refused(kwargs):
+    with pytest.raises(UserError):
+        SamplingSettings(**kwargs)
+
+
+def test_a_draw_among_the_kept_tokens_has_the_filtered_distribution():
+    """`choose` draws among the tokens the filters kept: the frequencies match the softmax of
+    the processed row and filtered ids never appear."""
+    pipeline = LogitsPipeline(SamplingSettings(greedy=False, min_p=0.2))
+    logits = torch.full((64,), -5.0)
+    logits[[3, 10, 40, 41]] = torch.tensor([2.0, 1.5, 1.0, 0.4])
+    processed = pipeline.process(logits, None)
+    kept = torch.nonzero(processed != float("-inf")).squeeze(-1).tolist()
+    assert kept == [3, 10, 40, 41]
+    want = processed.softmax(-1)
+    draws = Draws(5)
+    n = 20_000
+    counts = torch.zeros(64)
+    for i in range(n):
+        counts[pipeline.choose(processed, draws.gumbel(i, 64))] += 1
+    assert counts.sum() == counts[kept].sum()
+    total_variation = 0.5 * float((counts / n - want).abs().sum())
+    assert total_variation < 0.015, total_variation
