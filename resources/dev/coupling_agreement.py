@@ -1,5 +1,5 @@
 """How often the drafter's candidates hold the token the target samples: its most likely
-tokens against its own draws under the target's Gumbel noise (engine/logits.py `Draws`).
+tokens against its own draws under the target's Gumbel noise (engine/decoding/logits.py `Draws`).
 
 Offline, on text the default model itself samples after held-out prompts: at each position the
 target's processed distribution p (penalty, temperature, top-p, min-p) and the shipped
@@ -15,10 +15,10 @@ from dataclasses import replace
 
 import torch
 from swiftwriter import paths
-from swiftwriter.engine.generator import Generator
-from swiftwriter.engine.heads.source import draft_penalty_share
-from swiftwriter.engine.logits import LogitsPipeline, PenaltyWindow, penalise
-from swiftwriter.engine.settings import MODES, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.drafter_source import draft_penalty_share
+from swiftwriter.engine.decoding.generator import Generator
+from swiftwriter.engine.decoding.logits import LogitsPipeline, PenaltyWindow, penalise
+from swiftwriter.engine.decoding.settings import MODES, DraftSettings, SamplingSettings
 from swiftwriter.modelstore import loader, registry
 
 PRESETS = {
