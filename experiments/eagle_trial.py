@@ -14,7 +14,9 @@ Deeper steps are trained as they would be drafted (EAGLE-3's training-time test)
 depth i at position t sees the true pairs up to t and its own chain's earlier entries at t, never
 another position's guesses.
 
-    python -m swiftwriter.bench.eagle_trial --features DIR/work --recurrent DIR --steps 600
+    .venv/bin/python -m experiments.eagle_trial --features DIR/work --recurrent DIR --steps 600
+
+(from the top of the checkout: an experiment, not shipped in the package)
 """
 
 from __future__ import annotations
@@ -25,11 +27,10 @@ import time
 from pathlib import Path
 
 import torch
-from torch import nn
-from torch.nn import functional as F
-
 from swiftwriter.training import accuracy, features
 from swiftwriter.training.train import Trainer, TrainSettings
+from torch import nn
+from torch.nn import functional as F
 
 
 class AttentionDrafter(nn.Module):
@@ -218,7 +219,7 @@ def score(kind: str, module, model, vocab, texts, penalty, window, depth=3) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m swiftwriter.bench.eagle_trial")
+    p = argparse.ArgumentParser(prog="python -m experiments.eagle_trial")
     p.add_argument("--features", required=True, type=Path, help="a `heads train` DIR/work")
     p.add_argument("--recurrent", type=Path, help="a recurrent drafter trained on the same")
     p.add_argument("--steps", type=int, default=600)

@@ -5,10 +5,10 @@ it is scored with the same measure as the recurrent drafter."""
 from __future__ import annotations
 
 import torch
-from swiftwriter.bench.eagle_trial import AttentionDrafter, AttentionTrainer, attention_hits
 from swiftwriter.training.features import extract_rows
 from swiftwriter.training.train import TrainSettings
 
+from experiments.eagle_trial import AttentionDrafter, AttentionTrainer, attention_hits
 from tests.training.test_drafters import own_text
 
 

@@ -4,7 +4,8 @@ ranked most counted first (greedy's order) against ranked under the target's own
 model samples each held-out prompt with the Creative preset, then the n-gram and suffix sources
 replay prompt and text, proposing before each token as a run would.
 
-Run: `.venv/bin/python -m swiftwriter.bench.source_agreement [PROMPTS] [TOKENS] [SEED]`."""
+Run from the top of the checkout (an experiment, not shipped in the package):
+`.venv/bin/python -m experiments.source_agreement [PROMPTS] [TOKENS] [SEED]`."""
 
 from __future__ import annotations
 

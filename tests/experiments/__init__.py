@@ -1,0 +1,1 @@
+"""Tests of the experiments kept outside the shipped package (experiments/)."""
