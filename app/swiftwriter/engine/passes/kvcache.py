@@ -175,6 +175,20 @@ class GrowingLayer(BufferLayer):
         self._retile(prefix, prefix + m)
         self.length = prefix + m
 
+    def drop_span(self, start: int, count: int, length: int, turn) -> None:
+        """Remove slots [start, start + count) and move slots [start + count, length) down by
+        `count`, their keys through `turn` (keys [1, heads, n, dim] -> new keys) on the way: a
+        sliding window's cache edit (kvshift.py)."""
+        if self._k is None or count <= 0:
+            return
+        moved = length - start - count
+        keys = turn(self._k[:, :, start + count : length])
+        values = self._v[:, :, start + count : length].clone()  # the spans overlap
+        self._k[:, :, start : start + moved] = keys
+        self._v[:, :, start : start + moved] = values
+        self.length = start + moved
+        self._retile(start, start + moved)
+
 
 def growing_cache(config, initial_capacity: int = 512) -> DynamicCache:
     """A DynamicCache whose layers grow in place. Sliding-window layers keep every key too

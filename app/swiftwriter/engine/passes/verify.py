@@ -10,6 +10,7 @@ import torch
 from swiftwriter.engine.passes.attention import folding
 from swiftwriter.engine.passes.backends import backend_for
 from swiftwriter.engine.passes.kvcache import GrowingLayer, growing_cache
+from swiftwriter.engine.passes.kvshift import KeyShifter
 from swiftwriter.engine.passes.tree import Trie
 
 
@@ -62,6 +63,8 @@ class ModelRunner:
         self.invariant = self.backend.invariant
         self.classes = self.backend.classes
         self.length = 0  # tokens in the cache
+        self.highest = -1  # the largest position a call has written since the cache was new
+        self._shifter: KeyShifter | None = None
         self._hidden: torch.Tensor | None = None
         self._logits: torch.Tensor | None = None
         self._row_logits: dict[int, torch.Tensor] = {}
@@ -91,6 +94,20 @@ class ModelRunner:
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
         self.length = 0
+        self.highest = -1
+
+    def shift(self, keep: int, drop: int) -> str:
+        """Drop cache slots [keep, keep + drop) and move the later entries to their new
+        positions (kvshift.py): a window's slide without a prefill. Returns "" when done, else
+        why this model's keys cannot be moved exactly (the cache is then untouched)."""
+        if self._shifter is None:
+            self._shifter = KeyShifter(self.model)
+        why = self._shifter.refusal(keep, drop, self.highest)
+        if why:
+            return why
+        self._shifter.apply(self.cache, keep, drop, self.length)
+        self.length -= drop
+        return ""
 
     @torch.inference_mode()
     def prefill(self, tokens: list[int]) -> None:
@@ -117,12 +134,14 @@ class ModelRunner:
                     logits_to_keep=1,
                 )
             self.length += len(chunk)
+            self.highest = max(self.highest, self.length - 1)
 
     @torch.inference_mode()
     def forward_trie(self, trie: Trie) -> None:
         """Run the model over all trie tokens; the cache grows by len(trie) until `compact`."""
         ids = torch.tensor([trie.tokens], device=self.input_device)
         pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
+        self.highest = max(self.highest, self.length + max(trie.depths))
         out = self.backend.pass_over(self, trie, ids, pos)
         self._hidden, self._logits = out.hidden, out.logits
         if self._capture is not None:  # the lean forward returns it; the stock one is hooked
