@@ -15,4 +15,4 @@ cd "$(dirname "$0")/../.."
 out=${1:-gpu-check}
 shift || true
 python=${PYTHON:-$( [ -x .venv/bin/python ] && echo .venv/bin/python || command -v python3 )}
-PYTHONPATH=app${PYTHONPATH:+:$PYTHONPATH} exec "$python" -m swiftwriter.bench.gpucheck --out "$out" "$@"
+PYTHONPATH=app${PYTHONPATH:+:$PYTHONPATH} exec "$python" -m experiments.gpucheck --out "$out" "$@"

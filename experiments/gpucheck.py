@@ -201,7 +201,6 @@ def family_exact(row: dict) -> bool:
 def check_exactness(model, prompt_len: int, new_tokens: int) -> dict:
     """Tree rows equal one-token passes bit for bit; greedy tokenswift equals plain decoding."""
     import torch
-
     from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
     from swiftwriter.engine.decoding.trie import Trie
     from swiftwriter.engine.passes import ModelRunner

@@ -7,7 +7,8 @@ import json
 
 import pytest
 import torch
-from swiftwriter.bench import gpucheck
+
+from experiments import gpucheck
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the check would run")
