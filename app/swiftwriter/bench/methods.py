@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from swiftwriter.bench import curves, stattest
+from swiftwriter.bench import curves, marathon, stattest
 from swiftwriter.bench.draftpass import DraftPassGenerator
 from swiftwriter.engine.decoding import quality
 from swiftwriter.engine.decoding.generator import Generator, context_length
@@ -116,14 +116,18 @@ def _ours(
     context=None,
     invariant=True,
     partial_budget=None,
+    context_limit=None,
 ) -> MethodResult:
     """`partial_budget`: run the draft-pass experiment (bench/draftpass.py) with that many KV
-    tokens per head, instead of fused drafting."""
+    tokens per head, instead of fused drafting. `context_limit`: the window our methods see,
+    when smaller than the model's context (so a short run slides as a long one would)."""
     kwargs = dict(sources=list(sources), drafter=drafter, context=context, invariant=invariant)
     if partial_budget is None:
         gen = Generator(model, sampling, drafting, **kwargs)
     else:
         gen = DraftPassGenerator(model, sampling, drafting, partial_budget=partial_budget, **kwargs)
+    if context_limit is not None:
+        gen.max_context = min(gen.max_context or context_limit, context_limit)
     return Run(gen, name, prompt, n)
 
 
@@ -139,6 +143,8 @@ class Run:
         self.seconds = 0.0
         self.times: list = []
         self.memory = curves.MemoryTrace()
+        self.slides: list[tuple[int, int, float]] = []  # (tokens so far, slides, seconds)
+        self._slid = (0, 0.0)
         self.done = False
 
     def advance(self, until: float = float("inf")) -> None:
@@ -153,6 +159,12 @@ class Run:
             self.out.extend(event.tokens)
             self.times.append((len(self.out), self.seconds + time.perf_counter() - start))
             self.memory.note(len(self.out))
+            slid = marathon.slide_totals(event.run)
+            if slid[0] != self._slid[0]:  # the window moved during this step
+                self.slides.append(
+                    (len(self.out), slid[0] - self._slid[0], slid[1] - self._slid[1])
+                )
+                self._slid = slid
         self.seconds += time.perf_counter() - start
 
     def result(self) -> MethodResult:
@@ -192,6 +204,7 @@ def start_method(
     drafter=None,
     context: ContextSettings | None = None,
     partial_budget: int | None = None,
+    context_limit: int | None = None,
 ):
     """One of our methods as a `Run` not yet started (transformers' methods, which cannot
     pause, run whole and return their `MethodResult`).
@@ -200,14 +213,17 @@ def start_method(
     `drafter`: a learned drafter bundle for `tokenswift` (and `+history`); `context`: the
     context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit);
     `partial_budget`: tokenswift's drafter fed by the draft-pass experiment on a partial cache
-    of that size (None: fused drafting, as in the app)."""
+    of that size (None: fused drafting, as in the app); `context_limit`: a window smaller
+    than the model's context, for our methods."""
     if context is not None and context.policy == "slide" and method.startswith("hf"):
         raise ValueError(f"{method} has no sliding context window")
     name = method  # "-legacy": the same method on the earlier, non-invariant passes
     method = method.removesuffix("-legacy")
     if name != method and method not in ("ar", "tokenswift"):
         raise ValueError(f"unknown method {name}")
-    ours = functools.partial(_ours, context=context, invariant=name == method)
+    ours = functools.partial(
+        _ours, context=context, invariant=name == method, context_limit=context_limit
+    )
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
     if method == "hf-lookup":
@@ -302,9 +318,14 @@ def run_bench(
     baseline=None,
     partial_budget: int | None = None,
     turns: int = 0,
+    segments: marathon.Segments | None = None,
+    context_limit: int | None = None,
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each. `turns`:
     our methods take turns of that many tokens each (`Run`), instead of one after another.
+    `segments` (the marathon, bench/marathon.py): our methods take turns of a segment each
+    (unless `turns` says otherwise), each segment reported as it ends and its rows kept in
+    the row's `segments`, with their `marathon` summary (of the last repeat).
     Each row carries its speed `curve` at `checkpoints` (default: 1K, 2K, 4K, ... below n) and a thin
     `timeline` for plotting. `baseline` = (label, model): transformers' `generate` on the same
     model in another dtype, as row `hf@label` (what a transformers user would run; not a
@@ -334,15 +355,24 @@ def run_bench(
                 drafter=drafter,
                 context=context,
                 partial_budget=partial_budget,
+                context_limit=context_limit,
             )
-            if not turns:
+            if not turns and segments is None:
                 runs[method] = _finish(runs[method])
-        take_turns([r for r in runs.values() if isinstance(r, Run)], turns)
+        ours = [r for r in runs.values() if isinstance(r, Run)]
+        if segments is not None:
+            segments.rows.clear()
+            segments.outputs.clear()
+        take_turns(ours, turns or (segments.size if segments else 0), after=segments)
         for method, run in runs.items():
             res = _finish(run)
             if method not in best or res.seconds < best[method].seconds:
                 best[method] = res
     report = _report(model, prompt, n, sampling, best, checkpoints)
+    if segments is not None:
+        for method, rows in segments.finish().items():
+            report[method]["segments"] = rows
+            report[method]["marathon"] = marathon.summary(rows)
     if drafter is not None and "ar" in best and context_fits(model, prompt, best["ar"].tokens):
         from swiftwriter.training import accuracy
 
@@ -358,9 +388,9 @@ def run_bench(
     return report
 
 
-def take_turns(runs: list[Run], turns: int) -> None:
+def take_turns(runs: list[Run], turns: int, after=None) -> None:
     """Advance the runs `turns` tokens at a time, the first to go alternating between rounds,
-    until every run has ended."""
+    until every run has ended; `after(run)` is called after each turn."""
     if turns <= 0:
         return
     target, flip = 0, False
@@ -368,6 +398,8 @@ def take_turns(runs: list[Run], turns: int) -> None:
         target += turns
         for run in reversed(runs) if flip else runs:
             run.advance(target)
+            if after is not None:
+                after(run)
         flip = not flip
 
 
@@ -462,6 +494,8 @@ def run_seeds(
     warmup: bool = True,
     partial_budget: int | None = None,
     turns: int = 0,
+    segments: marathon.Segments | None = None,
+    context_limit: int | None = None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}
     (`warmup`: warm the kernels before the first seed; a suite warms before its first prompt)."""
@@ -483,6 +517,8 @@ def run_seeds(
             baseline=baseline,
             partial_budget=partial_budget,
             turns=turns,
+            segments=segments,
+            context_limit=context_limit,
         )
     return runs
 

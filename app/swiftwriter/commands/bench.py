@@ -23,6 +23,9 @@ MODE_NAMES = ("creative", "precise")
 STRATEGY_NAMES = ("conservative", "balanced", "fast")
 
 PARTIAL_BUDGET = 1024  # --draft-mode pass: KV tokens per head the draft pass attends to
+METHODS = "hf,hf-lookup,ar,tokenswift-noheads,tokenswift"
+SLIDE_METHODS = "ar,tokenswift"  # hf cannot slide a window
+SEGMENT = 2000  # the marathon's segment (bench/marathon.py), on by default with a sliding window
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +58,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("stop", "slide"),
         default="stop",
         help="at the model's context limit: stop, or slide a window (sinks + recent text); "
-        "hf cannot slide, so compare ar with tokenswift",
+        "hf cannot slide, so compare ar with tokenswift (the default methods then); slide "
+        f"reports the run by segment of {SEGMENT:,} tokens as it goes (--segment)",
+    )
+    p.add_argument(
+        "--segment",
+        type=non_negative_int,
+        default=None,
+        metavar="N",
+        help="the marathon report: our methods write in turns of N tokens, and each segment of "
+        "N tokens is printed as it ends: tokens/s, tokens per pass, the window's slides and "
+        "their cost, RSS, Distinct-1..4, 4-gram repetition and chatter (the share of words in "
+        f"lines that leave the story); default {SEGMENT:,} with --context-policy slide, else off "
+        "(0: off)",
+    )
+    p.add_argument(
+        "--context-limit",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="our methods see at most N tokens (a window smaller than the model's context), so "
+        "a short run slides as a long one would",
     )
     p.add_argument(
         "--sampling",
@@ -108,8 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dry-allowed-length", type=positive_int, default=2)
     p.add_argument(
         "--methods",
-        default="hf,hf-lookup,ar,tokenswift-noheads,tokenswift",
-        help="comma-separated: hf, hf-lookup, ar, tokenswift-noheads (n-grams and suffix "
+        default=None,
+        help=f"comma-separated (default {METHODS}; {SLIDE_METHODS} with a sliding window): hf, "
+        "hf-lookup, ar, tokenswift-noheads (n-grams and suffix "
         "matches only), tokenswift (with the model's drafter when it has one), ar-legacy and "
         "tokenswift-legacy (the earlier passes, not batch-invariant: what exactness costs), "
         "tokenswift-fullcache (the drafter's separate draft pass over the whole context instead "
@@ -166,7 +190,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot",
         metavar="FILE.png",
-        help="draw speedup over hf and tokens/s against generated length, one line per method",
+        help="draw speedup over hf and tokens/s against generated length, one line per method "
+        "(the marathon: its segments' figures); needs matplotlib",
     )
     p.add_argument(
         "--checkpoints",
@@ -236,6 +261,8 @@ def run(args: argparse.Namespace) -> int:
 
     args.history = renamed(args.project, args.history, "bench --history PROJECT", "bench PROJECT")
     entry = registry.resolve(args.model)
+    if args.methods is None:
+        args.methods = SLIDE_METHODS if args.context_policy == "slide" else METHODS
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = set(methods) - set(bench.METHODS)
     if unknown:
@@ -251,6 +278,10 @@ def run(args: argparse.Namespace) -> int:
             "hf has no sliding context window: with --context-policy slide compare ar and "
             "tokenswift (for example --methods ar,tokenswift-noheads)"
         )
+    if args.context_limit and any(m.startswith("hf") for m in methods):
+        raise UserError("--context-limit applies to our methods only: drop hf and hf-lookup")
+    if args.segment is None:
+        args.segment = SEGMENT if args.context_policy == "slide" else 0
     prompts = _prompts(args)
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     from swiftwriter.engine.passes import precision_line
@@ -345,6 +376,8 @@ def run(args: argparse.Namespace) -> int:
             "allowed_length": args.dry_allowed_length,
         },
     }
+    meta["segment"] = args.segment or None
+    meta["context_limit"] = args.context_limit
     results, differing = {}, []
     for index, (name, prompt) in enumerate(prompts):
         if args.suite:
@@ -360,9 +393,11 @@ def run(args: argparse.Namespace) -> int:
                 if seeds
                 else ""
             )
-            + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else ""),
+            + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else "")
+            + (f" · window {args.context_limit}" if args.context_limit else ""),
             file=sys.stderr,
         )
+        segments = _segments(args, loaded.tokenizer)
         runs = bench.run_seeds(
             loaded.model,
             prompt,
@@ -380,12 +415,20 @@ def run(args: argparse.Namespace) -> int:
             warmup=index == 0,
             partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
             turns=args.turns,
+            segments=segments,
+            context_limit=args.context_limit,
         )
         for seed, seed_report in runs.items():
             if len(runs) > 1:
                 print(f"seed {seed}")
             print(bench.format_table(seed_report))
             print(bench.format_long_run(seed_report))
+            if segments is not None:
+                from swiftwriter.bench import marathon
+
+                for method, row in seed_report.items():
+                    if "marathon" in row:
+                        print(marathon.format_summary(method, row["marathon"]))
             hits = seed_report.get("ar", {}).get("drafter_accuracy")
             if hits:
                 from swiftwriter.bench.suite import format_hits
@@ -407,12 +450,30 @@ def run(args: argparse.Namespace) -> int:
             out["comparison"] = comparison
         Path(args.json_out).write_text(json.dumps(out, indent=2))
     if args.plot:
-        from swiftwriter.bench import curves
+        from swiftwriter.bench import curves, marathon
 
         title = f"{entry.id} · {loaded.dtype} · prompt {prompt_tokens} tokens"
-        curves.plot(report, args.plot, title)
+        if args.segment:
+            rows = {method: row["segments"] for method, row in report.items() if "segments" in row}
+            marathon.plot(rows, args.plot, f"{title} · {args.sampling} · by {args.segment} tokens")
+        else:
+            curves.plot(report, args.plot, title)
         print(f"plot: {args.plot}", file=sys.stderr)
     return _verdict(differing)
+
+
+def _segments(args, tokenizer):
+    """The marathon's segments (bench/marathon.py), each printed as it ends; None when off."""
+    if not args.segment:
+        return None
+    from swiftwriter.bench import marathon
+
+    print(marathon.HEADER, flush=True)
+    return marathon.Segments(
+        args.segment,
+        decode=lambda ids: tokenizer.decode(ids),
+        emit=lambda method, row: print(marathon.format_row(method, row), flush=True),
+    )
 
 
 def _not_lossless(report: dict, prompt: str | None, seed) -> list[str]:
