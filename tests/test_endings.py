@@ -27,7 +27,7 @@ WORDS = {0: " The", 1: " cat", 2: " sat", 3: ".", 4: " THE", 5: " END", 6: "\n",
 def test_the_checker_stops_at_a_sentence_end_past_the_target_or_at_a_stop_sequence():
     ending = TakeEnding.keep_writing(3, stops=parse_stops(["THE END", r"re:^Chapter \d+"]))
     stop = ending.checker(decode)
-    assert ending.min_new_tokens == 3 and ending.max_new_tokens == 3 + 8
+    assert ending.min_new_tokens == 3 and ending.limit == 3 + 8
     assert stop([0, 1, 3])  # " The cat." reaches the length at a period
     assert not stop([0, 3])  # a period before the length does not end the take
     assert not stop([0, 3, 1])  # the length reached mid-sentence: write on
@@ -64,14 +64,14 @@ def test_the_session_ends_at_the_projects_stop_sequence_and_records_the_ending(
         common = dict(model=tiny_llama, tokenizer=Latin1Tokenizer(), model_id="t",
                       sampling=SamplingSettings(greedy=True, penalty=1.2), history=False,
                       flush_interval=0, prompt_text=doc.text)  # fmt: skip
-        free = DocumentSession(p, doc.id, max_new_tokens=80, **common).run()
+        free = DocumentSession(p, doc.id, ending=TakeEnding.exact(80), **common).run()
         stop = free.text[30:33]
         first = free.text.find(stop) + len(stop)
         p.set_stop_sequences([stop])
-        cut = DocumentSession(p, doc.id, max_new_tokens=80, **common).run()
+        cut = DocumentSession(p, doc.id, ending=TakeEnding.exact(80), **common).run()
         assert cut.text == free.text[:first]
         assert cut.stats["stop_reason"] == "stop_string"
         assert cut.generation.settings["ending"]["stops"] == [stop]
         ending = TakeEnding.keep_writing(50, finish_sentence=False)
-        full = DocumentSession(p, doc.id, max_new_tokens=10, ending=ending, **common)
-        assert full.ending.stops == (stop,) and full.max_new_tokens == 50
+        full = DocumentSession(p, doc.id, ending=ending, **common)
+        assert full.ending.stops == (stop,) and full.ending.limit == 50

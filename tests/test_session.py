@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from swiftwriter.endings import TakeEnding
 from swiftwriter.engine import DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
 from swiftwriter.session import DocumentSession, ProjectHistory, generate_into_document
@@ -54,7 +55,7 @@ def test_a_generation_streams_appends_and_records(project, tiny_llama):
     pieces: list[str] = []
     session = DocumentSession(
         project, doc.id, model=tiny_llama, tokenizer=tok, model_id="tiny",
-        sampling=GREEDY, max_new_tokens=40, flush_interval=0,
+        sampling=GREEDY, ending=TakeEnding.exact(40), flush_interval=0,
     )  # fmt: skip
     prompt = session.build_prompt()
     assert bytes(prompt).decode("latin-1") == "Cast\nTom the cat\n\n" + doc.text
@@ -63,7 +64,7 @@ def test_a_generation_streams_appends_and_records(project, tiny_llama):
     assert "".join(pieces) == result.text == gen.text and result.text
     assert gen.status == "finished" and gen.applied and gen.model_id == "tiny"
     assert gen.token_ids == result.token_ids and len(gen.token_ids) == result.stats["tokens"]
-    assert gen.tokenizer_id == "latin1-test" and gen.settings["max_new_tokens"] == 40
+    assert gen.tokenizer_id == "latin1-test" and gen.settings["ending"]["target"] == 40
     assert gen.settings["written_after"] == doc.text  # where a recovery puts it back
     assert gen.stats["tau"] >= 1.0 and "history" in gen.stats
     assert result.document.text == doc.text + result.text
@@ -76,7 +77,7 @@ def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, mo
     a, b, c = (project.add_document(t, text) for t in ("A", "B", "C"))
     tok = Latin1Tokenizer()
     first = generate_into_document(
-        project, a.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY, max_new_tokens=60
+        project, a.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(60)
     )
     asked: list[str] = []
     original = Project.history_tokens
@@ -92,12 +93,12 @@ def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, mo
     fixed = DraftSettings(max_nodes=24, adaptive=False)
     seeded = DocumentSession(
         project, b.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY,
-        max_new_tokens=60, history=history, drafting=fixed,
+        ending=TakeEnding.exact(60), history=history, drafting=fixed,
     ).run()  # fmt: skip
     assert asked == [f"d{a.id}"]  # only the document that changed, read from the stored cache
     plain = generate_into_document(
         project, c.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY,
-        max_new_tokens=60, history=False, drafting=fixed,
+        ending=TakeEnding.exact(60), history=False, drafting=fixed,
     )  # fmt: skip
     assert seeded.token_ids == plain.token_ids == first.token_ids  # same prompt, exact output
     by_source = seeded.stats["accepted_by_source"]
@@ -118,7 +119,7 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
 
     session = DocumentSession(
         project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
-        drafting=DraftSettings.plain(), max_new_tokens=50,
+        drafting=DraftSettings.plain(), ending=TakeEnding.exact(50),
     )  # fmt: skip
     cancelled = session.run(should_stop=stop_after_three)
     assert cancelled.generation.status == "cancelled" and len(cancelled.token_ids) == 3
@@ -139,7 +140,7 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
     with pytest.raises(RuntimeError, match="device lost"):
         DocumentSession(
             project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
-            drafting=DraftSettings.plain(), max_new_tokens=50, flush_interval=0,
+            drafting=DraftSettings.plain(), ending=TakeEnding.exact(50), flush_interval=0,
         ).run()  # fmt: skip
     del embed.forward
     failed = project.generations(doc.id)[-1]
@@ -152,7 +153,12 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
 
     with pytest.raises(KeyboardInterrupt):
         DocumentSession(
-            project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=20
+            project,
+            doc.id,
+            model=model,
+            tokenizer=tok,
+            sampling=GREEDY,
+            ending=TakeEnding.exact(20),
         ).run(on_text=interrupt)
     stopped = project.generations(doc.id)[-1]
     assert stopped.status == "cancelled" and stopped.applied
@@ -166,7 +172,9 @@ def test_bad_requests_fail_before_any_work(project, tmp_path, tiny_llama):
     with pytest.raises(ProjectError, match="No document with id 99"):
         DocumentSession(project, 99, model=tiny_llama, tokenizer=tok)
     with pytest.raises(UserError, match="at least 1"):
-        DocumentSession(project, doc.id, model=tiny_llama, tokenizer=tok, max_new_tokens=0)
+        DocumentSession(
+            project, doc.id, model=tiny_llama, tokenizer=tok, ending=TakeEnding.exact(0)
+        )
     with pytest.raises(UserError, match="model and its tokenizer"):
         DocumentSession(project, doc.id, model=tiny_llama)
     with (
@@ -183,7 +191,7 @@ def test_a_long_document_keeps_the_notes_and_its_end(project):
     project.add_note("Style", "short", pinned=True)
     tok = Latin1Tokenizer()
     session = DocumentSession(
-        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=16
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(16)
     )
     prompt = bytes(session.build_prompt()).decode("latin-1")
     assert len(prompt) == 64 - 16 - 1
@@ -212,7 +220,7 @@ def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(pro
     tok = Latin1Tokenizer()
     slide = ContextSettings(policy="slide", sink=4)
     session = DocumentSession(
-        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=80,
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(80),
         history=False, flush_interval=0, context=slide,
     )  # fmt: skip
     result = session.run()
@@ -222,7 +230,7 @@ def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(pro
     assert result.stats["windowed_from"] is not None and result.stats["reprefills"] >= 1
     assert result.generation.settings["context"]["policy"] == "slide"
     stop = DocumentSession(
-        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, max_new_tokens=80,
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(80),
         history=False, flush_interval=0,
     )  # fmt: skip
     assert stop.context.policy == "stop"

@@ -44,6 +44,9 @@ def parse_stops(lines: Sequence[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TakeEnding:
+    """A take's length and where it may stop. `target` is the length asked for in tokens: the
+    one name of the length from the request (words become tokens there) to the engine."""
+
     target: int  # tokens asked for
     min_new_tokens: int = 0  # end-of-text forbidden before this many (the target: keep writing)
     finish_sentence: bool = True  # run on (a little) to a sentence or paragraph end
@@ -54,8 +57,15 @@ class TakeEnding:
         """The whole length: end-of-text is not allowed before the target."""
         return cls(target, min_new_tokens=target, **kwargs)
 
+    @classmethod
+    def exact(cls, target: int, **kwargs) -> TakeEnding:
+        """Exactly `target` tokens, or fewer at end-of-text (scripts, benchmarks)."""
+        return cls(target, finish_sentence=False, **kwargs)
+
     @property
-    def max_new_tokens(self) -> int:
+    def limit(self) -> int:
+        """Not another length: the most tokens the take may write (the engine's bound), the
+        target plus the allowance to reach a sentence end."""
         return self.target + (allowance_for(self.target) if self.finish_sentence else 0)
 
     def checker(self, decode: Callable[[list[int]], str]) -> Callable[[list[int]], bool] | None:

@@ -1,4 +1,7 @@
-"""One generation into one document: where the project store, the engine and the history meet.
+"""The session code every take goes through (take.py builds one from a request): a prompt
+continued with one model (PromptSession: `generate --prompt-file`, a synopsis), or one document
+of a project continued (DocumentSession: the app, `generate PROJECT DOC`), where the project
+store, the engine and the history meet.
 
 The engine never imports the store and the store never imports torch; this module joins them.
 It builds the prompt from the document (after the pinned notes), seeds the history drafting
@@ -101,50 +104,44 @@ class ProjectHistory:
 
 @dataclass
 class SessionResult:
-    generation: Generation
+    status: str  # finished, cancelled
+    generation: Generation | None  # the stored record; None for a take outside a project
     document: Document | None
     text: str
     token_ids: list[int]
     stats: dict = field(default_factory=dict)
 
 
-class DocumentSession:
-    """Continue one document of an open project with one model.
+DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
+
+
+class PromptSession:
+    """One take with one model: the decoding every take shares (the app's, `generate` in both
+    forms, a synopsis). On its own it continues `prompt_text`, or exactly `prompt_ids` (a
+    synopsis's chat prompt), and stores nothing; DocumentSession adds the project (the story
+    context, the history, the stored record).
 
     `loaded` is a modelstore LoadedModel; tests pass `model` and `tokenizer` instead (any
     tokenizer with HF's `encode(text, add_special_tokens=False)` and
-    `decode(ids, skip_special_tokens=True)`). `prompt_text` replaces the document's text in the
-    prompt (the app passes the text before the cursor); `extra_stats` is merged into the
-    generation's stats when it closes (the app adds its measured plain-decoding baseline).
-    `context` says what happens at the model's context limit (stop, or slide a window that
-    keeps the pinned notes); the prompt is cut the same way for both."""
+    `decode(ids, skip_special_tokens=True)`). `ending` says where the take ends: its `target` is
+    the length asked for, in tokens (default: exactly DEFAULT_TARGET, or fewer at end-of-text).
+    `extra_stats` is merged into the take's stats (the app adds its measured baseline)."""
 
     def __init__(
         self,
-        project: Project,
-        doc_id: int,
         loaded=None,
         *,
         model=None,
         tokenizer=None,
         model_id: str | None = None,
-        tokenizer_id: str | None = None,
         sampling: SamplingSettings | None = None,
         drafting: DraftSettings | None = None,
-        max_new_tokens: int = 256,
-        history: bool | ProjectHistory = True,
-        use_notes: bool = True,
-        flush_interval: float = 1.0,
-        prompt_text: str | None = None,
         drafter=None,
         context: ContextSettings | None = None,
         ending: TakeEnding | None = None,
-        direction: str = "",
-        story_mode: str = "none",
+        prompt_text: str | None = None,
+        prompt_ids: list[int] | None = None,
     ):
-        if project.readonly:
-            raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
-        self.document = project.document(doc_id)  # a missing document fails before any work
         if loaded is not None:
             drafter = drafter if drafter is not None else getattr(loaded, "drafter", None)
             model = model or loaded.model
@@ -152,50 +149,172 @@ class DocumentSession:
             model_id = model_id or loaded.entry.id
         if model is None or tokenizer is None:
             raise UserError("A generation needs a model and its tokenizer")
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int):
-            raise UserError(f"max_new_tokens must be a whole number, not {max_new_tokens!r}")
-        if max_new_tokens < 1:
-            raise UserError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
-        if ending is not None and ending.target < 1:
-            raise UserError(f"A take must ask for at least 1 token, not {ending.target}")
-        # Without an ending: exactly max_new_tokens, or fewer at end-of-text (scripts, bench).
-        ending = ending or TakeEnding(max_new_tokens, finish_sentence=False)
-        stops = tuple(s for s in parse_stops(project.stop_sequences) if s not in ending.stops)
-        self.ending = replace(ending, stops=ending.stops + stops)  # the project's own apply
-        max_new_tokens = self.ending.max_new_tokens
-        self.project, self.doc_id = project, doc_id
+        self.ending = ending or TakeEnding.exact(DEFAULT_TARGET)
+        target = self.ending.target
+        if isinstance(target, bool) or not isinstance(target, int):
+            raise UserError(f"A take's length is a whole number of tokens, not {target!r}")
+        if target < 1:
+            raise UserError(f"A take must ask for at least 1 token, not {target}")
         self.model, self.tokenizer = model, tokenizer
         self.model_id = (
             model_id or getattr(getattr(model, "config", None), "name_or_path", "") or "model"
         )
-        self.tokenizer_id = tokenizer_id or tokenizer_identity(tokenizer)
         self.sampling = sampling or SamplingSettings()
         self.drafting = drafting if drafting is not None else DraftSettings()
-        self.max_new_tokens = max_new_tokens
-        self.use_notes = use_notes
-        self.flush_interval = flush_interval
-        self.prompt_text = prompt_text
         self.drafter = drafter
         self.context = context or ContextSettings()
+        self.prompt_text = prompt_text
+        self.prompt_ids = prompt_ids
+        self.extra_stats: dict = {}
+        self.encode = self.encoder_for(tokenizer)
+
+    @staticmethod
+    def encoder_for(tokenizer) -> Callable[[str], list[int]]:
+        """Text -> ids without special tokens: how documents enter the prompt and the history."""
+        return encoder_of(tokenizer)
+
+    # -- the prompt -------------------------------------------------------------------------
+    def build_prompt(self) -> list[int]:
+        """The ids the engine receives."""
+        pinned, rest = self.prompt_parts()
+        return pinned + rest
+
+    def prompt_parts(self) -> tuple[list[int], list[int]]:
+        """(ids a sliding window keeps, the rest): outside a project nothing is pinned."""
+        ids = list(self.prompt_ids) if self.prompt_ids is not None else None
+        ids = self.encode(self.prompt_text or "") if ids is None else ids
+        return [], ids or [self._bos()]
+
+    def _bos(self) -> int:
+        bos = getattr(self.tokenizer, "bos_token_id", None)
+        return bos if isinstance(bos, int) else 0
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(
+        self,
+        should_stop: Callable[[], bool] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
+    ) -> SessionResult:
+        """Generate; returns what happened (nothing is stored). `on_step` sees every engine
+        step (live statistics), after its text went to `on_text`."""
+        pinned, rest = self.prompt_parts()
+        generator = self._generator()
+        pieces: list[str] = []
+        produced = self._stream(
+            generator,
+            pinned + rest,
+            pinned,
+            lambda piece, ids: pieces.append(piece),
+            should_stop,
+            on_text,
+            on_step,
+        )
+        stats = {**generator.stats.as_dict(), **self.extra_stats}
+        return SessionResult(self._status(generator), None, None, "".join(pieces), produced, stats)
+
+    def _generator(self, sources: list | None = None) -> Generator:
+        return Generator(
+            self.model,
+            self.sampling,
+            self.drafting,
+            sources=sources or [],
+            eos_ids=eos_ids_of(self.tokenizer, self.model),
+            drafter=self.drafter,
+            context=self.context,
+        )
+
+    def _stream(
+        self,
+        generator: Generator,
+        prompt: list[int],
+        pinned: list[int],
+        keep: Callable[[str, tuple], None],
+        should_stop: Callable[[], bool] | None,
+        on_text: Callable[[str], None] | None,
+        on_step: Callable[[StepEvent], None] | None,
+    ) -> list[int]:
+        """Decode the take: each text piece with its ids to `keep` (the record, or a list),
+        then to `on_text`; every step to `on_step`. Returns the ids written."""
+        decoder = IncrementalDecoder(self.tokenizer)
+        produced: list[int] = []
+        events = generator.generate(
+            prompt,
+            self.ending.limit,
+            should_stop=should_stop,
+            stop_on_text=self.ending.checker(self._decode),
+            pinned_ids=pinned,
+            min_new_tokens=self.ending.min_new_tokens,
+        )
+        for event in events:
+            produced.extend(event.tokens)
+            piece = decoder.push(event.tokens)
+            keep(piece, event.tokens)
+            if piece and on_text is not None:
+                on_text(piece)
+            if on_step is not None:
+                on_step(event)
+        tail = decoder.finish()
+        if tail:
+            keep(tail, ())
+            if on_text is not None:
+                on_text(tail)
+        return produced
+
+    @staticmethod
+    def _status(generator: Generator) -> str:
+        return "cancelled" if generator.stats.stop_reason == "cancelled" else "finished"
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+
+class DocumentSession(PromptSession):
+    """Continue one document of an open project: the prompt is its story context (memory,
+    pinned notes, earlier documents by `story_mode`, the text, the direction), the project's
+    history drafts, the take streams into a stored record and is appended to the document.
+
+    `prompt_text` replaces the document's text in the prompt (the app passes the text before
+    the cursor). `context` says what happens at the model's context limit (stop, or slide a
+    window that keeps the pinned notes); the prompt is cut the same way for both. The other
+    arguments are PromptSession's."""
+
+    def __init__(
+        self,
+        project: Project,
+        doc_id: int,
+        loaded=None,
+        *,
+        tokenizer_id: str | None = None,
+        history: bool | ProjectHistory = True,
+        use_notes: bool = True,
+        flush_interval: float = 1.0,
+        direction: str = "",
+        story_mode: str = "none",
+        **session,
+    ):
+        if project.readonly:
+            raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
+        self.document = project.document(doc_id)  # a missing document fails before any work
+        super().__init__(loaded, **session)
+        stops = tuple(s for s in parse_stops(project.stop_sequences) if s not in self.ending.stops)
+        self.ending = replace(self.ending, stops=self.ending.stops + stops)  # the project's own
+        self.project, self.doc_id = project, doc_id
+        self.tokenizer_id = tokenizer_id or tokenizer_identity(self.tokenizer)
+        self.use_notes = use_notes
+        self.flush_interval = flush_interval
         if story_mode not in STORY_MODES:
             raise UserError(
                 f"The story context is one of {', '.join(STORY_MODES)}, not {story_mode!r}"
             )
         self.story_mode = story_mode
         self.direction = direction
-        self.extra_stats: dict = {}
-        self.encode = self.encoder_for(tokenizer)
         if isinstance(history, ProjectHistory):
             self.history = history
         elif history:
             self.history = ProjectHistory(project, self.tokenizer_id, self.encode)
         else:
             self.history = None
-
-    @staticmethod
-    def encoder_for(tokenizer) -> Callable[[str], list[int]]:
-        """Text -> ids without special tokens: how documents enter the prompt and the history."""
-        return encoder_of(tokenizer)
 
     # -- the prompt -------------------------------------------------------------------------
     def notes_text(self) -> str:
@@ -204,18 +323,13 @@ class DocumentSession:
         blocks = [f"{n.title}\n{n.text}".strip() for n in self.project.pinned_notes()]
         return "\n\n".join(b for b in blocks if b) + ("\n\n" if blocks else "")
 
-    def build_prompt(self) -> list[int]:
-        """The ids the engine receives: the story context (context.py) within the budget."""
-        pinned, rest = self.prompt_parts()
-        return pinned + rest
-
     def story_context(self) -> StoryContext:
         """Memory and pinned notes, the earlier documents (by `story_mode`), the text before
         the cursor and the direction, within the model's context less the take's room."""
         limit = context_length(self.model.config)
         budget = 1 << 30
         if limit is not None:
-            budget = limit - min(self.max_new_tokens, limit // 2) - 1
+            budget = limit - min(self.ending.limit, limit // 2) - 1
             if budget < 1:
                 raise UserError(f"The model's context ({limit} tokens) leaves no room for a prompt")
         text = self.prompt_text
@@ -240,8 +354,7 @@ class DocumentSession:
             decode=self._decode,
         )
         if not built.ids:
-            bos = getattr(self.tokenizer, "bos_token_id", None)
-            built.ids = [bos if isinstance(bos, int) else 0]
+            built.ids = [self._bos()]
         return built
 
     def prompt_parts(self, built: StoryContext | None = None) -> tuple[list[int], list[int]]:
@@ -277,15 +390,7 @@ class DocumentSession:
             history_source = HistorySource(index)
             sources.append(history_source)
             history_stats = {"tokens": len(index), **self.history.timings}
-        generator = Generator(
-            self.model,
-            self.sampling,
-            self.drafting,
-            sources=sources,
-            eos_ids=eos_ids_of(self.tokenizer, self.model),
-            drafter=self.drafter,
-            context=self.context,
-        )
+        generator = self._generator(sources)
         record = self.project.start_generation(
             self.doc_id,
             hashlib.sha256(str(prompt).encode()).hexdigest()[:32],
@@ -294,30 +399,10 @@ class DocumentSession:
             {**self._settings(len(prompt)), "context_given": built.render()[:CONTEXT_KEPT]},
             flush_interval=self.flush_interval,
         )
-        decoder = IncrementalDecoder(self.tokenizer)
-        produced: list[int] = []
         try:
-            events = generator.generate(
-                prompt,
-                self.max_new_tokens,
-                should_stop=should_stop,
-                stop_on_text=self.ending.checker(self._decode),
-                pinned_ids=note_ids,
-                min_new_tokens=self.ending.min_new_tokens,
+            produced = self._stream(
+                generator, prompt, note_ids, record.append, should_stop, on_text, on_step
             )
-            for event in events:
-                produced.extend(event.tokens)
-                piece = decoder.push(event.tokens)
-                record.append(piece, event.tokens)
-                if piece and on_text is not None:
-                    on_text(piece)
-                if on_step is not None:
-                    on_step(event)
-            tail = decoder.finish()
-            if tail:
-                record.append(tail, ())
-                if on_text is not None:
-                    on_text(tail)
         except BaseException as exc:
             cancelled = isinstance(exc, KeyboardInterrupt)
             record.finish(
@@ -327,23 +412,19 @@ class DocumentSession:
                 append_to_document=cancelled,
             )
             raise
-        status = "cancelled" if generator.stats.stop_reason == "cancelled" else "finished"
+        status = self._status(generator)
         stats = {**self._stats(generator, history_source, history_stats), **self.extra_stats}
         generation = record.finish(status, stats, append_to_document=True)
         if self.history is not None:
             self.history.add_generation(self.project.generation(generation.id))
         document = self.project.document(self.doc_id) if generation.applied else None
-        return SessionResult(generation, document, generation.text, produced, stats)
-
-    def _decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        return SessionResult(status, generation, document, generation.text, produced, stats)
 
     def _settings(self, prompt_tokens: int) -> dict:
         drafting = asdict(self.drafting)
         return {
             "sampling": asdict(self.sampling),
             "drafting": drafting,
-            "max_new_tokens": self.max_new_tokens,
             "history": self.history is not None,
             "pinned_notes": self.use_notes,
             "context": asdict(self.context),
@@ -390,48 +471,6 @@ def template_ids(tokenizer, messages: list[dict], **options) -> list[int]:
     """The ids of `messages` laid out by the tokenizer's chat template."""
     out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **options)
     return list(out["input_ids"] if isinstance(out, dict) else out)
-
-
-SUMMARY_SYSTEM = (
-    "Summarise the writer's text for their own notes: who, where, what happens, in two or "
-    "three plain sentences. Write only the summary."
-)
-
-
-def summarise(loaded, text: str, max_new_tokens: int = 120, should_stop=None) -> str:
-    """A short synopsis of `text` written by the model (greedy; through its chat template when
-    it has one). Nothing is stored: the caller puts it in the synopsis field, never the text."""
-    tokenizer, model = loaded.tokenizer, loaded.model
-    body = text.strip()[-6000:]
-    if not body:
-        raise UserError("The document is empty: there is nothing to summarise")
-    encode = encoder_of(tokenizer)
-    if has_chat_template(tokenizer):
-        messages = [
-            {"role": "system", "content": SUMMARY_SYSTEM},
-            {"role": "user", "content": body},
-        ]
-        prompt = template_ids(tokenizer, messages, add_generation_prompt=True)
-    else:
-        prompt = encode(body + "\n\nIn short:")
-    ending = TakeEnding(max_new_tokens, stops=("\n\n",))
-    generator = Generator(
-        model,
-        SamplingSettings(greedy=True, penalty=1.2, window=256),
-        DraftSettings(),
-        eos_ids=eos_ids_of(tokenizer, model),
-    )
-    decode = lambda ids: tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
-    ids: list[int] = []
-    events = generator.generate(
-        prompt,
-        ending.max_new_tokens,
-        should_stop=should_stop,
-        stop_on_text=ending.checker(decode),
-    )
-    for event in events:
-        ids.extend(event.tokens)
-    return decode(ids).strip()
 
 
 def generate_into_document(

@@ -1,13 +1,17 @@
-"""One take, from the writer's request to the stored result: the generation service the app's
-worker and the CLI's project command share.
+"""One take, from a request to its result: the one way into generation. The app's worker, its
+context viewer (which shows the prompt of the take a request would run), `generate` in both
+forms and a synopsis all make a TakeRequest and go through here to the same session code.
 
-It turns words into tokens with the writer's own text, builds the DocumentSession (prompt,
-story context, store, history), measures plain decoding's speed here when asked (the baseline
-of the speedup), runs the session and shapes its live statistics into `LiveStats` snapshots.
-Callers only pass text pieces and snapshots on (the app to its GUI thread, the CLI to stdout)."""
+It turns a length in words into tokens with the writer's own text, builds the session (a
+DocumentSession: prompt, story context, store, history; or a PromptSession outside a project),
+measures plain decoding's speed here when asked (the baseline of the speedup), runs the session
+and shapes its live statistics into `LiveStats` snapshots. Callers only pass text pieces and
+snapshots on (the app to its GUI thread, the CLI to stdout). Each take's settings and outcome
+go to the log (logs.py), for a bug report."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,22 +19,24 @@ from dataclasses import dataclass, field
 from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, stats_speedup
 from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.session import DocumentSession, SessionResult
+from swiftwriter.session import DocumentSession, PromptSession, SessionResult
 from swiftwriter.words import tokens_per_word
 
+log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
 
 
 @dataclass
 class TakeRequest:
-    """What the writer asked for: a length in tokens or words after `prompt_text` in one
-    document, with the panel's settings."""
+    """What the writer asked for: `target` tokens or words after `prompt_text` in one
+    document, with the panel's settings; or, with no project, a continuation of `prompt_text`
+    (or of exactly `prompt_ids`) that is stored nowhere."""
 
-    project: object
-    doc_id: int
+    project: object | None  # None: a take outside a project (generate --prompt-file, a synopsis)
+    doc_id: int | None
     loaded: object  # a modelstore LoadedModel (or anything with .model/.tokenizer/.entry)
     prompt_text: str | None  # the text before the cursor; None: the whole document
-    length: int = 300
+    target: int = 300  # the length asked for, in `unit`
     unit: str = "tokens"  # or "words"
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     drafting: DraftSettings = field(default_factory=DraftSettings)
@@ -41,7 +47,8 @@ class TakeRequest:
     keep_writing: bool = False  # end-of-text forbidden before the length (then a sentence end)
     direction: str = ""  # what happens next
     story_mode: str = "none"  # the earlier documents the model sees: none, previous, fit
-    ending: TakeEnding | None = None  # the CLI's own (stops, exact length); else from the length
+    ending: TakeEnding | None = None  # the CLI's own (stops, exact length); else from target
+    prompt_ids: list[int] | None = None  # without a project: these ids exactly (a chat prompt)
 
 
 @dataclass
@@ -104,46 +111,83 @@ class Take:
         self._t0 = time.perf_counter()
         self._last = 0.0
 
-    def _session(self) -> DocumentSession:
+    def _session(self) -> PromptSession:
         job = self.request
-        encode = DocumentSession.encoder_for(job.loaded.tokenizer)
-        if job.unit == "words":
-            n_tokens = max(1, round(job.length * tokens_per_word(encode, job.prompt_text or "")))
-        else:
-            n_tokens = max(1, int(job.length))
-        ending = job.ending or TakeEnding(
-            n_tokens, min_new_tokens=n_tokens if job.keep_writing else 0
+        common = dict(
+            sampling=job.sampling,
+            drafting=job.drafting,
+            ending=ending_of(job),
+            prompt_text=job.prompt_text,
+            context=job.context,
         )
+        if job.project is None:
+            return PromptSession(job.loaded, prompt_ids=job.prompt_ids, **common)
         return DocumentSession(
             job.project,
             job.doc_id,
             job.loaded,
-            sampling=job.sampling,
-            drafting=job.drafting,
-            max_new_tokens=ending.target,
-            ending=ending,
             direction=job.direction,
             story_mode=job.story_mode,
             history=job.history,
             flush_interval=job.flush_interval,
-            prompt_text=job.prompt_text,
-            context=job.context,
+            **common,
         )
 
     def run(self, should_stop: Callable[[], bool] | None = None) -> TakeResult:
         stop = should_stop or (lambda: False)
+        self._log_settings()
         if self.request.measure_baseline:
             self._measure(stop)
         if stop():
+            log.debug("take cancelled before it began")
             return TakeResult("cancelled", None, {}, self.target)
         self._t0 = time.perf_counter()
-        result = self.session.run(should_stop=stop, on_text=self.on_text, on_step=self._on_step)
+        try:
+            result = self.session.run(should_stop=stop, on_text=self.on_text, on_step=self._on_step)
+        except BaseException as exc:
+            log.debug("take ended by %s: %s", type(exc).__name__, exc)
+            raise
         stats = dict(result.stats)
         speedup = stats_speedup(stats)
         if speedup is not None:
             stats["speedup_vs_plain"] = round(speedup, 3)
         self.on_stats(self.snapshot(stats, final=True))
-        return TakeResult(result.generation.status, result, stats, self.target)
+        log.debug(
+            "take %s: %s tokens of %d after %s prompt tokens (%s), tau %.2f, %.1f tokens/s, "
+            "%d passes, speedup %s%s",
+            result.status,
+            stats.get("tokens", 0),
+            self.target,
+            stats.get("prompt_tokens", "?"),
+            stats.get("stop_reason", "?"),
+            stats.get("tau", 0.0),
+            stats.get("tokens_per_s", 0.0),
+            stats.get("forward_passes", 0),
+            stats.get("speedup_vs_plain", "unmeasured"),
+            f", generation {result.generation.id}" if result.generation is not None else "",
+        )
+        return TakeResult(result.status, result, stats, self.target)
+
+    def _log_settings(self) -> None:
+        """What a bug report needs to replay the take: model, precision, length, settings."""
+        job, session = self.request, self.session
+        where = "a prompt" if job.project is None else f"document {job.doc_id}"
+        log.debug(
+            "take on %s with %s (%s): %d tokens asked (%s %s, keep writing %s), ending %s, "
+            "sampling %s, drafting %s, context %s, story %s",
+            where,
+            session.model_id,
+            getattr(job.loaded, "precision", lambda: "?")(),
+            self.target,
+            job.target,
+            job.unit,
+            job.keep_writing,
+            session.ending,
+            job.sampling,
+            job.drafting,
+            job.context,
+            job.story_mode,
+        )
 
     def _measure(self, stop: Callable[[], bool]) -> None:
         session = self.session
@@ -222,6 +266,26 @@ class Take:
                     live.tokens, live.prefill_s, live.decode_s, plain
                 )
         return live
+
+
+def ending_of(request: TakeRequest) -> TakeEnding:
+    """Where the request's take ends: the CLI's own ending, or the target in tokens (a length
+    in words measured on the writer's own text with this tokenizer), keep writing or not."""
+    if request.ending is not None:
+        return request.ending
+    target = max(1, int(request.target))
+    if request.unit == "words":
+        encode = PromptSession.encoder_for(request.loaded.tokenizer)
+        target = max(1, round(request.target * tokens_per_word(encode, words_sample(request))))
+    return TakeEnding(target, min_new_tokens=target if request.keep_writing else 0)
+
+
+def words_sample(request: TakeRequest) -> str:
+    """The writer's text that a word's tokens are measured on: before the cursor, or the
+    whole document."""
+    if request.prompt_text is not None or request.project is None:
+        return request.prompt_text or ""
+    return request.project.document(request.doc_id).text
 
 
 LIVE_FIELDS = (

@@ -65,7 +65,7 @@ def main() -> int:
 
     window.model_ready.connect(on_ready)
     window.model_failed.connect(lambda message: (print(message), app.exit(3)))
-    window.generation.finished.connect(on_done)
+    window.takes.finished.connect(on_done)
     return app.exec()
 
 

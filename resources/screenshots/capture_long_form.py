@@ -72,13 +72,13 @@ def main() -> int:
 
     def take() -> None:
         window.panel.set_target(2000, "words")
-        window.generation.measure_baseline = False
+        window.takes.measure_baseline = False
         window.actions_by_name["generate"].trigger()
         QTimer.singleShot(45000, lambda: (shoot("long-take.png"), finish()))
 
     def finish() -> None:
-        window.generation.stop()
-        window.generation.wait()
+        window.takes.stop()
+        window.takes.wait()
         steps.append("done")
         app.quit()
 

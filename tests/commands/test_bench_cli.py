@@ -107,7 +107,7 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     builds its defaults from the same ones), and the names the parser offers are theirs."""
     from swiftwriter.commands.bench import MODE_NAMES, STRATEGY_NAMES
     from swiftwriter.engine.decoding.settings import MODES, STRATEGIES
-    from swiftwriter.ui.generation_panel import GenerationPanel
+    from swiftwriter.ui.take_panel import TakePanel
 
     assert set(MODE_NAMES) == set(MODES) and set(STRATEGY_NAMES) == set(STRATEGIES)
     out = tmp_path / "report.json"
@@ -123,7 +123,7 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     from PySide6.QtGui import QAction
 
     names = ("generate", "stop", "continue", "regenerate", "undo")
-    panel = GenerationPanel({name: QAction(name) for name in names})
+    panel = TakePanel({name: QAction(name) for name in names})
     qtbot.addWidget(panel)
     panel.creative.setChecked(True)
     from dataclasses import replace

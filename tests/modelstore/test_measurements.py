@@ -368,7 +368,7 @@ def test_a_take_that_contradicts_the_remembered_dtype_has_it_measured_again(
     assert loader.measure_cpu_dtype(loaded.entry) == "float32"  # believed until contradicted
     with Project.create(tmp_path / "p.swiftwriter", title="P") as project:
         doc = project.add_document("One", "the sea and the harbour wall at night")
-        take = Take(TakeRequest(project, doc.id, loaded, prompt_text=None, length=6))
+        take = Take(TakeRequest(project, doc.id, loaded, prompt_text=None, target=6))
         result = take.run()
     assert result.status == "finished"
     assert "a take ran float32 at" in stored()[key]["stale"], stored()[key]

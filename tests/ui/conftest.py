@@ -127,7 +127,7 @@ def window(qtbot, tiny_words):
     qtbot.addWidget(win)
     win.show()
     yield win
-    win.generation.stop()
-    win.generation.wait(20000)
-    qtbot.waitUntil(lambda: not win.generation.busy, timeout=20000)
+    win.takes.stop()
+    win.takes.wait(20000)
+    qtbot.waitUntil(lambda: not win.takes.busy, timeout=20000)
     win.close_project()

@@ -13,9 +13,9 @@ def open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey."),)):
 
 
 def generate(qtbot, window):
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+    with qtbot.waitSignal(window.takes.finished, timeout=WAIT) as blocker:
         window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     return blocker.args[0]
 
 
@@ -29,8 +29,8 @@ def type_text(window, text):
 def start_long_take_at_the_top(qtbot, window, tokens: int = 3000) -> None:
     """A take written before the document's text, running on while the test types after it."""
     window.panel.set_target(tokens, "tokens")
-    window.generation.measure_baseline = False
-    window.generation.flush_interval = 0.0
+    window.takes.measure_baseline = False
+    window.takes.flush_interval = 0.0
     cursor = window.editor.textCursor()
     cursor.setPosition(0)
     window.editor.setTextCursor(cursor)

@@ -35,9 +35,9 @@ def test_app_speedup_agrees_with_bench(qtbot, default_model, tmp_path):
     window.panel.preset.setCurrentText("Balanced")
     window.panel.set_target(n, "tokens")
     baseline.clear_cache()
-    with qtbot.waitSignal(window.generation.finished, timeout=600_000) as blocker:
-        window.generation.generate()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=60_000)
+    with qtbot.waitSignal(window.takes.finished, timeout=600_000) as blocker:
+        window.takes.generate()
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=60_000)
     stats = blocker.args[0]["stats"]
     app_speedup = stats["speedup_vs_plain"]
     assert stats["plain_measured"] and app_speedup > 0

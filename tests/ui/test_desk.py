@@ -171,7 +171,7 @@ def test_a_second_instance_opens_read_only_and_says_so(qtbot, window, make_proje
         assert "another SwiftWriter" in window.banner.text()
         assert window.editor.isReadOnly()
         assert not window.actions_by_name["generate"].isEnabled()
-        assert window.generation.generate() is False
+        assert window.takes.generate() is False
     finally:
         window.close_project()
         holder.close()
@@ -180,7 +180,7 @@ def test_a_second_instance_opens_read_only_and_says_so(qtbot, window, make_proje
 def test_closing_while_generating_asks_first(qtbot, window, make_project):
     window.open_project(make_project())
     window.panel.set_target(3000, "tokens")
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.actions_by_name["generate"].trigger()
     qtbot.waitUntil(lambda: window.stats_dock.tokens_shown > 5, timeout=30000)
     questions = []
@@ -203,12 +203,12 @@ def test_keyboard_generate_and_find_bar_escape(qtbot, window, make_project):
     from PySide6.QtCore import Qt
 
     window.open_project(make_project())
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.panel.set_target(10, "tokens")
     window.editor.setFocus()
-    with qtbot.waitSignal(window.generation.finished, timeout=30000):
+    with qtbot.waitSignal(window.takes.finished, timeout=30000):
         qtbot.keyClick(window.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=30000)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=30000)
     assert len(window.project.generations()) == 1
     window.actions_by_name["find"].trigger()
     assert window.find_bar.isVisible()
@@ -257,7 +257,7 @@ def test_the_window_opens_the_project_it_is_given(qtbot, make_project):
     qtbot.addWidget(win)
     assert win.project is not None and win.project.path == path
     assert win.editor.toPlainText() == "given on the command line"
-    assert win.generation.generate() is False  # no model yet: a message, not a crash
+    assert win.takes.generate() is False  # no model yet: a message, not a crash
     assert "not loaded" in win.statusBar().currentMessage()
     win.close_project()
 

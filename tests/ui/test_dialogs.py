@@ -10,15 +10,15 @@ WAIT = 30000
 
 
 def generate(qtbot, window):
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
-        window.generation.generate()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    with qtbot.waitSignal(window.takes.finished, timeout=WAIT) as blocker:
+        window.takes.generate()
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     return blocker.args[0]
 
 
 def test_history_lists_compares_inserts_and_restores(qtbot, window, make_project):
     window.open_project(make_project(docs=(("A", "Before."),)))
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.panel.creative.setChecked(True)
     first = generate(qtbot, window)
     second = generate(qtbot, window)

@@ -19,9 +19,9 @@ def open_doc(window, make_project, text="The sea was grey and the wall was old."
 
 
 def generate(qtbot, window, action="generate"):
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+    with qtbot.waitSignal(window.takes.finished, timeout=WAIT) as blocker:
         window.actions_by_name[action].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     return blocker.args[0]
 
 
@@ -33,7 +33,7 @@ def test_tokens_stream_into_the_editor_at_the_cursor(qtbot, window, make_project
     window.panel.set_target(60, "tokens")
     seen: list[tuple[int, bool]] = []
     window.editor.textChanged.connect(
-        lambda: seen.append((len(window.editor.toPlainText()), window.generation.busy))
+        lambda: seen.append((len(window.editor.toPlainText()), window.takes.busy))
     )
     result = generate(qtbot, window)
     text = window.editor.toPlainText()
@@ -61,20 +61,20 @@ def test_the_window_stays_responsive_while_generating(qtbot, window, make_projec
     window.actions_by_name["generate"].trigger()
     qtbot.waitUntil(lambda: window.stats_dock.tokens_shown > 0, timeout=WAIT)
     window.notes.add_note("Typed meanwhile", "written during a generation")  # the GUI answers
-    assert window.generation.busy
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    assert window.takes.busy
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     assert any(n.title == "Typed meanwhile" for n in window.project.notes())
 
 
 def test_stop_midway_keeps_the_text_so_far(qtbot, window, make_project):
     doc = open_doc(window, make_project)
     window.panel.set_target(3000, "tokens")
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.actions_by_name["generate"].trigger()
     qtbot.waitUntil(lambda: window.stats_dock.tokens_shown >= 20, timeout=WAIT)
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
+    with qtbot.waitSignal(window.takes.finished, timeout=WAIT) as blocker:
         qtbot.keyClick(window.editor, Qt.Key.Key_Escape)  # Stop is Esc
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     result = blocker.args[0]
     assert result["status"] == "cancelled"
     assert 20 <= result["stats"]["tokens"] < 3000
@@ -88,7 +88,7 @@ def test_context_full_is_explained(qtbot, window, make_project):
 
     window.set_model(tiny_loaded(max_positions=64))  # a tiny context window
     open_doc(window, make_project)
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.panel.set_target(5000, "tokens")
     result = generate(qtbot, window)
     assert result["stats"]["stop_reason"] == "context_full"
@@ -131,8 +131,8 @@ def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_proj
     open_doc(window, make_project)
     window.panel.set_target(80, "tokens")
     updates: list = []
-    window.generation.started.connect(
-        lambda: window.generation.worker.stats.connect(lambda s: updates.append(s))
+    window.takes.started.connect(
+        lambda: window.takes.worker.stats.connect(lambda s: updates.append(s))
     )
     result = generate(qtbot, window)
     live = [u for u in updates if u.phase == "generating"]
@@ -189,9 +189,9 @@ def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkey
         raise RuntimeError("the model caught fire")
 
     monkeypatch.setattr(DocumentSession, "run", broken)
-    with qtbot.waitSignal(window.generation.failed, timeout=WAIT):
+    with qtbot.waitSignal(window.takes.failed, timeout=WAIT):
         window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     assert "the model caught fire" in window.last_error
     assert window.editor.toPlainText() == doc.text
     monkeypatch.undo()
@@ -226,15 +226,15 @@ def test_text_with_emoji_before_the_cursor(qtbot, window, make_project):
     cursor = window.editor.textCursor()
     cursor.setPosition(qt_len("The 🌊 sea."))  # Qt counts the emoji as two positions
     window.editor.setTextCursor(cursor)
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.panel.set_target(12, "tokens")
     result = generate(qtbot, window)
     assert window.editor.toPlainText() == "The 🌊 sea." + result["text"] + " The end."
-    assert window.editor.span_text(window.generation.span) == result["text"]
+    assert window.editor.span_text(window.takes.span) == result["text"]
     window.editor.append_stream("never: the stream is closed")
     window.editor.undo()
     window.editor.redo()  # the span collapses; Undo generation finds the take again
-    assert window.generation.undo_generation()
+    assert window.takes.undo_generation()
     assert window.editor.toPlainText() == doc.text
 
 
@@ -290,7 +290,7 @@ def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, wi
 
     window.set_model(tiny_loaded(max_positions=64))
     open_doc(window, make_project)
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     assert window.panel.context().policy == "stop"  # the default
     window.panel.context_policy.setCurrentText("Slide window")
     assert window.panel.context().policy == "slide"

@@ -155,7 +155,7 @@ def test_train_heads_runs_and_the_app_drafts_with_them(qtbot, window, registered
     assert trainer.start()
     assert trainer.running and trainer.cancel_button.isEnabled()
     assert not dialog.train_button.isEnabled()
-    assert "training" in window.generation.can_generate()  # the model is shared meanwhile
+    assert "training" in window.takes.can_generate()  # the model is shared meanwhile
     assert not window.actions_by_name["generate"].isEnabled()
     qtbot.waitUntil(lambda: not trainer.running, timeout=WAIT)
     assert trainer.message.text().startswith("Trained: recurrent heads saved in"), (
@@ -170,12 +170,12 @@ def test_train_heads_runs_and_the_app_drafts_with_them(qtbot, window, registered
     assert dialog.table.item(row, 4).text().startswith("trained here · recurrent · top-1 ")
     assert registered.drafter is not None  # picked up by the app's model at once
     assert registered.drafter_status == f"present: {heads_folder('tiny-heads')}"
-    assert not window.model_training and window.generation.can_generate() == ""
-    window.generation.measure_baseline = False
+    assert not window.model_training and window.takes.can_generate() == ""
+    window.takes.measure_baseline = False
     window.panel.set_target(24, "tokens")
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT) as blocker:
-        window.generation.generate()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    with qtbot.waitSignal(window.takes.finished, timeout=WAIT) as blocker:
+        window.takes.generate()
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     assert 24 <= blocker.args[0]["stats"]["tokens"] <= 24 + allowance_for(24)
 
 

@@ -26,7 +26,7 @@ def test_keep_writing_reaches_the_length_when_the_model_would_end_early(
     open_doc(window, make_project)
     model = window.loaded_model.model
     window.panel.set_target(40, "tokens")
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     result = generate(qtbot, window)
     eos = window.loaded_model.tokenizer.encode(result["text"])[2]  # the take's third word
     model.generation_config.eos_token_id = eos
@@ -48,7 +48,7 @@ def test_keep_writing_reaches_the_length_when_the_model_would_end_early(
 
 def test_a_project_stop_sequence_ends_the_take_in_the_app(qtbot, window, make_project):
     path = open_doc(window, make_project)
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.panel.set_target(60, "tokens")
     free = generate(qtbot, window)
     word = free["text"].split()[10]
@@ -115,7 +115,7 @@ def test_a_synopsis_by_hand_or_by_the_model_never_touches_the_text(qtbot, window
 
 def test_history_shows_the_context_a_take_was_given(qtbot, window, make_project):
     open_doc(window, make_project)
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     window.panel.set_target(20, "tokens")
     window.panel.direction.setText("A gull lands.")
     generate(qtbot, window)

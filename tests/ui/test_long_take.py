@@ -46,7 +46,7 @@ def test_a_20000_token_take_keeps_the_gui_responsive_and_memory_flat(
     assert window.open_project(make_project())
     window.panel.set_target(TOKENS, "tokens")
     window.panel.keep_writing.setChecked(False)
-    window.generation.measure_baseline = False
+    window.takes.measure_baseline = False
     gaps: list[float] = []
     last = [time.perf_counter()]
     memory: dict[str, float] = {}
@@ -64,9 +64,9 @@ def test_a_20000_token_take_keeps_the_gui_responsive_and_memory_flat(
     timer.timeout.connect(tick)
     timer.start()
     start = time.perf_counter()
-    with qtbot.waitSignal(window.generation.finished, timeout=240_000) as blocker:
+    with qtbot.waitSignal(window.takes.finished, timeout=240_000) as blocker:
         window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=60_000)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=60_000)
     timer.stop()
     memory["end"] = rss_mb()
     elapsed = time.perf_counter() - start

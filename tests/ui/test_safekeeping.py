@@ -122,8 +122,8 @@ def test_edits_during_a_take_are_saved_without_the_take(qtbot, window, make_proj
     with Project.open(path, readonly=True) as p:
         stored = p.documents()[0].text
     assert stored == "The sea was grey. Typed during the take."  # no half take in it
-    window.generation.stop()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    window.takes.stop()
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     final = window.editor.toPlainText()
     assert final.endswith("The sea was grey. Typed during the take.")
     with Project.open(path, readonly=True) as p:
@@ -156,14 +156,14 @@ def test_closing_while_a_take_will_not_stop_keeps_the_project_open_and_saved(
     path = open_doc(window, make_project)
     start_long_take_at_the_top(qtbot, window)
     type_text(window, " Typed.")
-    monkeypatch.setattr(window.generation, "wait", lambda ms=30000: False)  # it will not stop
+    monkeypatch.setattr(window.takes, "wait", lambda ms=30000: False)  # it will not stop
     assert not window.close_project()
     assert window.project is not None and "not stopped yet" in window.last_error
     with Project.open(path, readonly=True) as p:  # the typed text is saved (the take may
         assert "The sea was grey. Typed." in p.documents()[0].text  # have joined meanwhile)
     monkeypatch.undo()
-    window.generation.stop()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    window.takes.stop()
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
 
 
 def test_a_note_typed_just_before_adding_another_is_kept(qtbot, window, make_project):

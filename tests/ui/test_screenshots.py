@@ -40,12 +40,10 @@ def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
                 assert window.grab().save(str(shots["during"]))
 
     shooter = Shooter()
-    window.generation.started.connect(
-        lambda: window.generation.worker.stats.connect(shooter.during)
-    )
-    with qtbot.waitSignal(window.generation.finished, timeout=30000):
+    window.takes.started.connect(lambda: window.takes.worker.stats.connect(shooter.during))
+    with qtbot.waitSignal(window.takes.finished, timeout=30000):
         window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=30000)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=30000)
     qtbot.wait(50)  # let the last repaint land
     shots["after"] = SHOTS / "main-window.png"
     assert window.grab().save(str(shots["after"]))

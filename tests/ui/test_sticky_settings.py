@@ -23,10 +23,10 @@ def test_panel_settings_survive_a_restart_with_the_project(qtbot, window, make_p
     panel.keep_writing.clicked.emit()
     panel.story_mode.setCurrentText("The previous document")
     panel.set_stop_sequences(["THE END"])
-    window.generation.measure_baseline = False
-    with qtbot.waitSignal(window.generation.finished, timeout=WAIT):
+    window.takes.measure_baseline = False
+    with qtbot.waitSignal(window.takes.finished, timeout=WAIT):
         window.actions_by_name["generate"].trigger()
-    qtbot.waitUntil(lambda: not window.generation.busy, timeout=WAIT)
+    qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     saved = state_of(panel)
     assert window.close_project()
     window.close()
@@ -81,13 +81,13 @@ def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
     """Greedy text loops over long takes with this model (Distinct-4 0.51 over 7,819 tokens);
     the default samples (temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.2 over 1,024:
     Distinct-4 0.96), see the README's long-form figures."""
-    from swiftwriter.ui.generation_panel import GenerationPanel
     from swiftwriter.ui.main_window import MainWindow
+    from swiftwriter.ui.take_panel import TakePanel
 
     window = MainWindow(load_model=False)
     qtbot.addWidget(window)
     sampling = window.panel.sampling()
-    assert isinstance(window.panel, GenerationPanel) and not sampling.greedy
+    assert isinstance(window.panel, TakePanel) and not sampling.greedy
     assert (sampling.temperature, sampling.top_p, sampling.min_p) == pytest.approx(
         (0.8, 0.95, 0.05)
     )

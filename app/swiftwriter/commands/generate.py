@@ -155,26 +155,38 @@ def run(args: argparse.Namespace) -> int:
 
     ending, _, _ = _ending(args), _sampling(args), _placement(args)  # bad options fail early
     entry = registry.resolve(args.model)
-    loaded = _load(args, entry, prompt, ending.max_new_tokens)
+    loaded = _load(args, entry, prompt, ending.limit)
     _say_precision(loaded)
     _say_drafter(loaded, history=False)
-    from swiftwriter.engine.decoding.settings import ContextSettings
-    from swiftwriter.engine.decoding.textgen import stream_text
-
-    decode = lambda ids: loaded.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
-    for piece in stream_text(
-        loaded,
-        prompt,
-        ending.max_new_tokens,
-        sampling=_sampling(args),
-        context=ContextSettings(policy=args.context_policy),
-        stop_on_text=ending.checker(decode),
-        min_new_tokens=ending.min_new_tokens,
-    ):
-        sys.stdout.write(piece)
-        sys.stdout.flush()
+    _request(args, None, None, loaded, prompt, ending).run()  # a take outside any project
     sys.stdout.write("\n")
     return 0
+
+
+def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, ending):
+    """The take both forms of `generate` run (take.Take), printing its text as it comes."""
+    from swiftwriter.engine.decoding.settings import ContextSettings
+    from swiftwriter.take import Take, TakeRequest
+
+    def show(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    request = TakeRequest(
+        project,
+        doc_id,
+        loaded,
+        prompt_text=prompt_text,
+        target=ending.target,
+        sampling=_sampling(args),
+        context=ContextSettings(policy=args.context_policy),
+        history=project is not None and not args.no_history,
+        measure_baseline=False,
+        direction=args.direction,
+        story_mode=args.story_context,
+        ending=ending,
+    )
+    return Take(request, on_text=show)
 
 
 def _say_precision(loaded) -> None:
@@ -256,40 +268,18 @@ def _sampling(args: argparse.Namespace):
 def run_project(args: argparse.Namespace) -> int:
     """Continue a project's document: everything is checked before the model loads."""
     from swiftwriter.commands.project import find_document
-    from swiftwriter.engine.decoding.settings import ContextSettings
     from swiftwriter.store import Project
 
     ending, _, _ = _ending(args), _sampling(args), _placement(args)
     with Project.open(args.project) as proj:
         doc_id = find_document(proj, args.doc)
-        sampling = _sampling(args)
         from swiftwriter.modelstore import registry
 
         entry = registry.resolve(args.model)
-        loaded = _load(args, entry, proj.document(doc_id).text, ending.max_new_tokens)
+        loaded = _load(args, entry, proj.document(doc_id).text, ending.limit)
         _say_precision(loaded)
         _say_drafter(loaded, history=not args.no_history)
-        from swiftwriter.take import Take, TakeRequest
-
-        def show(piece: str) -> None:
-            sys.stdout.write(piece)
-            sys.stdout.flush()
-
-        request = TakeRequest(
-            proj,
-            doc_id,
-            loaded,
-            prompt_text=None,
-            length=ending.target,
-            sampling=sampling,
-            context=ContextSettings(policy=args.context_policy),
-            history=not args.no_history,
-            measure_baseline=False,
-            direction=args.direction,
-            story_mode=args.story_context,
-            ending=ending,
-        )
-        take = Take(request, on_text=show)
+        take = _request(args, proj, doc_id, loaded, None, ending)
         if args.show_context:
             print(take.session.story_context().render())
             return 0

@@ -14,35 +14,15 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from swiftwriter.endings import TakeEnding
+from swiftwriter.take import Take
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
+from swiftwriter.ui.takes import take_request
 
 
-def next_take_session(window):
-    """The session the next take would run (not started): same text, settings and parts."""
-    from swiftwriter.session import DocumentSession
-    from swiftwriter.ui.editor import text_before
-    from swiftwriter.words import DEFAULT_TOKENS_PER_WORD
-
-    panel = window.panel
-    length, unit = panel.target()
-    tokens = round(length * DEFAULT_TOKENS_PER_WORD) if unit == "words" else length
-    direction, story_mode = panel.story()
-    editor = window.editor
-    return DocumentSession(
-        window.project,
-        window.doc_id,
-        window.loaded_model,
-        sampling=panel.sampling(),
-        drafting=panel.drafting(),
-        max_new_tokens=max(1, tokens),
-        ending=TakeEnding(max(1, tokens)),
-        history=False,
-        prompt_text=text_before(editor.toPlainText(), editor.textCursor().position()),
-        context=panel.context(),
-        direction=direction,
-        story_mode=story_mode,
-    )
+def next_take(window) -> Take:
+    """The take Generate would run now (not started), from the very request it would make:
+    its session's story context is what the viewer shows."""
+    return Take(take_request(window))
 
 
 class ContextDialog(QDialog):
@@ -126,9 +106,9 @@ class SummaryWorker(StoppableWorker):
         self.loaded, self.text = loaded, text
 
     def _run(self) -> None:
-        from swiftwriter.session import summarise
+        from swiftwriter.synopsis import write_synopsis
 
-        summary = summarise(self.loaded, self.text, should_stop=self.should_stop)
+        summary = write_synopsis(self.loaded, self.text, should_stop=self.should_stop)
         if not self.should_stop():
             self.written.emit(summary)
 

@@ -33,8 +33,6 @@ from swiftwriter.store import Project, ProjectError
 from swiftwriter.ui import help as help_windows
 from swiftwriter.ui.editor import Editor, FindBar
 from swiftwriter.ui.focus import FocusMode
-from swiftwriter.ui.generation import GenerationController
-from swiftwriter.ui.generation_panel import GenerationPanel
 from swiftwriter.ui.model_worker import start_loader
 from swiftwriter.ui.notes import NotesPanel
 from swiftwriter.ui.panel_state import Presets, PresetsMixin, apply_state, load_project_state
@@ -43,6 +41,8 @@ from swiftwriter.ui.safekeeping import SafekeepingMixin
 from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
 from swiftwriter.ui.spelling_control import SpellingControl
 from swiftwriter.ui.stats_dock import StatsDock
+from swiftwriter.ui.take_panel import TakePanel
+from swiftwriter.ui.takes import TakeController
 from swiftwriter.ui.tools import ToolsMixin
 from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 from swiftwriter.ui.wordcount import TargetsDialog, WordCounter
@@ -94,7 +94,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self._last_deleted: int | None = None
         self._docks_sized = False
         self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
-        self.generation = GenerationController(self)
+        self.takes = TakeController(self)
         self.presets = Presets(self.settings.qs)
         self._build_actions()
         self._build_ui()
@@ -124,7 +124,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     def _build_actions(self) -> None:
         self.actions_by_name: dict[str, QAction] = {}
         a = self._action
-        g = self.generation
+        g = self.takes
         a("generate", "Generate", g.generate,
           [QKeySequence("Ctrl+Return"), QKeySequence("Ctrl+Enter")],
           "Write from the cursor (Ctrl+Enter)")  # fmt: skip
@@ -217,8 +217,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.tree.synopsis_requested.connect(self.edit_synopsis)
         self.notes.save_failed.connect(lambda message: self.show_error("Could not save", message))
         self.notes.setMinimumWidth(190)
-        self.panel = GenerationPanel(self.actions_by_name, self.settings.default_preset)
-        self.panel.take_chosen.connect(self.generation.choose_take)
+        self.panel = TakePanel(self.actions_by_name, self.settings.default_preset)
+        self.panel.take_chosen.connect(self.takes.choose_take)
         self.stats_dock = StatsDock(self)
         self.docks = {}
         for name, title, widget, area in (
@@ -251,7 +251,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.autosave_timer.timeout.connect(self.save_now)
         self.editor.textChanged.connect(self._on_text_changed)
         self.editor.word_count_changed.connect(self.word_counter.update_current)
-        self.generation.busy_changed.connect(lambda _busy: self._update_actions())
+        self.takes.busy_changed.connect(lambda _busy: self._update_actions())
         self._show_page()
 
     def _build_menus(self) -> None:
@@ -319,7 +319,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
                          Qt.Orientation.Vertical)  # fmt: skip
 
     def _update_actions(self) -> None:
-        busy = self.generation.busy
+        busy = self.takes.busy
         has_doc = self.project is not None and self.doc_id is not None
         writable = has_doc and not self.project.readonly
         act = self.actions_by_name
@@ -473,11 +473,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             return True
         for dialog in [d for d in self._dialogs if getattr(d, "project_bound", False)]:
             dialog.close()  # an outline or a search of this project: it goes with it
-        if self.generation.busy:
+        if self.takes.busy:
             if not self.ask("Generation running", "A generation is running. Stop it and close?"):
                 return False
-            self.generation.stop()
-            if not self.generation.wait():
+            self.takes.stop()
+            if not self.takes.wait():
                 self.save_now(force=True)  # the text around the take, at least
                 self.show_error(
                     "Still stopping",
@@ -491,7 +491,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             return False
         if not self.project.readonly:
             self.backup_now()
-        self.generation.reset()
+        self.takes.reset()
         project, self.project, self.doc_id = self.project, None, None
         self.tree.set_project(None)
         self.notes.set_project(None)
@@ -539,13 +539,13 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     def show_document(self, doc_id: int) -> None:
         if self.project is None or doc_id == self.doc_id:
             return
-        if self.generation.busy:
+        if self.takes.busy:
             self.statusBar().showMessage("Wait for the generation, or stop it, first", 5000)
             return
         if not self.save_before_leaving():
             self.tree.select(self.doc_id)
             return
-        self.generation.reset()
+        self.takes.reset()
         try:
             doc = self.project.document(doc_id)
         except ProjectError as exc:
@@ -589,13 +589,13 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     def show_context(self):
         """The context viewer for the next take (needs the model: its tokenizer and context)."""
-        from swiftwriter.ui.context_dialog import ContextDialog, next_take_session
+        from swiftwriter.ui.context_dialog import ContextDialog, next_take
 
         if self.project is None or self.doc_id is None or self.loaded_model is None:
             self.statusBar().showMessage("Open a document and wait for the model first", 5000)
             return None
         try:
-            text = next_take_session(self).story_context().render()
+            text = next_take(self).session.story_context().render()
         except UserError as exc:
             self.show_error("Cannot show the context", str(exc))
             return None

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import math
 
-from swiftwriter.ui.generation_panel import CONTEXT_POLICIES, PRESETS, STORY_LABELS, UNITS
+from swiftwriter.ui.take_panel import CONTEXT_POLICIES, PRESETS, STORY_LABELS, UNITS
 
 SHIPPED = {
     "Precise prose": {"mode": "precise", "penalty": 1.2, "window": 1024},

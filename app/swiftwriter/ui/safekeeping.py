@@ -125,7 +125,7 @@ class SafekeepingMixin:
     # -- saving -----------------------------------------------------------------------------
     def _editor_text_to_save(self) -> str:
         """The document's text as it should be stored now: during a take, without the take."""
-        if self.generation.busy:
+        if self.takes.busy:
             return self.editor.text_without_stream()
         return self.editor.toPlainText()
 

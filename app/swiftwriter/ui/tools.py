@@ -74,7 +74,7 @@ class ToolsMixin:
 
         current = self.loaded_model.entry.id if self.loaded_model is not None else None
         dialog = ModelManagerDialog(self.settings, current, self, loaded=self.loaded_model,
-                                    generation_busy=lambda: self.generation.busy)  # fmt: skip
+                                    generation_busy=lambda: self.takes.busy)  # fmt: skip
         dialog.use_model.connect(self._use_model)
         dialog.drafter_trained.connect(self._on_drafter_trained)
         dialog.model_busy.connect(self._on_model_training)

@@ -3,11 +3,6 @@ multi-byte character split across tokens is never shown half-made."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from swiftwriter.engine.decoding.generator import Generator
-from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
-
 
 def encode(tokenizer, text: str) -> list[int]:
     """Text -> ids without special tokens: the one way text enters the engine (prompts,
@@ -58,47 +53,3 @@ def eos_ids_of(tokenizer, model) -> list[int]:
         elif isinstance(value, (list, tuple)):
             ids.update(int(v) for v in value)
     return sorted(ids)
-
-
-def stream_text(
-    loaded,
-    prompt: str,
-    max_new_tokens: int,
-    penalty: float = 1.2,
-    window: int = 1024,
-    sampling: SamplingSettings | None = None,
-    drafting: DraftSettings | None = None,
-    should_stop=None,
-    context: ContextSettings | None = None,
-    stop_on_text=None,
-    min_new_tokens: int = 0,
-) -> Iterator[str]:
-    """Continue `prompt` with `loaded` (a modelstore LoadedModel) and yield text pieces, the
-    decoder's held-back last characters included; `context` says what happens at the model's
-    context limit (default: stop); `stop_on_text` and `min_new_tokens` as in Generator."""
-    tok, model = loaded.tokenizer, loaded.model
-    sampling = sampling or SamplingSettings(greedy=True, penalty=penalty, window=window)
-    ids = encode(tok, prompt) or [tok.bos_token_id or 0]
-    gen = Generator(
-        model,
-        sampling,
-        drafting,
-        eos_ids=eos_ids_of(tok, model),
-        drafter=getattr(loaded, "drafter", None),
-        context=context,
-    )
-    decoder = IncrementalDecoder(tok)
-    events = gen.generate(
-        ids,
-        max_new_tokens,
-        should_stop=should_stop,
-        stop_on_text=stop_on_text,
-        min_new_tokens=min_new_tokens,
-    )
-    for event in events:
-        text = decoder.push(event.tokens)
-        if text:
-            yield text
-    tail = decoder.finish()  # a last character the decoder held back
-    if tail:
-        yield tail

@@ -48,7 +48,7 @@ def drafting_for(preset: str) -> DraftSettings:
     return PRESET_DRAFTING.get(preset, PRESET_DRAFTING["Balanced"])
 
 
-class GenerationPanel(QWidget):
+class TakePanel(QWidget):
     settings_changed = Signal()
     take_chosen = Signal(int)  # index into the takes of the last spot
 

@@ -1,5 +1,6 @@
 """Generate, Stop, Continue, Regenerate, Undo generation and takes: the glue between the window
-(editor, panel, stats dock) and one worker thread at a time.
+(editor, panel, stats dock) and one worker thread at a time. `take_request` is the one request
+the window makes for a take: the take runs it, and the context viewer shows its prompt.
 
 The editor is the truth for the open document: the session appends the finished text to the
 end of the stored document, then the window saves the editor's text over it, which puts the
@@ -8,7 +9,7 @@ as a generation) and writes another at the same spot; the takes menu swaps betwe
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QThread, Signal
 
@@ -31,13 +32,38 @@ STOP_REASONS = {
 
 
 @dataclass
-class Take:
+class TakeMenuEntry:
+    """One of the takes at the last spot, as the takes menu offers it."""
+
     generation_id: int | None
     text: str
     status: str
 
 
-class GenerationController(QObject):
+def take_request(window) -> TakeRequest:
+    """The request for the next take from the window: the text before the cursor and the
+    panel's settings. The take runs it; the context viewer shows the prompt it makes."""
+    panel, editor = window.panel, window.editor
+    target, unit = panel.target()
+    direction, story_mode = panel.story()
+    return TakeRequest(
+        project=window.project,
+        doc_id=window.doc_id,
+        loaded=window.loaded_model,
+        prompt_text=text_before(editor.toPlainText(), editor.textCursor().position()),
+        target=target,
+        unit=unit,
+        sampling=panel.sampling(),
+        drafting=panel.drafting(),
+        context=panel.context(),
+        history=window.history_for(window.loaded_model) if panel.use_history() else False,
+        keep_writing=panel.keep_writing.isChecked(),
+        direction=direction,
+        story_mode=story_mode,
+    )
+
+
+class TakeController(QObject):
     started = Signal()
     finished = Signal(dict)
     failed = Signal(str)
@@ -48,7 +74,7 @@ class GenerationController(QObject):
         self.window = window
         self.thread: QThread | None = None
         self.worker: GenerationWorker | None = None
-        self.takes: list[Take] = []
+        self.takes: list[TakeMenuEntry] = []
         self.current = -1  # the take shown now
         self.span = None  # the editor span of the last spot (QTextCursor)
         self._regenerating = False
@@ -107,24 +133,10 @@ class GenerationController(QObject):
             w.show_error("Cannot generate", str(exc))
             return False
         position = editor.textCursor().position()
-        text = editor.toPlainText()
-        length, unit = w.panel.target()
-        job = TakeRequest(
-            project=w.project,
-            doc_id=w.doc_id,
-            loaded=w.loaded_model,
-            prompt_text=text_before(text, position),
-            length=length,
-            unit=unit,
-            sampling=w.panel.sampling(),
-            drafting=w.panel.drafting(),
-            context=w.panel.context(),
-            history=w.history_for(w.loaded_model) if w.panel.use_history() else False,
+        job = replace(
+            take_request(w),
             measure_baseline=self.measure_baseline,
             flush_interval=self.flush_interval,
-            keep_writing=w.panel.keep_writing.isChecked(),
-            direction=w.panel.story()[0],
-            story_mode=w.panel.story()[1],
         )
         self.span = editor.begin_stream(position)
         w.stats_dock.reset()
@@ -182,7 +194,8 @@ class GenerationController(QObject):
         self.span = span
         text = w.editor.span_text(span)
         if result.get("generation_id") is not None or text:
-            self.takes.append(Take(result.get("generation_id"), text, result.get("status", "")))
+            entry = TakeMenuEntry(result.get("generation_id"), text, result.get("status", ""))
+            self.takes.append(entry)
         self.current = len(self.takes) - 1
         self._show_takes()
         w.save_now(force=True)
