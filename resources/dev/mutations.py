@@ -63,7 +63,7 @@ MUTATIONS = [
     ),
     (
         "a flush that never happens",
-        "app/swiftwriter/store/generations.py",
+        "app/swiftwriter/store/take_records.py",
         "if time.monotonic() - self._last_flush >= self.flush_interval:",
         "if False:",
         "tests/store/test_integrity.py",

@@ -1,7 +1,6 @@
 """The project store: one SQLite file per project (documents, snapshots, notes, generations,
 drafting caches). No torch and no Qt here, so the CLI and tests use it cheaply."""
 
-from swiftwriter.store.generations import GenerationRecord
 from swiftwriter.store.project import Project
 from swiftwriter.store.records import (
     DOCUMENT_KINDS,
@@ -12,6 +11,7 @@ from swiftwriter.store.records import (
     ProjectLockedError,
     Snapshot,
 )
+from swiftwriter.store.take_records import GenerationRecord
 
 __all__ = [
     "DOCUMENT_KINDS",

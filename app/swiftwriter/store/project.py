@@ -22,7 +22,6 @@ import sqlite_utils
 from swiftwriter import __version__
 from swiftwriter.store import backups, diskfaults, schema
 from swiftwriter.store.documents import DocumentsMixin, _locked
-from swiftwriter.store.generations import GenerationsMixin
 from swiftwriter.store.history import HistoryMixin
 from swiftwriter.store.inspection import (
     inspect_file,
@@ -37,6 +36,7 @@ from swiftwriter.store.records import (
     check_text,
     now,
 )
+from swiftwriter.store.take_records import GenerationsMixin
 
 SUFFIX = ".swiftwriter"
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from swiftwriter.store import Project, ProjectError
-from swiftwriter.store import generations as generations_module
+from swiftwriter.store import take_records as generations_module
 
 
 def test_streaming_is_visible_to_readers_and_finish_appends_atomically(project, project_path):
@@ -141,7 +141,7 @@ def test_ngram_cache_parts_are_stored_per_tokenizer(project, project_path):
 
 
 def test_recovery_puts_the_take_back_where_it_was_written(project):
-    from swiftwriter.store.generations import recovery_point
+    from swiftwriter.store.take_records import recovery_point
 
     doc = project.add_document("Chapter", "Before the take. After the take.")
     rec = project.start_generation(doc.id, "p", "m", "t", {"written_after": "Before the take."}, 0)
