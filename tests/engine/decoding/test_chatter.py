@@ -4,7 +4,13 @@ voice is caught, and the rate is the share of words in chatter lines."""
 from __future__ import annotations
 
 import pytest
-from swiftwriter.engine.decoding.chatter import classify, examples, measure, narration
+from swiftwriter.engine.decoding.chatter import (
+    banned_tokens,
+    classify,
+    examples,
+    measure,
+    narration,
+)
 
 STORY = [
     "The tide came in over the mud flats, slow and grey, and the boats lifted one by one.",
@@ -66,3 +72,19 @@ def test_measure_counts_words_in_chatter_lines():
     assert measure("")["rate"] is None
     assert measure("\n".join(STORY))["rate"] == 0.0
     assert examples(text) == ["I hope this helps!", "## The End"]
+
+
+def test_banned_tokens_are_the_marks_no_story_needs():
+    pieces = [
+        "<|endoftext|>",
+        "the",
+        "Ġ###",
+        "**",
+        "Ġsea",
+        "<|im_start|>",
+        "<|im_end|>",
+        "```",
+        "?",
+    ]
+    assert banned_tokens(pieces, keep=[6]) == (0, 2, 3, 5, 7)
+    assert banned_tokens(["Ġtide", "Ġ.", "'s"]) == ()

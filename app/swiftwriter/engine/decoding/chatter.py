@@ -14,12 +14,17 @@ A line (a paragraph of the take) is chatter when its narration, quoted speech se
   line in bold alone.
 Dialogue is the story's own ("Let me know when you're back," she said), so the phrases are
 looked for outside quotation marks. The rate is the share of the text's words in chatter lines
-(a long answer weighs more than a stray heading). Pure functions on text, no model."""
+(a long answer weighs more than a stray heading). Pure functions on text, no model.
+
+`banned_tokens` is a counter that keeps speculation exact: the vocabulary's tokens that only
+chatter writes (a heading's "#", bold's "**", a code fence, a chat template's turn markers), for
+SamplingSettings.banned_tokens, which the one logits pipeline applies to plain decoding and to
+every verified node alike."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 KINDS = ("assistant", "qa", "reader", "markdown")
 
@@ -111,3 +116,17 @@ def examples(text: str, limit: int = 5) -> list[str]:
 def by_segment(texts: Iterable[str]) -> list[dict]:
     """`measure` of each segment's text."""
     return [measure(text) for text in texts]
+
+
+_MARKS = ("#", "**", "```", "<|")
+
+
+def banned_tokens(pieces: Sequence[str], keep: Iterable[int] = ()) -> tuple[int, ...]:
+    """The ids (indexes into `pieces`, each token's text: a tokenizer's
+    `convert_ids_to_tokens`) holding a mark no story needs; `keep` (the end of text) is never
+    banned."""
+    kept = set(keep)
+    return tuple(
+        i for i, piece in enumerate(pieces)
+        if i not in kept and piece and any(mark in piece for mark in _MARKS)
+    )  # fmt: skip

@@ -140,6 +140,15 @@ class LogitsPipeline:
 
     def __init__(self, settings: SamplingSettings):
         self.s = settings
+        self._banned_ids: dict[torch.device, torch.Tensor] = {}
+
+    def _banned(self, device: torch.device) -> torch.Tensor:
+        """The banned ids as an index on `device` (made once per device)."""
+        ids = self._banned_ids.get(device)
+        if ids is None:
+            ids = torch.tensor(sorted(set(self.s.banned_tokens)), dtype=torch.long, device=device)
+            self._banned_ids[device] = ids
+        return ids
 
     def process(
         self,
@@ -162,6 +171,8 @@ class LogitsPipeline:
                     torch.tensor(ids, device=dev),
                     -torch.tensor(amounts, dtype=x.dtype, device=dev),
                 )
+        if s.banned_tokens:  # out of place, as above
+            x = x.index_fill(-1, self._banned(x.device), float("-inf"))
         if s.greedy:
             return x
         if s.temperature != 1.0:

@@ -13,7 +13,9 @@ class SamplingSettings:
 
     Order: contextual penalty (tokens seen in the last `window` tokens: logit/theta if positive,
     logit*theta if negative), DRY (see engine/decoding/dry.py; over the same `window`, off while
-    `dry_multiplier` is 0), temperature, top-k, top-p, min-p. `greedy` takes the argmax."""
+    `dry_multiplier` is 0), the banned tokens (never written: their logits -inf, for every row
+    alike, so plain decoding and speculation still draw from one distribution), temperature,
+    top-k, top-p, min-p. `greedy` takes the argmax."""
 
     greedy: bool = True
     penalty: float = 1.2
@@ -26,6 +28,7 @@ class SamplingSettings:
     dry_multiplier: float = 0.0
     dry_base: float = 1.75
     dry_allowed_length: int = 2
+    banned_tokens: tuple[int, ...] = ()  # e.g. chatter.banned_tokens: what only chatter writes
 
     def __post_init__(self):
         if not self.penalty > 0:
@@ -50,6 +53,8 @@ class SamplingSettings:
             raise UserError(
                 f"The DRY allowed length must be at least 1 token, not {self.dry_allowed_length}"
             )
+        if any(not isinstance(t, int) or t < 0 for t in self.banned_tokens):
+            raise UserError("Banned tokens are token ids: whole numbers from 0")
 
 
 @dataclass(frozen=True)
