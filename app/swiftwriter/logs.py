@@ -1,6 +1,10 @@
 """The app's log: a rotating file in the platform's log folder. A failure a writer can cause
 gets one clear line on screen; anything unexpected gets that line plus its traceback here, so
-it can be reported (Help > Show log folder)."""
+it can be reported (Help > Show log folder).
+
+Every module logs through its own `logging.getLogger(__name__)`, below the "swiftwriter" logger
+set up here; the debug lines on the paths a bug report needs (model load, dtype and kernel
+choice, each take's settings and outcome, project open, save and backup) reach the file too."""
 
 from __future__ import annotations
 
@@ -48,7 +52,7 @@ def setup() -> Path | None:
         return None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     log.addHandler(handler)
-    log.setLevel(logging.INFO)
+    log.setLevel(logging.DEBUG)
     return path
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from swiftwriter import paths
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import measurements, provision
 from swiftwriter.modelstore.registry import ModelEntry
+
+log = logging.getLogger(__name__)
 
 DTYPE_NAMES = {
     "float32": "float32",
@@ -260,8 +263,11 @@ def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
     )
     kernel = found.value
     if not usable(kernel, next(model.parameters()).dtype):
+        log.debug("kernel %s cannot run %s here: %s instead", kernel, dtype, STOCK_KERNEL)
         kernel = STOCK_KERNEL
     set_kernel(model, kernel)
+    remembered = "remembered" if found.remembered else "measured now, not remembered"
+    log.debug("product kernel for %s in %s: %s (%s)", entry.id, dtype, kernel, remembered)
     return kernel
 
 
@@ -279,7 +285,9 @@ def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
         return few_rows_from({int(n): t for n, t in pass_costs(seconds).items()})
 
     key = f"few-rows|{entry.id}|{dtype}|{_machine_key()}"
-    return measurements.remembered(key, measure, decide).value
+    rows = measurements.remembered(key, measure, decide).value
+    log.debug("stock weight layout for %s in %s up to %s rows", entry.id, dtype, rows)
+    return rows
 
 
 def _torch_version() -> str:
@@ -413,6 +421,15 @@ def load(
     chosen = dtype == "auto"
     dtype, why = pick_dtype_why(entry, device, dtype)
     folder: Path = provision.folder_for(entry, dtype) if exact else entry.folder()
+    log.debug(
+        "loading %s from %s on %s in %s (%s), device map %s",
+        entry.id,
+        folder,
+        device,
+        dtype,
+        why or "chosen by hand",
+        device_map,
+    )
     if dtype == "float16" and device == "cpu" and device_map is None:
         check_cpu_float16(entry)
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
@@ -450,6 +467,12 @@ def load(
     )
     if with_drafter:
         loaded.drafter, loaded.drafter_status = load_drafter(loaded)
+    log.debug(
+        "loaded %s: %s, drafter %s",
+        entry.id,
+        type(model).__name__,
+        loaded.drafter_status if with_drafter else "not asked",
+    )
     return loaded
 
 
@@ -478,6 +501,7 @@ def exact_by_default_here(model) -> bool:
 
     exact = not supports(model) or kernel_of(model) != STOCK_KERNEL or row_classes(model).low == 1
     set_exact(model, exact)
+    log.debug("batch-invariant (exact) passes by default: %s", exact)
     return exact
 
 
