@@ -169,3 +169,87 @@ def test_the_door_check_catches_a_module_behind_the_door(tmp_path):
         "swiftwriter.engine.passes.GrowingLayer",
         "swiftwriter.engine.passes.kvcache",
     ]
+
+
+def module_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports, function-level imports included; `from
+    package import name` counts as importing the submodule where `name` is one, else the
+    package's __init__."""
+    files = {}
+    for path in root.rglob("*.py"):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in files.items():
+        targets = set()
+        for module, imported in imported_names(path):
+            target = f"{module}.{imported}" if f"{module}.{imported}" in files else module
+            while target and target not in files:  # `import a.b.c` of a name inside a.b
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or round a loop (Tarjan's
+    strongly connected components of more than one module), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                top = stack.pop()
+                group.append(top)
+                if top == node:
+                    break
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+# The one loop left, named so that it cannot grow unseen: a load that must be exact converts a
+# GGUF model again (provision.folder_for), and a conversion with `auto` on a CPU measures the
+# dtype by loading the model (loader.cpu_dtype_choice). Breaking it means splitting the dtype
+# measurement (and the plain folder load it times) out of the loader.
+KNOWN_CYCLES = [["swiftwriter.modelstore.loader", "swiftwriter.modelstore.provision"]]
+
+
+def test_no_module_imports_itself_round_a_loop():
+    """No import cycle, function-level imports included: a function-level import that closes a
+    loop only hides it until the two modules are changed apart."""
+    assert import_cycles(module_graph()) == KNOWN_CYCLES
+
+
+def test_the_cycle_check_catches_a_loop_through_a_function_level_import(tmp_path):
+    package = tmp_path / "swiftwriter"
+    (package / "store").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "store" / "__init__.py").write_text("from swiftwriter.store.project import P\n")
+    (package / "store" / "project.py").write_text(
+        "from swiftwriter.store import backups\nclass P: ...\n"
+    )
+    (package / "store" / "backups.py").write_text(
+        "def restore():\n    from swiftwriter.store.project import P\n"
+    )
+    (package / "store" / "records.py").write_text("import swiftwriter.store\n")
+    assert import_cycles(module_graph(package)) == [
+        ["swiftwriter.store.backups", "swiftwriter.store.project"]
+    ]
