@@ -39,3 +39,37 @@ def test_the_context_limit_is_for_our_methods_only(monkeypatch, tmp_path, capsys
     install_tiny(monkeypatch, build_tiny("llama", seed=1))
     assert main(["bench", "--methods", "hf,ar", "--context-limit", "40"]) != 0
     assert "our methods only" in capsys.readouterr().err
+
+
+def test_ban_chatter_bans_the_marks_in_every_method_alike(monkeypatch, tmp_path):
+    """Tokens whose text holds a mark only chatter writes are never written; ar and tokenswift
+    still write one text, another than without the ban."""
+    from swiftwriter.modelstore import loader
+
+    from tests.commands.tiny_cli import IdTokenizer
+
+    class Marked(IdTokenizer):
+        eos_token_id = 1
+
+        def __len__(self):
+            return 256
+
+        def convert_ids_to_tokens(self, ids):
+            return ["**" if i < 128 else f"w{i}" for i in ids]  # 1 is the end of text
+
+    install_tiny(monkeypatch, build_tiny("llama", seed=1))
+    real = loader.load()  # the tiny model's LoadedModel, given the marked tokenizer below
+    real.tokenizer = Marked()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("5 9 12 5 9 12 5 9 12 40 41 5 9")
+    args = ["bench", "--prompt-file", str(prompt), "--max-new-tokens", "24", "--methods",
+            "ar,tokenswift", "--no-heads", "--json"]  # fmt: skip
+    reports = {}
+    for flag in ([], ["--ban-chatter"]):
+        out = tmp_path / f"r{len(flag)}.json"
+        assert main([*args, str(out), *flag]) == 0
+        reports[bool(flag)] = json.loads(out.read_text())
+    assert reports[True]["meta"]["banned_tokens"] == 127  # the end of text kept
+    banned, free = reports[True]["methods"], reports[False]["methods"]
+    assert banned["tokenswift"]["identical_to_ar"] is True
+    assert banned["ar"]["output_sha256"] != free["ar"]["output_sha256"]

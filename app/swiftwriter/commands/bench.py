@@ -127,6 +127,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MULT",
         help="DRY repetition penalty multiplier (0 = off), over the same window",
     )
+    p.add_argument(
+        "--ban-chatter",
+        action="store_true",
+        help="never write the tokens only chatter writes (headings' #, bold's **, code fences, "
+        "chat turn markers; engine/decoding/chatter.py), in every method alike: exactness holds",
+    )
     p.add_argument("--dry-base", type=non_negative_float, default=1.75)
     p.add_argument("--dry-allowed-length", type=positive_int, default=2)
     p.add_argument(
@@ -283,6 +289,10 @@ def run(args: argparse.Namespace) -> int:
     if args.segment is None:
         args.segment = SEGMENT if args.context_policy == "slide" else 0
     prompts = _prompts(args)
+    if args.plot:  # said before the run, not after it: matplotlib is the bench extra's
+        from swiftwriter.bench import curves
+
+        curves.pyplot()
     loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
     from swiftwriter.engine.passes import precision_line
 
@@ -335,6 +345,8 @@ def run(args: argparse.Namespace) -> int:
         dry_base=args.dry_base,
         dry_allowed_length=args.dry_allowed_length,
     )
+    if args.ban_chatter:
+        sampling = replace(sampling, banned_tokens=_chatter_bans(loaded))
     options = {}
     if args.max_nodes is not None:
         options["max_nodes"] = args.max_nodes
@@ -370,6 +382,7 @@ def run(args: argparse.Namespace) -> int:
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
         "seeds": seeds,
+        "banned_tokens": len(sampling.banned_tokens),
         "dry": {
             "multiplier": args.dry,
             "base": args.dry_base,
@@ -394,7 +407,8 @@ def run(args: argparse.Namespace) -> int:
                 else ""
             )
             + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else "")
-            + (f" · window {args.context_limit}" if args.context_limit else ""),
+            + (f" · window {args.context_limit}" if args.context_limit else "")
+            + (f" · {len(sampling.banned_tokens)} tokens banned" if args.ban_chatter else ""),
             file=sys.stderr,
         )
         segments = _segments(args, loaded.tokenizer)
@@ -460,6 +474,22 @@ def run(args: argparse.Namespace) -> int:
             curves.plot(report, args.plot, title)
         print(f"plot: {args.plot}", file=sys.stderr)
     return _verdict(differing)
+
+
+def _chatter_bans(loaded) -> tuple[int, ...]:
+    """The model's tokens that only chatter writes, its end-of-text tokens kept."""
+    from swiftwriter.engine.decoding.chatter import banned_tokens
+
+    model, tokenizer = loaded.model, loaded.tokenizer
+    vocab = model.get_output_embeddings().weight.shape[0]
+    if hasattr(tokenizer, "convert_ids_to_tokens"):
+        pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
+    else:
+        pieces = [tokenizer.decode([i]) for i in range(vocab)]
+    eos = model.generation_config.eos_token_id
+    keep = {getattr(tokenizer, "eos_token_id", None)}
+    keep |= set(eos) if isinstance(eos, list | tuple) else {eos}
+    return banned_tokens(pieces, keep={k for k in keep if k is not None})
 
 
 def _segments(args, tokenizer):
