@@ -3,9 +3,13 @@
 A speedup is only honest against plain decoding measured with the same model, on this machine,
 at this context length: attention cost grows with the context, so a number measured at 100
 tokens says little at 5,000. Before a generation the worker times a few plain decoding steps
-(DraftSettings.plain(), one token per forward pass) on the real prompt, and keeps the result per
-model and context bucket for a couple of minutes, so that back-to-back generations do not pay
-for it again while the machine's load is still about the same. The speedup is wall-clock, as
+(DraftSettings.plain(), one token per forward pass) at the take's middle context (the prompt
+and half the take: the prompt's own tokens stand in for the text not yet written), and keeps
+the result per model and context bucket for a couple of minutes, so that back-to-back
+generations do not pay for it again while the machine's load is still about the same. Timed at
+the prompt alone, a 1,000-word take after a 500-token prompt compared its steps at 500 to 1,800
+tokens with plain steps at 500, and the plain rate is the steps' mean, as a run's time is their
+sum (the median left out the slow steps that a run pays too). The speedup is wall-clock, as
 `swiftwriter bench` reports it: the same prefill for both, then plain decoding at the measured
 rate against this run's own decoding time.
 
@@ -17,18 +21,17 @@ take's undrafted passes by -1% to +2.5% (`plain_rate` prefers them then)."""
 
 from __future__ import annotations
 
-import statistics
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from swiftwriter.engine.decoding.generator import Generator
+from swiftwriter.engine.decoding.generator import Generator, context_length
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 
 BUCKET = 256  # tokens of context that share one measurement
-STEPS = 12  # plain steps timed per measurement (the first one is a warm-up)
+STEPS = 16  # plain steps timed per measurement (the first one is a warm-up)
 MAX_AGE_S = 120.0  # the machine's load changes: an older measurement is taken again
 # A run's own undrafted passes stand for plain decoding when they are at least this many and
 # at least this share of its passes (where drafts pay they are few, after tree passes).
@@ -55,6 +58,18 @@ class Baseline:
         }
 
 
+def at_context(prompt: Sequence[int], context: int | None, limit: int | None) -> list[int]:
+    """`prompt` lengthened to `context` tokens with its own tokens over again (the cost of a
+    step depends on how long the context is, not on what it says), within the model's
+    `limit` less room for the timed steps; the prompt itself where it is long enough."""
+    ids = list(prompt)
+    if limit is not None:
+        context = min(context or 0, limit - 2 * STEPS)
+    if not ids or context is None or context <= len(ids):
+        return ids
+    return (ids * (context // len(ids) + 1))[:context]
+
+
 def measure_plain(
     model,
     prompt: Sequence[int],
@@ -62,9 +77,12 @@ def measure_plain(
     steps: int = STEPS,
     should_stop: Callable[[], bool] | None = None,
     cache: bool = True,
+    context: int | None = None,
 ) -> Baseline | None:
-    """Time `steps` plain decoding steps after `prompt`; the median step gives tokens/s.
-    Returns None when cancelled before it could measure anything."""
+    """Time `steps` plain decoding steps after `prompt`, lengthened to `context` tokens when
+    that is longer (`at_context`: a take's middle); the mean step gives tokens/s. Returns None
+    when cancelled before it could measure anything."""
+    prompt = at_context(prompt, context, context_length(model.config))
     key = (len(prompt) // BUCKET, sampling.greedy, sampling.penalty != 1.0)
     if cache:
         with _lock:
@@ -82,8 +100,8 @@ def measure_plain(
     timed = times[1:] if len(times) > 2 else times  # the first step pays one-off costs
     if not timed:
         return None
-    median = statistics.median(timed)
-    result = Baseline(1.0 / median if median > 0 else 0.0, len(prompt), len(timed), time.time())
+    mean = sum(timed) / len(timed)
+    result = Baseline(1.0 / mean if mean > 0 else 0.0, len(prompt), len(timed), time.time())
     if cache:
         with _lock:
             _cache.setdefault(model, {})[key] = result

@@ -192,8 +192,13 @@ class Take:
     def _measure(self, stop: Callable[[], bool]) -> None:
         session = self.session
         self.on_stats(LiveStats("measuring", self.target))
-        base = measure_plain(
-            session.model, session.build_prompt(), self.request.sampling, should_stop=stop
+        prompt = session.build_prompt()
+        base = measure_plain(  # at the take's middle: its steps run from the prompt to its end
+            session.model,
+            prompt,
+            self.request.sampling,
+            should_stop=stop,
+            context=len(prompt) + self.target // 2,
         )
         if base is not None:
             self.plain = base.tokens_per_s
