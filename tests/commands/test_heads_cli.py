@@ -9,7 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
-from swiftwriter.cli import main
+from swiftwriter.cli import build_parser, main
 
 from tests.commands.tiny_cli import IdTokenizer
 from tests.conftest import build_tiny
@@ -119,3 +119,41 @@ def test_absurd_budgets_and_penalties_are_refused(tiny_cli, capsys):
     assert main([*base, "--hours", "-1"]) != 0
     assert main([*base, "--penalty", "0.5"]) != 0
     assert "--penalty" in capsys.readouterr().err
+
+
+def test_heads_without_an_action_says_what_to_do_in_one_line(capsys):
+    """Like a value the command refuses (cli.py's exit status): 1 and one line on stderr."""
+    assert main(["heads"]) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "heads train|show" in err[0], err
+    assert not captured.out
+
+
+@pytest.mark.parametrize(
+    ("argv", "device", "dtype"),
+    [
+        ([], "cpu", "float32"),  # auto on a CPU: training's exact features
+        ([], "cuda", "auto"),  # auto on a GPU: the loader's measured choice, as elsewhere
+        (["--dtype", "auto"], "cpu", "float32"),
+        (["--dtype", "bfloat16"], "cpu", "bfloat16"),
+        (["--dtype", "float16"], "cuda", "float16"),
+    ],
+)
+def test_heads_train_dtype_is_auto_by_default(tiny_cli, monkeypatch, argv, device, dtype):
+    from swiftwriter.errors import UserError
+    from swiftwriter.modelstore import loader
+
+    tmp_path, text, _state = tiny_cli
+    asked = {}
+
+    def load(entry, device, dtype, **kwargs):
+        asked.update(device=device, dtype=dtype)
+        raise UserError("stop here")
+
+    monkeypatch.setattr(loader, "pick_device", lambda wanted: device)
+    monkeypatch.setattr(loader, "load", load)
+    train = ["heads", "train", "--text", str(text), "--out", str(tmp_path / "h"), *argv]
+    assert main(train) == 1
+    assert asked == {"device": device, "dtype": dtype}
+    assert build_parser().parse_args(["heads", "train", "--out", "x"]).dtype == "auto"
