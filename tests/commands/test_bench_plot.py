@@ -4,6 +4,7 @@ over hf and tokens/s at checkpoints) and a PNG drawn from it, on a tiny random m
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from swiftwriter.bench import curves
@@ -71,3 +72,18 @@ def test_plot_without_hf_draws_throughput_only(tmp_path):
         warnings.simplefilter("error")  # no empty speedup panel with an empty legend
         curves.plot(report, str(png))
     assert Image.open(png).size == (600, 420)
+
+
+def test_plot_without_matplotlib_says_so_before_the_run(bench_args, tmp_path, monkeypatch, capsys):
+    """matplotlib comes with the `bench` extra only: without it --plot is refused in one line
+    that says how to add it, before a model is loaded or a token written."""
+    from swiftwriter.modelstore import loader
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails
+    loads = []
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loads.append(a))
+    png = tmp_path / "speed.png"
+    assert main([*bench_args, "--max-new-tokens", "16", "--plot", str(png)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "swiftwriter[bench]" in err[0], err
+    assert not loads and not png.exists()

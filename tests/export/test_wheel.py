@@ -8,16 +8,20 @@ without running this venv's editable-install hook, so only the wheel's swiftwrit
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import zipfile
 from pathlib import Path
 
 import docx
 import pytest
+
+from tests.import_graph import modules_in, reachable
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "app" / "swiftwriter"
@@ -79,11 +83,45 @@ def test_wheel_holds_every_package_and_the_data_files(wheel):
         rel = init.relative_to(PACKAGE.parent).as_posix()
         assert rel in names, f"{rel} is missing: add its package to pyproject.toml"
     assert "swiftwriter/shipped_models/registry.toml" in names
+    left_out = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]["exclude-package-data"]["swiftwriter.resources"]  # the scripts run from the checkout
     for res in (ROOT / "resources").rglob("*"):  # nested folders too: the "**/*" pattern
         if res.is_file() and "__pycache__" not in res.parts and res.suffix != ".pyc":
             rel = res.relative_to(ROOT / "resources").as_posix()
-            assert f"swiftwriter/resources/{rel}" in names, f"resources/{rel} is not in the wheel"
+            inside = f"swiftwriter/resources/{rel}" in names
+            if any(fnmatch.fnmatch(rel, pattern) for pattern in left_out):
+                assert not inside, f"resources/{rel} is a script of the checkout: not for the wheel"
+            else:
+                assert inside, f"resources/{rel} is not in the wheel"
+    assert "swiftwriter/resources/screenshots/main-window.png" in names  # the Help's pictures
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
+def test_every_module_in_the_wheel_is_reached_from_the_command_or_the_app(wheel, tmp_path):
+    """`pip wheel .` holds no module that `swiftwriter` and the app cannot reach (by their
+    imports, function-level ones included: tests/import_graph.py)."""
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    modules = modules_in(tmp_path / "swiftwriter")
+    assert {"swiftwriter.cli", "swiftwriter.ui.app", "swiftwriter.engine.passes"} <= set(modules)
+    unreached = sorted(set(modules) - reachable(modules))
+    assert not unreached, f"the wheel ships modules nothing runs: {unreached}"
+
+
+def test_installing_without_extras_pulls_no_matplotlib(wheel):
+    """matplotlib (about 95 MB, `bench --plot` only) is required by the `bench` extra alone."""
+    with zipfile.ZipFile(wheel) as zf:
+        [meta] = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = zf.read(meta).decode().splitlines()
+    requires = [
+        line.removeprefix("Requires-Dist:").strip()
+        for line in lines
+        if line.startswith("Requires-Dist:")
+    ]
+    assert any(r.startswith("torch") for r in requires)  # the lines were read
+    matplotlib = [r for r in requires if r.lower().startswith("matplotlib")]
+    assert matplotlib and all('extra == "bench"' in r for r in matplotlib), matplotlib
+    assert "Provides-Extra: bench" in lines
 
 
 def test_installed_wheel_runs_help_and_export(wheel, tmp_path):

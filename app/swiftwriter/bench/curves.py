@@ -1,7 +1,8 @@
 """Speed against generated length: TokenSwift's gain grows with length, so
 the benchmark records when each token arrived and reports speedup and tokens/s at checkpoints
 (1K, 2K, 4K, 8K... below the run's length; powers of two from 16 for short runs), plus a thin
-timeline from which `plot` draws one line per method (matplotlib, imported only to plot)."""
+timeline from which `plot` draws one line per method (matplotlib, imported only to plot: it
+comes with the `bench` extra)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from transformers.generation.streamers import BaseStreamer
+
+from swiftwriter.errors import UserError
 
 
 class TokenClock(BaseStreamer):
@@ -109,13 +112,25 @@ def timeline(times, points: int = 64) -> list[list[float]]:
     return [[c, round(s, 4)] for c, s in picked]
 
 
-def plot(report: dict, path: str, title: str = "") -> None:
-    """Speedup over `hf` and tokens/s against generated tokens, one line per method."""
-    import matplotlib
-
+def pyplot():
+    """matplotlib's pyplot, drawing to files: it comes with the `bench` extra, not with the app
+    (a UserError saying how to add it where it is missing)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise UserError(
+            "--plot draws with matplotlib, which is not installed: "
+            "pip install 'swiftwriter[bench]' (or pip install matplotlib)"
+        ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def plot(report: dict, path: str, title: str = "") -> None:
+    """Speedup over `hf` and tokens/s against generated tokens, one line per method."""
+    plt = pyplot()
     hf = report.get("hf", {}).get("timeline")
     if hf:
         fig, (ax_speed, ax_rate) = plt.subplots(1, 2, figsize=(11, 4.2))
