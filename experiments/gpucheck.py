@@ -374,7 +374,7 @@ def main(argv=None) -> int:
     save()
     report["long_run"] = long_run(model, 64 if smoke else args.long_tokens)
     save()
-    summary = summarise(report)
+    summary = format_report(report)
     (out_dir / "gpu-check.txt").write_text(summary)
     print(summary)
     exact = all(
@@ -398,7 +398,7 @@ def _families(text: str) -> list[str]:
     return names
 
 
-def summarise(report: dict) -> str:
+def format_report(report: dict) -> str:
     lines = [f"gpu-check on {report['device']} (torch {report['torch']}), {report['seconds']} s"]
     for key, r in report["exactness"].items():
         lines.append(
