@@ -85,7 +85,7 @@ def test_summary_takes_geometric_means_over_identical_texts_only():
         "b": {"ar": row(10, 1.0, 2.0), "ts": row(5, 0.5, 1.0, tau=1.0)},
         "c": {"ar": row(10, 1.0, 2.0), "ts": row(30, None, None, same=False, tau=3.0)},
     }
-    s = suite.summarise(reports)
+    s = suite.means_by_method(reports)
     assert s["ts"]["geomean_vs_ar"] == 1.0  # sqrt(2.0 * 0.5); c wrote another text
     assert s["ts"]["geomean_vs_hf"] == 2.0
     assert s["ts"]["min_vs_ar"] == 0.5 and s["ts"]["slowest"] == "b"
@@ -174,6 +174,6 @@ def test_the_summary_weighs_the_drafters_hits_by_positions():
         },
         "c": {"ar": row(10.0)},
     }
-    hits = suite.summarise(reports)["ar"]["drafter_accuracy"]
+    hits = suite.means_by_method(reports)["ar"]["drafter_accuracy"]
     assert hits == {"top1": [0.4, 0.15], "top3": [0.8, 0.4], "positions": 400}
-    assert "top-1 by position 0.40 / 0.15" in suite.format_summary(suite.summarise(reports))
+    assert "top-1 by position 0.40 / 0.15" in suite.format_summary(suite.means_by_method(reports))

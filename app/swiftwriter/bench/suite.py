@@ -2,9 +2,10 @@
 speed claim says how the engine does on text it has never seen, not on one familiar prompt.
 
 The suite is a folder of plain-text prompts and a `suite.toml` naming each one's genre, source
-and licence. `summarise` turns per-prompt bench reports into the geometric mean of each method's
-speed ratio to `ar` and to `hf` (a ratio exists only where the two texts are identical), with
-the slowest prompt beside it: a mean can hide a prompt where speculation loses."""
+and licence. `means_by_method` turns per-prompt bench reports into the geometric mean of each
+method's speed ratio to `ar` and to `hf` (a ratio exists only where the two texts are
+identical), with the slowest prompt beside it: a mean can hide a prompt where speculation
+loses."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def geometric_mean(values: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def summarise(reports: dict[str, dict]) -> dict:
+def means_by_method(reports: dict[str, dict]) -> dict:
     """{label: bench report} (one per prompt, or per prompt and seed) -> per method: the
     geometric mean of its ratio to `ar` and to `hf` over the labels where a ratio exists, the
     slowest label against `ar`, how many labels wrote another text than `ar`, and mean tau."""

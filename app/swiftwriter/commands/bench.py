@@ -548,7 +548,7 @@ def _suite_end(args, meta: dict, results: dict) -> int:
     for name, (_, runs, _) in results.items():
         for seed, report in runs.items():
             reports[name if len(runs) == 1 else f"{name}/seed {seed}"] = report
-    summary = suite.summarise(reports)
+    summary = suite.means_by_method(reports)
     print(f"suite {args.suite}: {len(results)} prompts, {len(reports)} runs per method")
     print(suite.format_summary(summary))
     if args.json_out:
