@@ -9,7 +9,7 @@ positions on prose), so a drafter learns the token the penalised target will acc
 
 from __future__ import annotations
 
-import os
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +17,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
+from swiftwriter import atomic
 from swiftwriter.engine.decoding.logits import penalise
 from swiftwriter.engine.passes import PrenormCapture
 
@@ -123,9 +124,8 @@ def ensure_features(
             if on_progress:
                 within = lambda n, before=before: on_progress(min(before + n, total - 1), total)  # noqa: E731
             feats = extract_rows(model, rows, penalty=penalty, window=window, on_rows=within)
-            tmp = path.with_name(path.name + ".tmp")
-            save_file({k: v.contiguous() for k, v in feats.items()}, str(tmp), metadata=target)
-            os.replace(tmp, path)
+            tensors = {k: v.contiguous() for k, v in feats.items()}
+            atomic.replace_with(path, functools.partial(save_file, tensors, metadata=target))
         done.append(path)
         before += size
         if on_progress:

@@ -9,13 +9,14 @@ safetensors shard of token ids, written atomically, so a stopped run resumes whe
 from __future__ import annotations
 
 import copy
-import os
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from swiftwriter import atomic
 from swiftwriter.engine.decoding.logits import PipelineLogitsProcessor
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.training.openers import OPENERS
@@ -138,11 +139,8 @@ def write_text(
         rows = out[:, enc.input_ids.shape[1] :].to(torch.int32).cpu().contiguous()
         # Keep each row's opener too (without padding) as context; store generated part only.
         path = out_dir / f"text-{index:05d}.safetensors"
-        tmp = path.with_suffix(".tmp")
-        save_file(
-            {"tokens": rows}, str(tmp), metadata={"mode": "sample" if index % 2 else "greedy"}
-        )
-        os.replace(tmp, path)
+        meta = {"mode": "sample" if index % 2 else "greedy"}
+        atomic.replace_with(path, functools.partial(save_file, {"tokens": rows}, metadata=meta))
         done += 1
         written += rows.numel()
         if on_progress:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import signal
 import threading
 import time
@@ -23,6 +22,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from swiftwriter import atomic
 from swiftwriter.engine.decoding import drafter_files as files
 from swiftwriter.engine.decoding.drafters import build
 from swiftwriter.errors import UserError
@@ -232,11 +232,8 @@ class Trainer:
             "model": self.model_id,
             "config_hash": files.config_hash(self.model.config),
         }
-        tmp = folder / "state.safetensors.tmp"
-        save_file(tensors, str(tmp))
-        os.replace(tmp, folder / "state.safetensors")
-        (folder / "state.json.tmp").write_text(json.dumps(meta), encoding="utf-8")
-        os.replace(folder / "state.json.tmp", folder / "state.json")
+        atomic.replace_with(folder / "state.safetensors", lambda tmp: save_file(tensors, tmp))
+        atomic.replace_text(folder / "state.json", json.dumps(meta))
 
     def resume(self, folder: Path) -> bool:
         meta_path, weights = folder / "state.json", folder / "state.safetensors"

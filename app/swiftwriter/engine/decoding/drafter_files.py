@@ -4,15 +4,16 @@ model (hidden size, vocabulary, config hash) is refused with a clear message."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from swiftwriter import atomic
 from swiftwriter.engine.decoding.drafters import build
 from swiftwriter.errors import UserError
 
@@ -56,22 +57,16 @@ class DrafterBundle:
         return self.card["kind"]
 
 
-def _atomic_write_bytes(path: Path, writer) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    writer(tmp)
-    os.replace(tmp, path)
-
-
 def save(folder: Path, bundle: DrafterBundle) -> None:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().float().contiguous() for k, v in bundle.module.state_dict().items()}
     tensors["draft_vocab"] = bundle.vocab.to(torch.int64).contiguous()
-    _atomic_write_bytes(
-        folder / WEIGHTS, lambda p: save_file(tensors, str(p), metadata={"format": FORMAT})
-    )
-    text = json.dumps(bundle.card, indent=2, sort_keys=True)
-    _atomic_write_bytes(folder / CARD, lambda p: p.write_text(text, encoding="utf-8"))
+    # each file whole or the old one (atomic.py), readable by others as a copied file is
+    write = functools.partial(save_file, tensors, metadata={"format": FORMAT})
+    atomic.replace_with(folder / WEIGHTS, write, mode=0o644)
+    card = json.dumps(bundle.card, indent=2, sort_keys=True).encode()
+    atomic.replace_with(folder / CARD, lambda tmp: Path(tmp).write_bytes(card), mode=0o644)
 
 
 def make_card(model, kind: str, model_id: str, vocab: torch.Tensor, **extra) -> dict:
