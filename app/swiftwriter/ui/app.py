@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ctypes.util
+import logging
 import os
 import sys
 
+log = logging.getLogger(__name__)
 DESKTOP_ID = "org.swiftwriter.SwiftWriter"  # packaging/'s .desktop and AppStream files
 XCB_HINT = (
     "SwiftWriter needs Qt's xcb libraries to open a window here: on Debian/Ubuntu "
@@ -36,11 +38,15 @@ def run_app(model: str | None = None, project: str | None = None) -> int:
     from swiftwriter.ui.main_window import MainWindow
 
     logs.setup()
-    logs.log.info("SwiftWriter starts")
+    from swiftwriter import __version__
+
+    log.info(
+        "SwiftWriter %s starts (Python %s, %s)", __version__, sys.version.split()[0], sys.platform
+    )
     hint = xcb_hint()
     if hint:
         print(hint, file=sys.stderr, flush=True)
-        logs.log.warning(hint)
+        log.warning(hint)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setOrganizationName("SwiftWriter")
     app.setApplicationName("SwiftWriter")
