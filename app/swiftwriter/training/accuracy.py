@@ -1,17 +1,61 @@
 """How often a drafter guesses what the target will accept, per draft position: the drafter is
 unrolled from the model's feature at position t over the true tokens, and its penalised top-1 /
 top-3 at each depth is compared with the model's own penalised first choice there. Used by
-training (validation rows) and by the bench (a suite prompt plus the text `ar` wrote for it)."""
+training (validation rows) and by the bench (a suite prompt plus the text `ar` wrote for it).
+
+Sampled modes draw by Gumbel-max under noise shared with the drafter (logits.Draws), so there
+the measure is the coupled agreement: the probability that the drafter's draw argmax(log q + g)
+is the target's argmax(log p + g), computed exactly (`coupled_agreement`), not estimated."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import torch
 from torch import nn
 
-from swiftwriter.engine.decoding.logits import penalise
-from swiftwriter.training.features import window_presence
+from swiftwriter.engine.decoding.logits import LogitsPipeline, penalise
+from swiftwriter.engine.decoding.settings import SamplingSettings
+from swiftwriter.training.features import TOP, window_presence
+
+
+def coupled_agreement(
+    p: torch.Tensor,
+    q: torch.Tensor,
+    p_rest: torch.Tensor | None = None,
+    q_rest: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """P(argmax(log p + g) == argmax(log q + g)) for standard Gumbel g shared by both: p, q
+    [..., K] probabilities over the same K distinct tokens -> [...]. Exactly
+    sum_i p_i q_i / sum_j max(p_j q_i, q_j p_i): token i wins both draws when every g_j stays
+    below g_i + log min(p_i / p_j, q_i / q_j), and integrating over g_i gives 1 / sum_j
+    max(p_j / p_i, q_j / q_i). `p_rest`, `q_rest` [...]: mass outside the K tokens, counted as
+    if on tokens the other never draws (a lower bound where they overlap). Differentiable:
+    it is also a training loss (train.coupled_loss); 1 where p equals q."""
+    num = p * q
+    den = torch.maximum(p[..., None, :] * q[..., :, None], q[..., None, :] * p[..., :, None])
+    den = den.sum(-1)
+    if p_rest is not None:
+        den = den + p_rest[..., None] * q
+    if q_rest is not None:
+        den = den + q_rest[..., None] * p
+    return (num / (den + (num == 0))).sum(-1)  # a term without both masses is 0 (no 0/0)
+
+
+def agreement_of(
+    p_ids: torch.Tensor, p: torch.Tensor, q_ids: torch.Tensor, q: torch.Tensor
+) -> torch.Tensor:
+    """`coupled_agreement` of two distributions given as (ids, probabilities) [B, K1], [B, K2]
+    (each holding its whole support, e.g. a filtered distribution's top 32; ids are distinct
+    within a row): q's mass on p's ids moves to p's columns, the rest keeps its own."""
+    same = q_ids[:, :, None] == p_ids[:, None, :]  # [B, K2, K1]
+    q_on_p = (q[:, :, None] * same).sum(1)
+    q_elsewhere = torch.where(same.any(-1), torch.zeros_like(q), q)
+    pp = torch.cat([p, torch.zeros_like(q)], -1)
+    qq = torch.cat([q_on_p, q_elsewhere], -1)
+    rest = (1 - pp.sum(-1)).clamp_min(0), (1 - qq.sum(-1)).clamp_min(0)
+    return coupled_agreement(pp, qq, *rest)
 
 
 def at(values: torch.Tensor, r, t, device) -> torch.Tensor:
@@ -62,24 +106,53 @@ def hits(
     depth: int,
     penalty: float,
     window: int,
+    filters: LogitsPipeline | None = None,
 ) -> dict:
     """{"top1": [per depth], "top3": [...], "positions": n}: the fraction of positions where the
     drafter's top-1 (top-3) holds the target's first choice; an id outside the draft
-    vocabulary is a miss."""
+    vocabulary is a miss. With `filters` (a sampled preset's pipeline without its penalty,
+    which both sides already have) also "coupled": the mean agreement under shared noise of
+    the drafter's filtered distribution with the target's (`data["sampled_ids"]` and
+    `["sampled_probs"]` where extract_rows made them, else from the teacher's top 32)."""
     device = emb.device
     vocab = vocab.to(device)
     to_draft = torch.full((emb.shape[0],), -1, dtype=torch.long, device=device)
     to_draft[vocab] = torch.arange(len(vocab), device=device)
     tokens = data["tokens"].to(device)
     r, t = r.to(device), t.to(device)
-    top1, top3 = [], []
+    top1, top3, coupled = [], [], []
     for _i, state, pos in unroll(module, kind, data, emb, r, t, depth):
         scores = draft_scores(state, w, tokens, r, pos, to_draft, penalty, window)
         best = vocab[scores.topk(3, dim=-1).indices]
         want = at(data["top_ids"], r, pos, device)[:, 0].long()
         top1.append(round(float((best[:, 0] == want).float().mean()), 4))
         top3.append(round(float((best == want[:, None]).any(-1).float().mean()), 4))
-    return {"top1": top1, "top3": top3, "positions": len(r)}
+        if filters is not None:
+            if "sampled_ids" in data:
+                p_ids = at(data["sampled_ids"], r, pos, device).long()
+                p = at(data["sampled_probs"], r, pos, device).float()
+            else:
+                p_ids, p = preset_target(
+                    at(data["top_ids"], r, pos, device), at(data["top_probs"], r, pos, device),
+                    filters,
+                )  # fmt: skip
+            q = filters.process(scores, None).softmax(-1).topk(min(TOP, scores.shape[-1]))
+            got = agreement_of(p_ids, p, vocab[q.indices], q.values)
+            coupled.append(round(float(got.mean()), 4))
+    out = {"top1": top1, "top3": top3, "positions": len(r)}
+    if filters is not None:
+        out["coupled"] = coupled
+    return out
+
+
+def preset_target(
+    top_ids: torch.Tensor, top_probs: torch.Tensor, filters: LogitsPipeline
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(ids, probabilities) [..., 32] of a sampled preset's distribution made from the
+    teacher's penalised top 32 (temperature, top-p, min-p over those 32: the tail beyond them,
+    which the filters all but always cut, is left out)."""
+    logp = top_probs.float().clamp_min(1e-30).log()
+    return top_ids.long(), filters.process(logp, None).softmax(-1)
 
 
 @torch.no_grad()
@@ -92,19 +165,21 @@ def on_text(
     window: int,
     depth: int = 3,
     vocab_limit: int = 0,
+    sampling: SamplingSettings | None = None,
+    data: dict | None = None,
 ) -> dict:
     """A drafter's hits on one text (the prompt and what the model wrote after it), counted at
     the written positions only (from `start`): one pass of the model gives the features and
     the target's penalised choices; the drafter's scores get the penalty the drafter source
-    gives them."""
+    gives them. A sampled `sampling` adds the coupled agreement per depth ("coupled"), the
+    drafter filtered as the drafter source filters it (its DRY is left out). `data`: that
+    pass's result (`text_data`), to measure several drafters on one text."""
     from swiftwriter.engine.decoding.drafter_source import draft_penalty_share
-    from swiftwriter.training.features import extract_rows
 
     draft_penalty = 1.0 + (penalty - 1.0) * draft_penalty_share(bundle.card)
-
-    rows = torch.tensor([ids], dtype=torch.long)
-    data = extract_rows(model, rows, penalty=penalty, window=window)
-    data["tokens"] = rows
+    filters = _filters(sampling)
+    if data is None:
+        data = text_data(model, ids, penalty, window, sampling)
     n = len(ids) - depth - 1
     t = torch.arange(max(0, start - 1), n)
     if len(t) == 0:
@@ -118,6 +193,26 @@ def on_text(
     dtype = next(module.parameters()).dtype
     module.float()
     try:
-        return hits(module, bundle.kind, data, emb, w, vocab, r, t, depth, draft_penalty, window)
+        return hits(
+            module, bundle.kind, data, emb, w, vocab, r, t, depth, draft_penalty, window, filters
+        )
     finally:
         module.to(dtype)
+
+
+def _filters(sampling: SamplingSettings | None) -> LogitsPipeline | None:
+    if sampling is None or sampling.greedy:
+        return None
+    return LogitsPipeline(replace(sampling, penalty=1.0, dry_multiplier=0.0))
+
+
+def text_data(
+    model, ids: list[int], penalty: float, window: int, sampling: SamplingSettings | None = None
+) -> dict:
+    """The model's pass over one text that `on_text` measures drafters on."""
+    from swiftwriter.training.features import extract_rows
+
+    rows = torch.tensor([ids], dtype=torch.long)
+    data = extract_rows(model, rows, penalty=penalty, window=window, filters=_filters(sampling))
+    data["tokens"] = rows
+    return data

@@ -18,7 +18,7 @@ from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from swiftwriter import atomic
-from swiftwriter.engine.decoding.logits import penalise
+from swiftwriter.engine.decoding.logits import LogitsPipeline, penalise
 from swiftwriter.engine.passes import PrenormCapture
 
 TOP = 32
@@ -58,14 +58,19 @@ def extract_rows(
     penalty: float = 1.0,
     window: int = 1024,
     on_rows: Callable[[int], None] | None = None,
+    filters: LogitsPipeline | None = None,
 ) -> dict[str, torch.Tensor]:
     """rows [B, L] token ids -> final/prenorm fp16 [B, L, H], top ids int32 / probs fp16
     [B, L, TOP] of the model's distribution after the penalty over each row's own window.
-    `on_rows(n)` after each chunk: the rows done so far."""
+    `on_rows(n)` after each chunk: the rows done so far. With `filters` (a sampled preset's
+    pipeline without its penalty) also "sampled_ids" / "sampled_probs" (float32): the top
+    TOP of the distribution that preset samples from, made from the full vocabulary."""
     decoder, head = model.get_decoder(), model.get_output_embeddings()
     device = head.weight.device
     capture = PrenormCapture(model)
     out = {"final": [], "prenorm": [], "top_ids": [], "top_probs": []}
+    if filters is not None:
+        out |= {"sampled_ids": [], "sampled_probs": []}
     try:
         for start in range(0, rows.shape[0], chunk):
             ids = rows[start : start + chunk].to(device)
@@ -84,6 +89,10 @@ def extract_rows(
                     )
                     logits[b] = penalise(logits[b], presence, penalty)
             top = logits.softmax(-1).topk(TOP, dim=-1)
+            if filters is not None:
+                sampled = filters.process(logits, None).softmax(-1).topk(TOP, dim=-1)
+                out["sampled_ids"].append(sampled.indices.to(torch.int32).cpu())
+                out["sampled_probs"].append(sampled.values.cpu())
             out["final"].append(final.half().cpu())
             out["prenorm"].append(capture.value.half().cpu())
             out["top_ids"].append(top.indices.to(torch.int32).cpu())

@@ -4,7 +4,12 @@ distributions (self-distillation; see features.py), with resumable checkpoints.
 Both kinds are trained on what they will face: the linear heads read the pre-norm state at t and
 head k learns the model's distribution at t+k; the recurrent drafter is unrolled over its own
 predictions (feature at t, then its own guesses), learning each step's distribution plus the
-feature itself (EAGLE's regression term)."""
+feature itself (EAGLE's regression term).
+
+What each step's distribution is matched against is the objective: "greedy" the penalised
+distribution at temperature 1 (its first choice is what greedy modes verify), "coupled" the
+distribution a sampled preset draws from (penalty, temperature, top-p, min-p), which is what
+decides agreement under the shared noise (accuracy.coupled_agreement), "both" the sum."""
 
 from __future__ import annotations
 
@@ -15,7 +20,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -25,6 +30,8 @@ from torch import nn
 from swiftwriter import atomic
 from swiftwriter.engine.decoding import drafter_files as files
 from swiftwriter.engine.decoding.drafters import build
+from swiftwriter.engine.decoding.logits import LogitsPipeline
+from swiftwriter.engine.decoding.settings import MODES
 from swiftwriter.errors import UserError
 from swiftwriter.training import accuracy
 
@@ -49,9 +56,40 @@ class TrainSettings:
     # own scores before the loss, as the drafter source penalises them when drafting.
     penalty: float = 1.2
     window: int = 1024
+    objective: str = "greedy"  # greedy, coupled or both (see the module's docstring)
+    preset: str = "creative"  # the app mode (settings.MODES) whose sampling "coupled" learns
+    init: str = ""  # a drafter folder to start from: its weights, its vocabulary's prefix
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise UserError(
+                f"Unknown objective '{self.objective}' (known: {', '.join(OBJECTIVES)})"
+            )
+        if self.objective != "greedy" and MODES.get(self.preset, MODES["precise"]).greedy:
+            raise UserError(f"The coupled objective needs a sampled preset, not '{self.preset}'")
 
     def learning_rate(self) -> float:
         return self.lr or (3e-2 if self.kind == "linear" else 1e-3)
+
+
+OBJECTIVES = ("greedy", "coupled", "both")
+
+
+def coupled_loss(logq: torch.Tensor, idx: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Per position: KL(p || q) plus 1 - the agreement under shared noise, both 0 exactly when
+    q is p. `logq` [B, N]: the drafter's log-probabilities at the preset's temperature over
+    its vocabulary; `idx` [B, K] columns of `logq` (-1: none); `p` [B, K] the preset's
+    distribution on them (0 where filtered, or outside the drafter's vocabulary: mass no draft
+    can win). The KL term pulls q onto p's support where q has no mass yet (the agreement term has no
+    gradient there); the agreement term weighs positions by what drafting gains."""
+    lq = logq.gather(-1, idx.clamp_min(0))
+    held = p.sum(-1)
+    keep = p > 0
+    phat = p / held.clamp_min(1e-12)[:, None]
+    kl = torch.where(keep, phat * (phat.clamp_min(1e-30).log() - lq), 0.0).sum(-1)
+    q = torch.where(idx >= 0, lq.exp(), 0.0)
+    agree = accuracy.coupled_agreement(p, q, (1 - held).clamp_min(0), (1 - q.sum(-1)).clamp_min(0))
+    return torch.where(held > 0, kl + 1 - agree, 0.0)
 
 
 def choose_vocab(data: dict[str, torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
@@ -98,7 +136,18 @@ class Trainer:
         val = min(settings.val_rows, max(1, n_rows // 10))
         self.val_rows = torch.arange(n_rows - val, n_rows)
         self.train_rows = torch.arange(0, n_rows - val)
-        self.vocab = choose_vocab(data, settings.draft_vocab, self.full_vocab)
+        start = files.load(Path(settings.init), model) if settings.init else None
+        if start is not None:
+            if start.kind != settings.kind:
+                raise UserError(
+                    f"{settings.init} holds a {start.kind} drafter, not {settings.kind}"
+                )
+            # its head was trained on these rows, most frequent first: a prefix of them may
+            # be kept (the drafter source scores only its first `head_vocab` by default)
+            self.vocab = start.vocab[: settings.draft_vocab]
+            settings.draft_vocab = len(self.vocab)
+        else:
+            self.vocab = choose_vocab(data, settings.draft_vocab, self.full_vocab)
         # the small tensors every step reads go to the device; the features stay (accuracy.at)
         small = ("tokens", "top_ids", "top_probs")
         self.data = {k: v.to(self.device) if k in small else v for k, v in data.items()}
@@ -118,6 +167,12 @@ class Trainer:
             n_heads=settings.depth,
             intermediate=2 * hidden,
         ).to(self.device)
+        if start is not None:
+            self.module.load_state_dict(start.module.state_dict())
+        self.filters = None
+        if settings.objective != "greedy":  # the target has its penalty already
+            mode = MODES[settings.preset]
+            self.filters = LogitsPipeline(replace(mode, penalty=1.0, dry_multiplier=0.0))
         self.opt = torch.optim.AdamW(
             self.module.parameters(),
             lr=settings.learning_rate(),
@@ -148,6 +203,15 @@ class Trainer:
         idx, probs = self._target(r, pos)
         return -(logp.gather(-1, idx) * probs).sum(-1).mean()
 
+    def _coupled(self, state, r, pos):
+        logq = (self.draft_logits(state, r, pos) / self.filters.s.temperature).log_softmax(-1)
+        ids, p = accuracy.preset_target(
+            self.data["top_ids"][r, pos], self.data["top_probs"][r, pos], self.filters
+        )
+        idx = self.to_draft[ids]
+        p = torch.where(idx >= 0, p, 0.0)
+        return coupled_loss(logq, idx, p).mean()
+
     def predictions(self, r, t):
         """Yield (i, state, position of the distribution it should match) for i = 1..depth."""
         return accuracy.unroll(self.module, self.s.kind, self.data, self.emb, r, t, self.s.depth)
@@ -156,7 +220,11 @@ class Trainer:
         total = 0.0
         for i, state, pos in self.predictions(r, t):
             weight = 0.8 ** (i - 1)
-            term = self._soft_ce(state, r, pos)
+            term = 0.0
+            if self.s.objective in ("greedy", "both"):
+                term = self._soft_ce(state, r, pos)
+            if self.s.objective in ("coupled", "both"):
+                term = term + self._coupled(state, r, pos)
             if self.s.kind == "recurrent" and self.s.feature_weight:
                 target = accuracy.at(self.data["final"], r, pos, self.device).float()
                 term = term + self.s.feature_weight * nn.functional.smooth_l1_loss(state, target)
@@ -213,6 +281,7 @@ class Trainer:
             self.s.depth,
             self.s.penalty,
             self.s.window,
+            self.filters,
         )
 
     # -- checkpoints ----------------------------------------------------------------------------
