@@ -34,6 +34,30 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="first let the model write N tokens of its own text to train on",
     )
+    t.add_argument(
+        "--max-rows",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="train on N rows of --text spread evenly over it (a smaller, varied slice)",
+    )
+    t.add_argument(
+        "--distill-modes",
+        default="precise,creative",
+        metavar="MODES",
+        help="the modes the model writes in, in turn (app modes, or tokenswift)",
+    )
+    t.add_argument(
+        "--objective",
+        choices=["greedy", "coupled", "both"],
+        default="greedy",
+        help="what the drafter learns: the penalised top choice's distribution (greedy), the "
+        "distribution --preset samples from, for drafts under its shared noise (coupled), or both",
+    )
+    t.add_argument("--preset", default="creative", help="the sampled app mode that coupled learns")
+    t.add_argument(
+        "--init", default="", metavar="DIR", help="start from this drafter (fine-tuning)"
+    )
     t.add_argument("--kind", choices=["recurrent", "linear"], default="recurrent")
     t.add_argument("--steps", type=positive_int, default=1500)
     t.add_argument("--batch", type=positive_int, default=512, help="positions per step")
@@ -157,6 +181,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
+    import torch
+
     from swiftwriter.modelstore import loader, registry
     from swiftwriter.training.pipeline import train_drafter
     from swiftwriter.training.train import TrainSettings
@@ -172,6 +198,8 @@ def train(args: argparse.Namespace) -> int:
     loaded = loader.load(entry, device=device, dtype=dtype, with_drafter=False)
     print(f"training on {loaded.device} ({loaded.dtype})", file=sys.stderr)
     rows = text_rows(loaded.tokenizer, args.text, args.row_length) if args.text else None
+    if rows is not None and args.max_rows and args.max_rows < len(rows):
+        rows = rows[torch.linspace(0, len(rows) - 1, args.max_rows).long()].contiguous()
     settings = TrainSettings(
         kind=args.kind,
         steps=args.steps,
@@ -181,7 +209,11 @@ def train(args: argparse.Namespace) -> int:
         draft_vocab=args.draft_vocab,
         penalty=args.penalty,
         window=args.window,
+        objective=args.objective,
+        preset=args.preset,
+        init=str(Path(args.init).expanduser()) if args.init else "",
     )
+    modes = tuple(m.strip() for m in args.distill_modes.split(",") if m.strip())
     deadline = clock() + args.hours * 3600 if args.hours > 0 else None
     progress = StageProgress()
     try:
@@ -195,6 +227,7 @@ def train(args: argparse.Namespace) -> int:
             self_distill=args.self_distill,
             row_length=args.row_length,
             write_batch=args.write_batch,
+            distill_modes=modes,
             on_progress=progress,
             should_stop=(lambda: clock() >= deadline) if deadline else None,
         )
@@ -214,5 +247,9 @@ def train(args: argparse.Namespace) -> int:
         )
         return 3
     val = bundle.card["validation"]
-    print(f"saved {bundle.kind} drafter to {out}: held-out top-1 {val['top1']} top-3 {val['top3']}")
+    coupled = f" coupled {val['coupled']}" if "coupled" in val else ""
+    print(
+        f"saved {bundle.kind} drafter to {out}: held-out top-1 {val['top1']} "
+        f"top-3 {val['top3']}{coupled}"
+    )
     return 0

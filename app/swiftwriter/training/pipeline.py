@@ -4,7 +4,7 @@ stage resumable from the output folder and cancellable between steps."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -28,6 +28,7 @@ def train_drafter(
     self_distill: int = 0,
     row_length: int = 768,
     write_batch: int = 16,
+    distill_modes: Sequence[str] = selfdistill.DEFAULT_MODES,
     on_progress: Progress | None = None,
     should_stop: Callable[[], bool] | None = None,
 ) -> DrafterBundle | None:
@@ -55,6 +56,7 @@ def train_drafter(
             length=row_length,
             on_progress=report("writing"),
             should_stop=should_stop,
+            modes=distill_modes,
         )
     texts = selfdistill.shard_paths(work) + ([given] if given_rows is not None else [])
     if not texts:

@@ -2,15 +2,15 @@
 
 Drafters must predict what *this* model writes under the product's penalty, so the best
 training text is the model's own: a sampled start from a varied opener (so texts diverge),
-then either penalised greedy text (what Precise mode verifies) or TokenSwift's sampler (what
-Creative mode verifies). Batched generation keeps the CPU busy; each finished batch is one
+then the body written in each of the app's modes in turn (settings.MODES: penalised greedy for
+Precise, Creative's sampling), or TokenSwift's sampler ("tokenswift"). Batched generation keeps the CPU busy; each finished batch is one
 safetensors shard of token ids, written atomically, so a stopped run resumes where it was."""
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import torch
@@ -18,10 +18,23 @@ from safetensors.torch import load_file, save_file
 
 from swiftwriter import atomic
 from swiftwriter.engine.decoding.logits import PipelineLogitsProcessor
-from swiftwriter.engine.decoding.settings import SamplingSettings
+from swiftwriter.engine.decoding.settings import MODES, SamplingSettings
+from swiftwriter.errors import UserError
 from swiftwriter.training.openers import OPENERS
 
 SAMPLED_START = 24
+# TokenSwift's sampler: the varied start of every text, and a body mode of its own
+TOKENSWIFT = SamplingSettings(greedy=False, min_p=0.1, penalty=1.2, window=1024)
+DEFAULT_MODES = ("precise", "creative")
+
+
+def body_sampler(mode: str) -> SamplingSettings:
+    """The sampling a shard's body is written with: an app mode by name, or "tokenswift"."""
+    if mode == "tokenswift":
+        return TOKENSWIFT
+    if mode not in MODES:
+        raise UserError(f"Unknown writing mode '{mode}' (known: {', '.join(MODES)}, tokenswift)")
+    return MODES[mode]
 
 
 def shard_paths(folder: Path) -> list[Path]:
@@ -93,16 +106,18 @@ def write_text(
     length: int = 768,
     on_progress: Callable[[int, int], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    modes: Sequence[str] = DEFAULT_MODES,
 ) -> list[Path]:
-    """Write shards until `total_tokens` generated tokens exist in `out_dir`. Even shards are
-    penalised greedy, odd shards TokenSwift's sampler (min-p 0.1, penalty 1.2 over 1,024)."""
+    """Write shards until `total_tokens` generated tokens exist in `out_dir`; shard i's body
+    is written in modes[i % len(modes)] (`body_sampler`)."""
+    samplers = [body_sampler(m) for m in modes]
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = model.get_input_embeddings().weight.device
     existing = shard_paths(out_dir)
     done = len(existing)
     written = sum(load_file(str(p))["tokens"].numel() for p in existing)
-    start_sampler = SamplingSettings(greedy=False, min_p=0.1, penalty=1.2, window=1024)
+    start_sampler = TOKENSWIFT
     while written < total_tokens:
         if should_stop and should_stop():
             break
@@ -131,7 +146,7 @@ def write_text(
             mask = torch.cat(
                 [enc.attention_mask, torch.ones_like(ids[:, enc.input_ids.shape[1] :])], dim=1
             )
-            body = start_sampler if index % 2 else SamplingSettings(greedy=True)
+            body = samplers[index % len(samplers)]
             rest = length - SAMPLED_START
             out = _generate(model, ids, mask, rest, body, index + 1_000_003, should_stop, step)
         except _Stopped:
@@ -139,7 +154,7 @@ def write_text(
         rows = out[:, enc.input_ids.shape[1] :].to(torch.int32).cpu().contiguous()
         # Keep each row's opener too (without padding) as context; store generated part only.
         path = out_dir / f"text-{index:05d}.safetensors"
-        meta = {"mode": "sample" if index % 2 else "greedy"}
+        meta = {"mode": modes[index % len(modes)]}
         atomic.replace_with(path, functools.partial(save_file, {"tokens": rows}, metadata=meta))
         done += 1
         written += rows.numel()
