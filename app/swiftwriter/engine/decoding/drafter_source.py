@@ -153,7 +153,10 @@ class DrafterSource(CandidateSource):
         self.sampler = (
             None
             if sampling.greedy
-            else LogitsPipeline(replace(sampling, penalty=1.0, dry_multiplier=0.0))
+            # the draw's filters alone: banned ids are the target's, not the draft vocabulary's
+            else LogitsPipeline(
+                replace(sampling, penalty=1.0, dry_multiplier=0.0, banned_tokens=())
+            )
         )
         share = draft_penalty_share(self.bundle.card)
         self.draft_penalty = 1.0 + (sampling.penalty - 1.0) * share
