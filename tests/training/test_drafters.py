@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 import torch
-from swiftwriter.bench.draftpass import DraftPass, DraftPassGenerator
+from swiftwriter.bench.draftpass import DraftPass, DraftPassGenerator, PassDrafterSource
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.decoding import drafter_files as files
 from swiftwriter.engine.passes.verify import ModelRunner
@@ -167,12 +167,10 @@ def test_an_older_drafter_gets_half_the_penalty_and_the_models_own_guess_all_of_
     get the run's penalty, exactly as the target does."""
     import dataclasses
 
-    from swiftwriter.engine.decoding.drafter_source import DrafterSource
-
     bundle = trained["recurrent"]
     older = {**bundle.card, "training": {k: v for k, v in bundle.card["training"].items()}}
     del older["training"]["penalty"]
-    source = DrafterSource(dataclasses.replace(bundle, card=older), tiny_llama)
+    source = PassDrafterSource(dataclasses.replace(bundle, card=older), tiny_llama)
     source.start(SamplingSettings(greedy=True, penalty=1.2, window=64), 256)
     assert source.penalty == 1.2 and source.draft_penalty == pytest.approx(1.1)
     states = torch.randn(

@@ -112,10 +112,8 @@ class DrafterSource(CandidateSource):
         self.tree = tuple(tree) or ((3, 3, 3) if self.kind == "linear" else (3,))
         self.beam = beam
         self.feature: torch.Tensor | None = None
-        self.base_logits: torch.Tensor | None = None
         self.window: PenaltyWindow | None = None
         self.own_window = True  # False while the run's window is shared (start)
-        self.penalty = 1.0  # the run's: for the model's own logits (draft-pass mode)
         # sampling: the run's temperature, top-p and min-p for the drafter's own distribution,
         # and the noise each drafted position will be drawn with (couple)
         self.sampler: LogitsPipeline | None = None
@@ -147,8 +145,7 @@ class DrafterSource(CandidateSource):
     ) -> None:
         """A new generation: forget the last feature, follow this run's penalty over the run's
         own window (a fresh one when drafting alone, as in tests)."""
-        self.feature = self.base_logits = None
-        self.penalty = sampling.penalty
+        self.feature = None
         self.noise_ahead = None
         self.sampler = (
             None
@@ -176,12 +173,6 @@ class DrafterSource(CandidateSource):
     def set_feature(self, feature: torch.Tensor) -> None:
         """Fused mode: the state of the node before the newest token."""
         self.feature = feature.detach().to("cpu", self.dtype)
-        self.base_logits = None
-
-    def set_pass_feature(self, feature: torch.Tensor, logits: torch.Tensor) -> None:
-        """Draft-pass mode: the newest token's own state and the model's guess after it."""
-        self.feature = feature.detach().to("cpu", self.dtype)
-        self.base_logits = logits.detach().to("cpu", torch.float32)
 
     def observe(self, tokens: Sequence[int]) -> None:
         if self.window is not None and self.own_window:  # the run extends a shared one
@@ -216,15 +207,16 @@ class DrafterSource(CandidateSource):
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
         if self.feature is None or not context:
             return []
+        return self.draft(context, None, self.tree)
+
+    def draft(
+        self, context: Sequence[int], first: list[tuple[int, float]] | None, tree: Sequence[int]
+    ) -> list[Candidate]:
+        """The drafter's tree of `tree` widths per level after the committed text, below a
+        `first` level of (token id, probability) where one is given (a draft pass's own
+        guess, bench/draftpass.py)."""
         full = self.window.presence_on_host() if self.window is not None else None
         presence = full[self.vocab] if full is not None else None
-        first: list[tuple[int, float]] | None = None
-        tree = self.tree
-        if self.base_logits is not None:  # draft pass: the model's own guess is level one
-            probs = penalise(self.base_logits, full, self.penalty).softmax(-1)
-            top = probs.topk(tree[0])
-            first = list(zip(top.indices.tolist(), top.values.tolist(), strict=True))
-            tree = tree[1:]
         if self.kind == "linear":
             return self._propose_linear(presence, first, tree)
         return self._propose_recurrent(context[-1], presence, first, tree)

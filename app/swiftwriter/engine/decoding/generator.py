@@ -47,7 +47,10 @@ def context_length(config) -> int | None:
 
 
 class Generator:
-    """Plain or speculative generation with one model, one sampling pipeline and some sources."""
+    """Plain or speculative generation with one model, one sampling pipeline and some sources.
+
+    `run_type` is the Run each `generate` call creates: a subclass may change its stages and
+    keep the loop (the bench's draft-pass experiment, bench/draftpass.py, and tests do)."""
 
     run_type = Run  # one generation's state and stages
 
@@ -151,8 +154,6 @@ class Generator:
                 reason = run.stop_reason(new)
                 if reason:
                     run.finish(reason)
-                else:
-                    run.draft_ahead()
                 yield StepEvent(new, step, run.stats, bool(reason), reason)
                 if reason:
                     return

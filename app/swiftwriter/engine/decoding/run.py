@@ -311,11 +311,6 @@ class Run:
         for src in self.sources:
             src.observe(new)
 
-    def draft_ahead(self) -> None:
-        """After a step that does not end the run: nothing here (drafters read the
-        verification pass's state in `commit`); a subclass may prepare the next drafts, as
-        the bench's draft-pass experiment does (bench/draftpass.py)."""
-
     # -- bookkeeping ---------------------------------------------------------------------------
     def record(self, trie: Trie, path: list[int], new: list[int], times: Sequence[float]):
         """The step's statistics (times: draft start, verify start, pass end, accept end,
