@@ -109,3 +109,61 @@ def test_a_draw_among_the_kept_tokens_has_the_filtered_distribution():
     assert counts.sum() == counts[kept].sum()
     total_variation = 0.5 * float((counts / n - want).abs().sum())
     assert total_variation < 0.015, total_variation
+
+
+def filters_in_turn(logits, presence, s: SamplingSettings):
+    """The pipeline as the definition reads, every filter over the whole vocabulary in its
+    order: penalty, temperature, top-p (sorting every id), then min-p on what top-p kept."""
+    x = torch.where(logits > 0, logits / s.penalty, logits * s.penalty)
+    x = torch.where(presence, x, logits) / s.temperature
+    sorted_x, order = torch.sort(x)
+    drop = sorted_x.softmax(-1).cumsum(-1) <= 1 - s.top_p
+    drop[-1] = False
+    x = x.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+    probs = x.softmax(-1)
+    return x.masked_fill(probs < probs.max() * s.min_p, float("-inf"))
+
+
+@pytest.mark.parametrize("top_p,min_p", [(0.95, 0.05), (0.6, 0.02), (0.99, 0.3), (1.0, 0.1)])
+def test_min_p_first_keeps_what_the_filters_in_turn_keep(top_p, min_p):
+    """The pipeline finds min-p's survivors first and sorts only those for top-p: the same
+    ids kept with the same values as every filter applied in turn over the whole vocabulary,
+    on rows shaped like a model's (a few likely ids over a long tail), one row or several."""
+    s = SamplingSettings(greedy=False, penalty=1.3, temperature=0.8, top_p=top_p, min_p=min_p)
+    gen = torch.Generator().manual_seed(3)
+    rows, pres, kept = [], [], []
+    for _ in range(40):
+        logits = torch.randn(5000, generator=gen) * 2
+        head = torch.randint(0, 5000, (30,), generator=gen)
+        logits[head] += torch.rand(30, generator=gen) * 10
+        presence = torch.rand(5000, generator=gen) < 0.05
+        presence[head[:10]] = True  # the penalty reaches likely ids too
+        want = filters_in_turn(logits, presence, s)
+        got = LogitsPipeline(s).process(logits, presence)
+        assert torch.equal(got, want)
+        kept.append(int(torch.isfinite(got).sum()))
+        rows.append(logits)
+        pres.append(presence)
+    assert max(kept) > 3 and max(kept) < 5000  # rows where the filters cut, keeping several
+    batch = LogitsPipeline(s).process(torch.stack(rows), torch.stack(pres))
+    assert torch.equal(batch[7], LogitsPipeline(s).process(rows[7], pres[7]))
+
+
+def test_the_penalty_leaves_the_callers_logits_alone():
+    logits = torch.tensor([2.0, -2.0, 1.0, 0.5])
+    presence = torch.tensor([True, True, False, False])
+    LogitsPipeline(SamplingSettings(penalty=2.0)).process(logits, presence)
+    assert logits.tolist() == [2.0, -2.0, 1.0, 0.5]
+
+
+def test_the_draw_summed_at_the_kept_entries_is_the_whole_rows_winner():
+    from swiftwriter.engine.decoding.logits import gumbel_max
+
+    draws = Draws(9)
+    gen = torch.Generator().manual_seed(4)
+    for i in range(200):
+        row = torch.randn(300, generator=gen)
+        row[torch.rand(300, generator=gen) < 0.9] = float("-inf")
+        noise = draws.gumbel(i, 300)
+        whole = (row.double() + noise).argmax()
+        assert int(gumbel_max(row, noise)) == int(whole)
