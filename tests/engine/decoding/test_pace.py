@@ -118,3 +118,43 @@ def test_without_adaptive_pricing_every_step_drafts(tiny_llama):
     gen = Generator(tiny_llama, sampling, drafting, sources=[source], calibrate=False)
     list(gen.generate(list(range(10, 40)), 60))
     assert gen.stats.plain_steps == 0 and source.calls == gen.stats.forward_passes
+
+
+def test_plain_steps_leave_the_sources_alone_until_the_next_draft(tiny_llama, monkeypatch):
+    """A plain step costs what plain decoding's step costs: the sources read its tokens only
+    when the run drafts again (that step pays for it), nothing is lost or reordered, and the
+    text is plain decoding's."""
+    from swiftwriter.engine.decoding import run as run_module
+
+    class EveryFifth(PaceKeeper):
+        def drafting(self) -> bool:
+            self.plain_steps += 1
+            self.mode = self.plain_steps % 5 == 0
+            return self.mode
+
+    class Watching(WrongAndSlow):
+        def __init__(self):
+            super().__init__(name="ngram", delay=0.0)
+            self.seen: list[int] = []
+            self.observes = 0
+
+        def observe(self, tokens):
+            self.observes += 1
+            self.seen.extend(tokens)
+
+    monkeypatch.setattr(run_module, "PaceKeeper", EveryFifth)
+    sampling = SamplingSettings(greedy=True, penalty=1.2, window=64)
+    prompt = list(range(10, 40))
+    plain = Generator(tiny_llama, sampling, DraftSettings.plain(), calibrate=False)
+    want = [t for ev in plain.generate(prompt, 80) for t in ev.tokens]
+    source = Watching()
+    drafting = DraftSettings(sources=(), max_nodes=1)
+    gen = Generator(tiny_llama, sampling, drafting, sources=[source], calibrate=False)
+    got = [t for ev in gen.generate(prompt, 80) for t in ev.tokens]
+    assert got == want
+    assert 0 < source.calls <= gen.stats.forward_passes // 4  # one step in five drafted
+    # the prompt, then at most twice per drafting step (its catch-up, its own tokens)
+    assert source.observes <= 1 + 2 * source.calls < gen.stats.forward_passes
+    full = prompt + got
+    assert source.seen == full[: len(source.seen)]
+    assert len(full) - len(source.seen) <= 5  # the plain steps after the last draft
