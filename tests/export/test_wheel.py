@@ -95,6 +95,7 @@ def test_wheel_holds_every_package_and_the_data_files(wheel):
             else:
                 assert inside, f"resources/{rel} is not in the wheel"
     assert "swiftwriter/resources/screenshots/main-window.png" in names  # the Help's pictures
+    assert "swiftwriter/resources/training/PROVENANCE.md" in names  # the shipped drafter's card
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
