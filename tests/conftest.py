@@ -105,9 +105,9 @@ def default_model():
 
     entry = registry.default_entry()
     if not entry.is_ready():
-        from swiftwriter.modelstore import provision
+        from swiftwriter.modelstore import auto_convert
 
-        provision.convert(entry)
+        auto_convert.convert(entry)
     return loader.load(entry, device="cpu", dtype="float32")
 
 

@@ -52,7 +52,7 @@ def test_the_converted_models_are_reached_through_links():
 def test_a_conversion_never_replaces_or_follows_a_linked_model(tmp_path):
     """The link that reaches the writer's converted model cannot be used to remove it."""
     from swiftwriter.errors import UserError
-    from swiftwriter.modelstore import provision, registry
+    from swiftwriter.modelstore import auto_convert, registry
 
     entry = registry.default_entry()
     link = paths.models_dir() / entry.id
@@ -62,7 +62,7 @@ def test_a_conversion_never_replaces_or_follows_a_linked_model(tmp_path):
         link.symlink_to(tmp_path / "real")
     try:
         with pytest.raises(UserError, match="symbolic link"):
-            provision.convert(entry, force=True)
+            auto_convert.convert(entry, force=True)
         assert link.is_symlink()
     finally:
         if planted:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from swiftwriter import paths
 from swiftwriter.cli import main
-from swiftwriter.modelstore import provision, registry
+from swiftwriter.modelstore import auto_convert, provision, registry
 
 
 @pytest.mark.default_model
@@ -19,7 +19,7 @@ def test_the_default_models_gguf_added_writes_the_default_models_text(
 ):
     default = registry.default_entry()
     if not default.is_ready():
-        provision.convert(default)
+        auto_convert.convert(default)
     models = tmp_path / "models"  # the default model reached through a link, as the session does
     models.mkdir()
     (models / default.id).symlink_to(default.folder().resolve(), target_is_directory=True)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import adding, provision, registry
+from swiftwriter.modelstore import adding, auto_convert, registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -115,7 +115,7 @@ def prepare(entry, force: bool, dtype: str | None) -> int:
     if entry.is_ready() and not again:
         print(f"{entry.id} is ready in {entry.folder()} ({entry.stored_dtype() or 'as it is'})")
         return 0
-    provision.convert(entry, progress=_say, force=again, dtype=asked)
+    auto_convert.convert(entry, progress=_say, force=again, dtype=asked)
     print(f"{entry.id} is ready in {entry.folder()} ({entry.stored_dtype()})")
     return 0
 

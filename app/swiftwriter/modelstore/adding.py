@@ -1,6 +1,6 @@
 """Adding a writer's GGUF file as a model: checked before anything is written (one line naming
 why a file is refused), converted once into the model's own folder under the models folder in
-the dtype it will run in (provision.convert_into: a temporary folder renamed into place), then
+the dtype it will run in (auto_convert.convert_into: a temporary folder renamed into place), then
 registered with the chat template and context length the file states. Shared by
 `swiftwriter models add` and the app's Models dialog, so both refuse and convert alike."""
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import gguf_file, provision, registry
+from swiftwriter.modelstore import auto_convert, gguf_file, provision, registry
 from swiftwriter.modelstore.registry import ModelEntry
 
 
@@ -44,7 +44,7 @@ def add_gguf(
     provision.check_cancel(cancelled)
     say(f"Checking {info.path.name}")
     entry = ModelEntry(**{**entry.__dict__, "sha256": provision.sha256_of(info.path)})
-    provision.convert_into(entry, info.path, final, dtype, say, cancelled)
+    auto_convert.convert_into(entry, info.path, final, dtype, say, cancelled)
     settings = {
         key: value
         for key, value in (

@@ -7,7 +7,8 @@ mistaken for a finished one: the next start finds no manifest, removes the lefto
 converts again. Everything removed or replaced is the model's own folder under the models
 folder, never a link's target (`own_folder`).
 
-The stored dtype is the one `auto` picks (loader.pick_dtype_why: on a CPU, measured on the
+The stored dtype is the one `auto` picks (auto_convert.py, which runs this conversion with the
+loader's choice: on a CPU, measured on the
 float32 weights just read, and remembered like every other load's choice): bfloat16 where the
 CPU computes it natively (AMX, AVX512-BF16), which halves the folder and its loading; a choice
 measured on a busy machine is not remembered, so float32 is stored until one is. The
@@ -34,7 +35,6 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from swiftwriter import paths
@@ -42,6 +42,8 @@ from swiftwriter.errors import UserError
 from swiftwriter.modelstore.registry import MANIFEST, ModelEntry, is_plain_id
 
 Progress = Callable[[str], None]
+# what `auto` stores, measured on the float32 folder just written: (dtype, how it was chosen)
+AutoChoice = Callable[[ModelEntry, Path], tuple[str, str]]
 
 
 def locate_gguf(entry: ModelEntry) -> Path:
@@ -109,9 +111,10 @@ def convert(
     force: bool = False,
     dtype: str | None = None,
     cancelled: Callable[[], bool] | None = None,
+    auto: AutoChoice | None = None,
 ) -> Path:
-    """Convert `entry` (a GGUF model) into its folder in `dtype` (None: what `auto` picks); a
-    no-op when already done (unless forced)."""
+    """Convert `entry` (a GGUF model) into its folder in `dtype` (None: what `auto` measures on
+    this CPU, which auto_convert.convert supplies); a no-op when already done (unless forced)."""
     say = progress or (lambda _msg: None)
     if entry.source not in GGUF_SOURCES:
         raise UserError(f"{entry.id} is a local folder; there is nothing to convert")
@@ -126,7 +129,7 @@ def convert(
             f"{gguf} has sha256 {digest}, expected {entry.sha256}: "
             + (f"reinstall {entry.package}" if entry.package else "add the file again")
         )
-    convert_into(entry, gguf, final, dtype, say, cancelled)
+    convert_into(entry, gguf, final, dtype, say, cancelled, auto)
     say(f"Converted {entry.name} into {final}")
     return final
 
@@ -138,14 +141,18 @@ def convert_into(
     dtype: str | None,
     say: Progress,
     cancelled: Callable[[], bool] | None = None,
+    auto: AutoChoice | None = None,
 ) -> dict:
-    """Convert `gguf` into `final` (through a temporary sibling, renamed into place last);
+    """Convert `gguf` into `final` (through a temporary sibling, renamed into place last) in
+    `dtype`, a dtype's own name, or None: `auto`'s choice, measured on the float32 weights;
     returns the manifest written."""
     from swiftwriter.modelstore import gguf_file
 
+    if dtype is None and auto is None:
+        raise ValueError("converting without a dtype needs auto's choice (auto_convert.convert)")
     info = gguf_file.inspect(gguf)
     say(info.describe())
-    planned = planned_dtype(entry, dtype)
+    planned = dtype
     if planned:
         say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
     else:
@@ -157,7 +164,7 @@ def convert_into(
     tmp.mkdir(parents=True)
     try:
         started = time.monotonic()
-        stored, why, lossless = _write_hf_folder(gguf, tmp, entry, planned, say, cancelled)
+        stored, why, lossless = _write_hf_folder(gguf, tmp, entry, planned, say, cancelled, auto)
         check_cancel(cancelled)
         say("Checking the converted folder loads")
         _check_loads(tmp)
@@ -189,35 +196,6 @@ def check_cancel(cancelled: Callable[[], bool] | None) -> None:
         raise Cancelled("Cancelled: nothing was kept")
 
 
-def planned_dtype(entry: ModelEntry, dtype: str | None) -> str | None:
-    """The dtype to store, when it is known before the weights are read: asked for by name,
-    the model's own setting, or a GPU's; None when `auto` must measure on this CPU."""
-    from swiftwriter.modelstore import loader
-
-    if dtype and dtype != "auto":
-        if dtype not in loader.DTYPE_NAMES:
-            raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
-        return loader.DTYPE_NAMES[dtype]
-    device = loader.pick_device("auto")
-    if device == "cpu" and entry.dtype.get("cpu", "auto") == "auto":
-        return None
-    return loader.pick_dtype(entry, device, "auto")
-
-
-def _auto_dtype(entry: ModelEntry, folder: Path) -> tuple[str, str]:
-    """What `auto` picks for this model here, measured on the float32 folder just written
-    (under the model's own id, so the choice is remembered for its later loads). A choice
-    not remembered (the machine was busy: the next load measures again and may choose the
-    other) stores float32, which serves either dtype exactly."""
-    from swiftwriter.modelstore import loader
-
-    found = loader.cpu_dtype_choice(replace(entry, source="folder", path=folder))
-    why = loader.dtype_reason(found)
-    if found.value != "float32" and not found.remembered:
-        return "float32", f"{why}; kept in float32 until a quiet measurement chooses"
-    return str(found.value), why
-
-
 def _lossless(state: dict, dtype: str) -> bool:
     """Every weight is exactly a value of `dtype`: storing in it loses nothing."""
     import torch
@@ -226,7 +204,7 @@ def _lossless(state: dict, dtype: str) -> bool:
     return all(torch.equal(t, t.to(kind).to(t.dtype)) for t in state.values())
 
 
-def _write_hf_folder(gguf, out, entry, dtype, say, cancelled):
+def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
     """Read the GGUF, store its weights in `out` in `dtype` (None: auto's choice, measured
     here); (stored dtype, how auto chose it or "", lossless)."""
     # Heavy imports stay here so `swiftwriter models` answers instantly.
@@ -261,7 +239,7 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled):
         fresh.save_pretrained(out, safe_serialization=True)
         check_cancel(cancelled)
         say("Measuring float32 against bfloat16 passes (auto)")
-        dtype, why = _auto_dtype(entry, out)
+        dtype, why = auto(entry, out)
         check_cancel(cancelled)
         from swiftwriter.modelstore.gguf_file import BYTES, size
 

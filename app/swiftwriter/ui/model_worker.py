@@ -25,11 +25,11 @@ class ModelLoader(StoppableWorker):
         self.max_memory = max_memory
 
     def _run(self) -> None:
-        from swiftwriter.modelstore import loader, provision, registry
+        from swiftwriter.modelstore import auto_convert, loader, registry
 
         entry = registry.resolve(self.model)
         if not entry.is_ready() and entry.source == "pypi-gguf":
-            provision.convert(entry, progress=self.progress.emit)
+            auto_convert.convert(entry, progress=self.progress.emit)
         self.progress.emit(f"Loading {entry.name}…")
         if self.device == "spread":
             from swiftwriter.modelstore.placement import Placement, parse_max_memory
@@ -80,10 +80,10 @@ class ModelConverter(StoppableWorker):
         self.model_id = model_id
 
     def _run(self) -> None:
-        from swiftwriter.modelstore import provision, registry
+        from swiftwriter.modelstore import auto_convert, registry
 
         entry = registry.resolve(self.model_id)
-        folder = provision.convert(entry, progress=self.progress.emit)
+        folder = auto_convert.convert(entry, progress=self.progress.emit)
         self.done.emit(str(folder))
 
 
