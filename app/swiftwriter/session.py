@@ -483,6 +483,6 @@ def generate_into_document(
     on_step: Callable[[StepEvent], None] | None = None,
     **kwargs,
 ) -> SessionResult:
-    """One call for the CLI and scripts: see DocumentSession for the other arguments."""
+    """One call for scripts and tests: see DocumentSession for the other arguments."""
     session = DocumentSession(project, doc_id, loaded, **kwargs)
     return session.run(should_stop=should_stop, on_text=on_text, on_step=on_step)
