@@ -1,7 +1,8 @@
 """The context-limit policy: "stop" ends a run at a full context with a clear reason; "slide"
-keeps sinks + pinned tokens + the recent text, re-prefills and goes on, writing exactly what
-plain decoding writes on the same windows (checked against an independent full-forward loop
-and a hand-made re-prefill)."""
+keeps sinks + pinned tokens + the recent text and goes on. Re-prefilled ("reprefill" mode),
+it writes exactly what plain decoding writes on the same windows (checked against an
+independent full-forward loop and a hand-made re-prefill); the default cache-edit mode is
+tested in test_slide_shift.py."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ LOOPING = [5, 9, 12, 40, 41, 5, 9, 12, 40, 41, 5, 9, 12, 40, 41, 5, 9, 12, 40, 4
 @pytest.mark.parametrize("penalty,window", [(1.0, 1024), (1.2, 100)])
 def test_slide_equals_plain_decoding_on_the_same_windows(small_ctx, penalty, window):
     sampling = SamplingSettings(penalty=penalty, window=window)
-    context = ContextSettings("slide", sink=4, keep=0.75)
+    context = ContextSettings("slide", sink=4, keep=0.75, slide_mode="reprefill")
     n = 150
     expected, first, slides, windows = reference(small_ctx, LOOPING, n, sampling, 4, 0.75)
     assert first == CTX - len(LOOPING) and slides >= 5  # the run crosses the context often
@@ -123,7 +124,7 @@ def test_slide_equals_plain_decoding_on_the_same_windows(small_ctx, penalty, win
 
 def test_pinned_tokens_follow_the_sinks(small_ctx):
     sampling = SamplingSettings(penalty=1.2, window=48)
-    context = ContextSettings("slide", sink=3, keep=0.75)
+    context = ContextSettings("slide", sink=3, keep=0.75, slide_mode="reprefill")
     pinned = [100, 101, 102, 103, 104]
     prompt = list(range(10, 40))
     expected, first, _, windows = reference(small_ctx, prompt, 80, sampling, 3, 0.75, pinned)
@@ -136,7 +137,8 @@ def test_a_prompt_longer_than_the_context_is_windowed_with_slide(small_ctx):
     sampling = SamplingSettings(penalty=1.2, window=64)
     prompt = [(7 * i) % 200 + 2 for i in range(150)]
     expected, first, slides, _ = reference(small_ctx, prompt, 40, sampling, 16, 0.75)
-    out, st, _ = run(small_ctx, prompt, 40, sampling, ContextSettings("slide"), DraftSettings())
+    context = ContextSettings("slide", slide_mode="reprefill")
+    out, st, _ = run(small_ctx, prompt, 40, sampling, context, DraftSettings())
     assert first == 0 and out == expected
     assert st.windowed_from == 0 and st.reprefills == slides
 
@@ -160,6 +162,18 @@ def test_window_rules():
     assert notes_first.slide_head == [1, 2, 3, 4, 5, 6]  # pinned tokens that open the prompt: once
     with pytest.raises(UserError, match="pin fewer"):
         ContextWindow(100, settings, prompt, pinned=list(range(60)))
-    for bad in ({"policy": "wrap"}, {"sink": -1}, {"keep": 1.0}, {"keep": 0.0}):
+    # a cache edit's span: the head's slots kept, then as many dropped as the view shrinks by
+    window = ContextWindow(100, ContextSettings("slide", sink=4, keep=0.5), list(range(100)))
+    text = list(range(100))
+    assert window.shift_span(text) == (4, 50)
+    assert window.slide(text) == text[:4] + text[54:]
+    text += list(range(200, 250))
+    assert window.length(text) == 100 and window.shift_span(text) == (4, 50)
+    apart = ContextWindow(100, settings, prompt, pinned=[1, 2])  # the pinned are not cached yet
+    assert apart.shift_span([9] * 100) is None
+    for bad in (
+        {"policy": "wrap"}, {"sink": -1}, {"keep": 1.0}, {"keep": 0.0},
+        {"slide_mode": "rotate"},
+    ):  # fmt: skip
         with pytest.raises(UserError):
             ContextSettings(**bad)

@@ -67,9 +67,6 @@ class Run:
         self.stats.invariant = self.runner.invariant
         self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
         self._gated_s: dict[int, float] = {}
-        # tokens committed since the sources last saw the text: plain steps leave them here
-        # (a plain step costs what plain decoding's does), the next drafting step hands them on
-        self._unseen: list[int] = []
         self.head_s = 0.0  # this step's lm_head calls (model time spent inside the walk)
 
     def _draws(self, seed: int | None) -> Draws | None:
@@ -122,21 +119,38 @@ class Run:
                 src.set_feature(feature)
 
     def slide_if_full(self) -> None:
-        """Rebuild the cache on the window (sinks + pinned + recent text, positions from 0)."""
+        """Move the cache to the window (sinks + pinned + recent text, positions from 0): by a
+        cache edit ("shift": the dropped span cut out, the kept keys turned to their new
+        positions), else by rebuilding it on the window ("reprefill", or where a shift would
+        not be exact). Plain decoding and speculation take the same way at the same token."""
         if not self.view.needs_slide(self.committed):
             return
         t = time.perf_counter()
-        self.runner.reset()
-        self.runner.prefill(self.view.slide(self.committed)[:-1])
-        self._hand_prefill_features()  # drafters that read the newest hidden state
         stats = self.stats
+        span = None
+        if self.gen.context.slide_mode == "shift":
+            span = self.view.shift_span(self.committed)
+        view = self.view.slide(self.committed)
+        why = self.runner.shift(*span) if span is not None else "reprefill"
+        if span is not None and not why:
+            stats.shifts += 1
+        else:
+            if span is not None:
+                stats.slide_fallback = why
+            self.runner.reset()
+            self.runner.prefill(view[:-1])
+            self._hand_prefill_features()  # drafters that read the newest hidden state
+            stats.reprefills += 1
         if stats.windowed_from is None:
             stats.windowed_from = len(self.produced)
-        stats.reprefills += 1
+        stats.slides += 1
         elapsed = time.perf_counter() - t
-        stats.reprefill_s += elapsed
+        if why:
+            stats.reprefill_s += elapsed
+            stats.model_s += elapsed  # a model pass, not host work
+        else:
+            stats.shift_s += elapsed
         stats.overhead_s += elapsed  # part of the run's wall time
-        stats.model_s += elapsed  # a model pass, not host work
 
     # -- the stages of a step ----------------------------------------------------------------
     def room(self) -> int:
@@ -152,7 +166,6 @@ class Run:
             return []  # a plain step: drafting has not been paying on this text
         if self.drafting.adaptive and self.gen.costs.wants_one():
             return []  # a plain step now and then keeps the pass costs measured (CostModel)
-        self._catch_up()
         out = []
         for src in self.sources:
             gate = self.gates.get(id(src))
@@ -164,16 +177,6 @@ class Run:
             if gate is not None:
                 self._gated_s[id(src)] = time.perf_counter() - t
         return out
-
-    def _catch_up(self) -> None:
-        """The sources read the tokens of the plain steps since they last drafted (and the
-        shadow learner judges its tries): this drafting step pays for it, as it should, and
-        the pace keeper's plain steps are timed as plain decoding runs."""
-        if self._unseen:
-            for src in self.sources:
-                src.observe(self._unseen)
-            self._unseen = []
-        self.learner.update(self.committed)
 
     def build_trie(self, candidates: list[Candidate]) -> Trie:
         """The proposals merged, then pruned to the size the cost model says pays best."""
@@ -319,11 +322,16 @@ class Run:
         self._judge_gated(trie, path)
         self.gen.costs.observe(len(trie), verify_s)
         self.committed.extend(new)
+        self.learner.update(self.committed)
         self.produced.extend(new)
         self.window.extend(new)
-        self._unseen.extend(new)
-        if len(trie) > 1:  # a drafting step: its sources read the text now (else `_catch_up`)
-            self._catch_up()
+        for src in self.sources:
+            src.observe(new)
+
+    def draft_ahead(self) -> None:
+        """After a step that does not end the run: nothing here (drafters read the
+        verification pass's state in `commit`); a subclass may prepare the next drafts, as
+        the bench's draft-pass experiment does (bench/draftpass.py)."""
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def record(self, trie: Trie, path: list[int], new: list[int], times: Sequence[float]):

@@ -103,13 +103,17 @@ class ContextSettings:
 
     "stop" ends the run with stop_reason "context_full". "slide" keeps the first `sink` prompt
     tokens (attention sinks), the caller's pinned tokens and the most recent text, `keep` of the
-    context in all, re-prefills the cache on that window (positions restart at 0) and goes on:
-    the head-room (1 - keep) makes re-prefills rare. Output stays exact with respect to the
-    windowed sequence, so plain decoding with the same policy writes the same tokens."""
+    context in all (positions restart at 0), and goes on: the head-room (1 - keep) makes slides
+    rare. `slide_mode` "shift" moves the window by editing the KV cache (the oldest entries
+    after the head dropped, the kept keys turned to their new positions: no prefill), falling
+    back to "reprefill" (the cache rebuilt on the window) where a model's rotary cannot be
+    turned exactly. Plain decoding and speculation slide at the same token the same way, so
+    they write the same tokens either way."""
 
     policy: str = "stop"
     sink: int = 16
     keep: float = 0.75
+    slide_mode: str = "shift"
 
     def __post_init__(self):
         if self.policy not in ("stop", "slide"):
@@ -118,6 +122,10 @@ class ContextSettings:
             raise UserError(f"The sink must be 0 or more tokens, not {self.sink}")
         if not 0 < self.keep < 1:
             raise UserError(f"keep must be a fraction of the context in (0, 1), not {self.keep}")
+        if self.slide_mode not in ("shift", "reprefill"):
+            raise UserError(
+                f"The slide mode must be 'shift' or 'reprefill', not '{self.slide_mode}'"
+            )
 
 
 # The app's modes and drafting strategies, one definition for the generation panel and the

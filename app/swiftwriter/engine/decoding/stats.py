@@ -40,11 +40,17 @@ class RunStats:
     model_s: float = 0.0
     stop_reason: str = ""
     # Long runs: where the context first slid (index into the generated tokens; None = never),
-    # how often the cache was rebuilt on a window, and the memory bounds (KV tokens held at
-    # once, entries per candidate source) against their caps.
+    # how often it slid, by a cache edit (shifts) or by rebuilding the cache on the window
+    # (reprefills: the slide mode asked, or a shift could not be exact: `slide_fallback` says
+    # why), and the memory bounds (KV tokens held at once, entries per candidate source)
+    # against their caps.
     windowed_from: int | None = None
+    slides: int = 0
+    shifts: int = 0
+    shift_s: float = 0.0  # inside overhead_s: already part of `seconds`
     reprefills: int = 0
     reprefill_s: float = 0.0  # inside overhead_s: already part of `seconds`
+    slide_fallback: str = ""
     kv_tokens_max: int = 0
     kv_tokens_cap: int | None = None
     source_sizes: dict = field(default_factory=dict)  # name -> {"entries": n, "cap": c}
@@ -144,8 +150,12 @@ class RunStats:
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,
             "windowed_from": self.windowed_from,
+            "slides": self.slides,
+            "shifts": self.shifts,
+            "shift_s": round(self.shift_s, 4),
             "reprefills": self.reprefills,
             "reprefill_s": round(self.reprefill_s, 4),
+            "slide_fallback": self.slide_fallback,
             "kv_tokens_max": self.kv_tokens_max,
             "kv_tokens_cap": self.kv_tokens_cap,
             "ngram_entries": self.ngram_entries,

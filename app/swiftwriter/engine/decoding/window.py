@@ -4,7 +4,8 @@ The generator keeps the whole text (`committed`: prompt + output) for the penalt
 candidate sources; the model sees `head + committed[tail_start:]`, where `head` is empty until
 the first slide. With the "slide" policy the view is rebuilt whenever it fills the context:
 head = the prompt's first `sink` tokens (attention sinks) + the pinned tokens, then the most
-recent text up to `keep` of the context. Slides happen only when the view is exactly full (a
+recent text up to `keep` of the context (the run moves its cache there by a cache edit, or
+re-reads the window: run.py). Slides happen only when the view is exactly full (a
 step never produces more tokens than the room left), so where they happen depends on the text
 alone, never on how the tokens were drafted: speculative and plain decoding slide at the same
 token and write the same output."""
@@ -67,6 +68,18 @@ class ContextWindow:
 
     def visible(self, committed: Sequence[int]) -> list[int]:
         return self.head + list(committed[self.tail_start :])
+
+    def shift_span(self, committed: Sequence[int]) -> tuple[int, int] | None:
+        """Before a slide: (head slots kept, slots dropped after them) for a cache that holds
+        the view but its last token, or None when its first slots do not hold the head yet
+        (pinned tokens that do not open the prompt: the first slide re-reads the window)."""
+        h = len(self.slide_head)
+        unslid = not self.head and not self.tail_start  # the cache holds the text from its start
+        if self.head != self.slide_head and not (unslid and list(committed[:h]) == self.slide_head):
+            return None
+        tail = self.keep_tokens - h
+        start = len(self.head) + (len(committed) - tail) - self.tail_start  # the kept tail's slot
+        return h, start - h
 
     def slide(self, committed: Sequence[int]) -> list[int]:
         """Rebuild the view on head + the most recent text; returns the new view."""
