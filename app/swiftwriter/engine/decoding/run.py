@@ -67,6 +67,9 @@ class Run:
         self.stats.invariant = self.runner.invariant
         self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
         self._gated_s: dict[int, float] = {}
+        # tokens committed since the sources last saw the text: plain steps leave them here
+        # (a plain step costs what plain decoding's does), the next drafting step hands them on
+        self._unseen: list[int] = []
         self.head_s = 0.0  # this step's lm_head calls (model time spent inside the walk)
 
     def _draws(self, seed: int | None) -> Draws | None:
@@ -166,6 +169,7 @@ class Run:
             return []  # a plain step: drafting has not been paying on this text
         if self.drafting.adaptive and self.gen.costs.wants_one():
             return []  # a plain step now and then keeps the pass costs measured (CostModel)
+        self._catch_up()
         out = []
         for src in self.sources:
             gate = self.gates.get(id(src))
@@ -177,6 +181,16 @@ class Run:
             if gate is not None:
                 self._gated_s[id(src)] = time.perf_counter() - t
         return out
+
+    def _catch_up(self) -> None:
+        """The sources read the tokens of the plain steps since they last drafted (and the
+        shadow learner judges its tries): this drafting step pays for it, as it should, and
+        the pace keeper's plain steps are timed as plain decoding runs."""
+        if self._unseen:
+            for src in self.sources:
+                src.observe(self._unseen)
+            self._unseen = []
+        self.learner.update(self.committed)
 
     def build_trie(self, candidates: list[Candidate]) -> Trie:
         """The proposals merged, then pruned to the size the cost model says pays best."""
@@ -322,16 +336,11 @@ class Run:
         self._judge_gated(trie, path)
         self.gen.costs.observe(len(trie), verify_s)
         self.committed.extend(new)
-        self.learner.update(self.committed)
         self.produced.extend(new)
         self.window.extend(new)
-        for src in self.sources:
-            src.observe(new)
-
-    def draft_ahead(self) -> None:
-        """After a step that does not end the run: nothing here (drafters read the
-        verification pass's state in `commit`); a subclass may prepare the next drafts, as
-        the bench's draft-pass experiment does (bench/draftpass.py)."""
+        self._unseen.extend(new)
+        if len(trie) > 1:  # a drafting step: its sources read the text now (else `_catch_up`)
+            self._catch_up()
 
     # -- bookkeeping ---------------------------------------------------------------------------
     def record(self, trie: Trie, path: list[int], new: list[int], times: Sequence[float]):
