@@ -227,7 +227,7 @@ def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(pro
     assert bytes(seen[0]["pinned_ids"]).decode("latin-1") == "Style\nshort\n\n"
     assert seen[0]["context"].policy == "slide"
     assert len(result.token_ids) == 80  # past the 64-token context
-    assert result.stats["windowed_from"] is not None and result.stats["reprefills"] >= 1
+    assert result.stats["windowed_from"] is not None and result.stats["shifts"] >= 1
     assert result.generation.settings["context"]["policy"] == "slide"
     stop = DocumentSession(
         project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(80),
