@@ -146,9 +146,11 @@ def _cell(value, spec: str) -> str:
     return "-" if value is None else f"{value:{spec}}"
 
 
-def summary(rows: Sequence[dict]) -> dict:
+def summary(rows: Sequence[dict], stats: dict | None = None) -> dict:
     """A run's segments in a few figures: slides and their share of the time, RSS when the
-    window first slid against the end, the lowest Distinct-4 and the chatter over the run."""
+    window first slid against the end, the lowest Distinct-4 and the chatter over the run;
+    with the run's statistics, how the window moved (cache edits, re-prefills, and why a
+    shift fell back to a re-prefill)."""
     seconds = sum(r["seconds"] or 0.0 for r in rows)
     slide_s = sum(r["slide_ms"] for r in rows) / 1000
     first = next((r for r in rows if r["slides"]), None)
@@ -164,6 +166,7 @@ def summary(rows: Sequence[dict]) -> dict:
         "rss_mb_end": rows[-1]["rss_mb"] if rows else None,
         "min_distinct_4": min(d4) if d4 else None,
         "chatter_rate": round(chatter_words / words, 4) if words else None,
+        **{k: (stats or {}).get(k) for k in ("shifts", "reprefills", "slide_fallback")},
     }
 
 
@@ -174,8 +177,12 @@ def format_summary(method: str, s: dict) -> str:
         if s["rss_mb_first_slide"] is not None and s["rss_mb_end"] is not None
         else "no slide"
     )
+    how = ""
+    if s.get("shifts") is not None:
+        how = f" ({s['shifts']} cache edits, {s['reprefills']} re-prefills)"
     return (
-        f"{method}: {s['segments']} segments, {s['slides']} slides costing {s['slide_s']:.1f} s "
+        f"{method}: {s['segments']} segments, {s['slides']} slides{how} costing "
+        f"{s['slide_s']:.1f} s "
         f"({share} of the run); {rss}; lowest Distinct-4 {_cell(s['min_distinct_4'], '.2f')}; "
         f"chatter {_cell(s['chatter_rate'], '.3f')} of the words"
     )

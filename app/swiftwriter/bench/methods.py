@@ -372,7 +372,7 @@ def run_bench(
     if segments is not None:
         for method, rows in segments.finish().items():
             report[method]["segments"] = rows
-            report[method]["marathon"] = marathon.summary(rows)
+            report[method]["marathon"] = marathon.summary(rows, report[method].get("stats"))
     if drafter is not None and "ar" in best and context_fits(model, prompt, best["ar"].tokens):
         from swiftwriter.training import accuracy
 
