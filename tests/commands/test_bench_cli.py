@@ -96,6 +96,17 @@ def test_sliding_context_bench_is_exact_against_ar_and_reports_memory(
     assert "windowed from token" in printed and "KV held at most" in printed
 
 
+def test_the_window_may_still_slide_by_re_reading_it(small_context_bench, tmp_path):
+    out = tmp_path / "report.json"
+    args = ["--methods", "ar,tokenswift-noheads", "--context-policy", "slide"]
+    assert main([*small_context_bench, *args, "--slide-mode", "reprefill", "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["meta"]["slide_mode"] == "reprefill"
+    ours = report["methods"]["tokenswift-noheads"]
+    assert ours["stats"]["reprefills"] == ours["stats"]["slides"] >= 1
+    assert ours["stats"]["shifts"] == 0 and ours["identical_to_ar"] is True
+
+
 def test_hf_cannot_slide(small_context_bench, capsys):
     args = ["--methods", "hf,tokenswift", "--context-policy", "slide"]
     assert main([*small_context_bench, *args]) == 1

@@ -81,6 +81,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "a short run slides as a long one would",
     )
     p.add_argument(
+        "--slide-mode",
+        choices=("shift", "reprefill"),
+        default="shift",
+        help="how the window slides: shift edits the KV cache (the oldest entries dropped, the "
+        "kept keys moved to their new positions; no prefill), reprefill re-reads the window "
+        "(a model whose rotary cannot be moved exactly re-reads it either way)",
+    )
+    p.add_argument(
         "--sampling",
         choices=("greedy", "sample"),
         default="greedy",
@@ -391,6 +399,7 @@ def run(args: argparse.Namespace) -> int:
     }
     meta["segment"] = args.segment or None
     meta["context_limit"] = args.context_limit
+    meta["slide_mode"] = args.slide_mode if args.context_policy == "slide" else None
     results, differing = {}, []
     for index, (name, prompt) in enumerate(prompts):
         if args.suite:
@@ -398,7 +407,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
             f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
-            + (" · sliding context" if args.context_policy == "slide" else "")
+            + (f" · sliding context ({args.slide_mode})" if args.context_policy == "slide" else "")
             + (f" ({args.preset})" if args.preset else "")
             + (
                 f" (temperature {sampling.temperature}, top-p {sampling.top_p}, min-p "
@@ -424,7 +433,7 @@ def run(args: argparse.Namespace) -> int:
             extra_sources=extra_sources,
             drafter=drafter,
             checkpoints=_checkpoints(args.checkpoints),
-            context=ContextSettings(policy=args.context_policy),
+            context=ContextSettings(policy=args.context_policy, slide_mode=args.slide_mode),
             baseline=baseline,
             warmup=index == 0,
             partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
