@@ -119,6 +119,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="at the model's context limit: stop with a message, or slide a window that keeps "
         "the first tokens, pinned notes and the recent text (exact w.r.t. the windowed model)",
     )
+    parser.add_argument(
+        "--slide-mode",
+        choices=("shift", "reprefill"),
+        default="shift",
+        help="how the window slides: shift edits the KV cache (no prefill), reprefill re-reads "
+        "the window (a model whose rotary cannot be moved exactly re-reads it either way)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -179,7 +186,7 @@ def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, end
         prompt_text=prompt_text,
         target=ending.target,
         sampling=_sampling(args),
-        context=ContextSettings(policy=args.context_policy),
+        context=ContextSettings(policy=args.context_policy, slide_mode=args.slide_mode),
         history=project is not None and not args.no_history,
         measure_baseline=False,
         direction=args.direction,
