@@ -18,6 +18,7 @@ STORY = [
     "Was it him, after all these years? She could not tell.",
     "Here is the harbour where my father drowned.",
     "“Do you remember the storm?” Tom asked.",
+    "`Of course,' the Dodo replied. `What else have you got in your pocket?' he went on.",
     "Of course the lamp had failed; it always failed in March.",
     "Certainly nobody in Aldermouth would have said so.",
     "She counted the boats: 1. The Heron, then the Gull.",
