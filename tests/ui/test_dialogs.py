@@ -193,7 +193,7 @@ def test_export_and_import(qtbot, window, make_project, tmp_path):
 
 def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_path):
     from swiftwriter.errors import UserError
-    from swiftwriter.modelstore import provision
+    from swiftwriter.modelstore import auto_convert
 
     calls = []
 
@@ -205,7 +205,7 @@ def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_pa
             raise UserError("disk full")
         return tmp_path / entry.id
 
-    monkeypatch.setattr(provision, "convert", fake_convert)
+    monkeypatch.setattr(auto_convert, "convert", fake_convert)
     dialog = window.open_models()
     qtbot.addWidget(dialog)
     assert dialog.selected().default and not dialog.selected().is_ready()  # a fresh data folder
