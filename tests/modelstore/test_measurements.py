@@ -177,22 +177,21 @@ def test_auto_keeps_exact_passes_unless_one_row_takes_another_kernel(monkeypatch
     """Where a one-row product has a kernel of its own (the measured row class starts at two
     rows), exact passes would pad every one-token pass: auto then runs the fastest kernels and
     the run says it is not exact; where one row shares the kernel, passes stay exact."""
-    from swiftwriter.engine import Generator
-    from swiftwriter.engine.passes import leanpass
+    from swiftwriter.engine import Generator, passes
     from swiftwriter.engine.passes.invariant import RowClasses
     from swiftwriter.modelstore.loader import exact_by_default_here
 
     from tests.conftest import build_tiny
 
     model = build_tiny("llama", seed=2)
-    monkeypatch.setattr(leanpass, "row_classes", lambda m: RowClasses(2, 16))
+    monkeypatch.setattr(passes, "row_classes", lambda m: RowClasses(2, 16))  # the door
     assert exact_by_default_here(model) is False
     gen = Generator(model)
     assert gen.invariant is False
     assert Generator(model, invariant=True).invariant is True  # asked for by hand
     list(gen.generate([5, 6, 7], 3))
     assert gen.stats.invariant is False
-    monkeypatch.setattr(leanpass, "row_classes", lambda m: RowClasses(1, 27))
+    monkeypatch.setattr(passes, "row_classes", lambda m: RowClasses(1, 27))
     assert exact_by_default_here(model) is True
     assert Generator(model).invariant is True
 
