@@ -15,8 +15,8 @@ Usage (needs xvfb and ImageMagick's `import`):
     xvfb-run -a -s "-screen 0 1280x860x24" .venv/bin/python \
         resources/screenshots/capture_marathon_take.py [PROMPT] [WORDS] [--window N]
 PROMPT is a held-out suite prompt's name (default: orchard), WORDS the take's length (50000);
---window N makes the model see at most N tokens (its context length capped for this run, as
-`bench --context-limit` does), so a short take slides as a long one does. Prints the figures as
+--window N makes the take's sliding generator see at most N tokens (as `bench --context-limit`
+does), so a short take slides as a long one does. Prints the figures as
 JSON at the end."""
 
 from __future__ import annotations
@@ -133,11 +133,17 @@ def main() -> int:
     from swiftwriter.store import Project
     from swiftwriter.ui.main_window import MainWindow
 
-    if limit is not None:  # every generator of this run sees at most `limit` tokens
-        from swiftwriter.engine.decoding import generator
+    if limit is not None:  # the take's sliding generator sees at most `limit` tokens
+        from swiftwriter.engine.decoding.generator import Generator
 
-        full = generator.context_length
-        generator.context_length = lambda config: min(full(config) or limit, limit)
+        init = Generator.__init__
+
+        def capped(self, *args, **kwargs):
+            init(self, *args, **kwargs)
+            if self.context.policy == "slide":  # not the plain baseline's: it stops at the end
+                self.max_context = min(self.max_context or limit, limit)
+
+        Generator.__init__ = capped
     text = {p.name: p for p in load_suite("held-out")}[prompt].text
     folder = Path(tempfile.mkdtemp(prefix="swiftwriter-marathon-"))
     path = folder / f"{prompt.title()}.swiftwriter"
@@ -146,6 +152,7 @@ def main() -> int:
     app = QApplication(sys.argv[:1])
     window = MainWindow(project=path)
     window.ask = lambda title, text: True
+    window.show_error = lambda title, text: (print(f"{title}: {text}", flush=True), app.exit(4))
     window.resize(1280, 860)
     window.move(0, 0)
     window.show()
