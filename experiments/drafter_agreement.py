@@ -8,7 +8,8 @@ distributions, and each drafter is unrolled over the written tokens (`accuracy.o
 first `head_vocab` ids and its penalty as the drafter source drafts). Precise reports how often
 the drafter's top-1 is the target's greedy choice; Creative the exact probability that the
 drafter's draw under the target's Gumbel noise is the target's own draw
-(`accuracy.coupled_agreement`), and the top-1 beside it.
+(`accuracy.coupled_agreement`), and the top-1 beside it. `--on-prompts` measures on the
+prompts' own text instead (human text, one pass per prompt and mode, nothing written).
 
 Run from the top of the checkout:
 `.venv/bin/python -m experiments.drafter_agreement DIR [DIR ...] [--prompts A,B] [--tokens N]`."""
@@ -55,6 +56,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--json", default=None, help="also write the table here")
+    ap.add_argument(
+        "--on-prompts",
+        action="store_true",
+        help="measure on the prompts' own text instead of the model's continuations (one pass "
+        "per prompt and mode, nothing written: a cheap check on a busy machine)",
+    )
+    ap.add_argument(
+        "--texts", default=None, help="keep the written texts here and reuse them when present"
+    )
     args = ap.parse_args()
 
     from swiftwriter.modelstore import loader, registry
@@ -66,15 +76,25 @@ def main() -> None:
     prompts = [encode(tokenizer, p.text) for p in chosen]
     limit = DraftSettings().head_vocab
     table: dict[str, dict[str, dict]] = {}
+    kept = Path(args.texts) if args.texts else None
+    cache = json.loads(kept.read_text(encoding="utf-8")) if kept and kept.is_file() else {}
     for mode in args.modes.split(","):
         sampling = MODES[mode]
-        texts = written(model, prompts, args.tokens, mode, args.seed)
+        key = f"{mode} {args.seed} {args.tokens} {','.join(p.name for p in chosen)}"
+        if args.on_prompts:
+            cache[key] = [[] for _ in prompts]
+        if key not in cache:
+            cache[key] = written(model, prompts, args.tokens, mode, args.seed)
+            if kept:
+                kept.write_text(json.dumps(cache), encoding="utf-8")
+        texts = cache[key]
         for spec, prompt, text in zip(chosen, prompts, texts, strict=True):
             ids = prompt + text
+            start = 1 if args.on_prompts else len(prompt)
             data = accuracy.text_data(model, ids, sampling.penalty, sampling.window, sampling)
             for folder, bundle in bundles.items():
                 got = accuracy.on_text(
-                    model, bundle, ids, len(prompt), sampling.penalty, sampling.window,
+                    model, bundle, ids, start, sampling.penalty, sampling.window,
                     vocab_limit=limit, sampling=sampling, data=data,
                 )  # fmt: skip
                 add(table.setdefault(mode, {}).setdefault(folder, {}), got)
@@ -87,7 +107,8 @@ def main() -> None:
                 if key in total:
                     total[key] = [round(v / n, 4) for v in total[key]]
                     print(f"{mode:9} {folder[-48:]:48} {n:9d}  {key:8} {total[key]}")
-    print(f"(dtype {loaded.dtype}, {args.tokens} tokens per prompt, seed {args.seed})")
+    on = "the prompts' own text" if args.on_prompts else f"{args.tokens} written tokens each"
+    print(f"(dtype {loaded.dtype}, on {on}, seed {args.seed})")
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=2), encoding="utf-8")
 
