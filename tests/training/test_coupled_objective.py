@@ -18,6 +18,7 @@ from swiftwriter.training import accuracy, selfdistill
 from swiftwriter.training.features import extract_rows
 from swiftwriter.training.train import Trainer, TrainSettings, coupled_loss
 
+from tests.conftest import build_tiny
 from tests.training.test_drafters import own_text
 
 FILTERS = LogitsPipeline(replace(MODES["creative"], penalty=1.0))
@@ -73,19 +74,27 @@ def test_the_coupled_loss_is_zero_for_the_target_and_only_for_it():
 
 
 @pytest.fixture(scope="module")
-def sampled_data(tiny_llama):
-    rows = own_text(tiny_llama, rows=6, length=48)
-    data = extract_rows(tiny_llama, rows, penalty=1.2)
+def coupled_llama():
+    """A model of this file's own: calling it with output_hidden_states leaves transformers'
+    capturing hooks on its layers, which the session's shared tiny model must not carry into
+    the drafter tests that count the hooks a run leaves behind."""
+    return build_tiny("llama", seed=1)
+
+
+@pytest.fixture(scope="module")
+def sampled_data(coupled_llama):
+    rows = own_text(coupled_llama, rows=6, length=48)
+    data = extract_rows(coupled_llama, rows, penalty=1.2)
     data["tokens"] = rows
     return data
 
 
-def test_training_toward_the_presets_distribution_lowers_the_loss(tiny_llama, sampled_data):
+def test_training_toward_the_presets_distribution_lowers_the_loss(coupled_llama, sampled_data):
     settings = TrainSettings(
         steps=30, batch=64, draft_vocab=256, warmup=5, val_rows=2, objective="coupled",
         feature_weight=0.0,  # the loss is the coupled objective alone
     )  # fmt: skip
-    trainer = Trainer(tiny_llama, "tiny", sampled_data, settings)
+    trainer = Trainer(coupled_llama, "tiny", sampled_data, settings)
     r, t = trainer.batches.positions(10_000, 256)
 
     def measured():
@@ -104,43 +113,47 @@ def test_training_toward_the_presets_distribution_lowers_the_loss(tiny_llama, sa
     assert agree_after > agree_before
 
 
-def test_a_drafter_starts_from_another_with_its_vocabulary(tiny_llama, sampled_data, tmp_path):
+def test_a_drafter_starts_from_another_with_its_vocabulary(coupled_llama, sampled_data, tmp_path):
     from swiftwriter.engine.decoding import drafter_files as files
 
-    first = Trainer(tiny_llama, "tiny", sampled_data, TrainSettings(steps=3, batch=16, val_rows=2))
+    first = Trainer(
+        coupled_llama, "tiny", sampled_data, TrainSettings(steps=3, batch=16, val_rows=2)
+    )
     for _ in range(3):
         first.train_step()
     files.save(tmp_path, first.bundle({}, {}))
     settings = TrainSettings(draft_vocab=64, val_rows=2, objective="both", init=str(tmp_path))
-    second = Trainer(tiny_llama, "tiny", sampled_data, settings)
+    second = Trainer(coupled_llama, "tiny", sampled_data, settings)
     assert torch.equal(second.vocab, first.vocab[:64]) and len(first.vocab) > 64
     for key, value in first.module.state_dict().items():
         assert torch.equal(second.module.state_dict()[key], value), key
     with pytest.raises(UserError, match="linear"):
-        Trainer(tiny_llama, "tiny", sampled_data, replace(settings, kind="linear"))
+        Trainer(coupled_llama, "tiny", sampled_data, replace(settings, kind="linear"))
     with pytest.raises(UserError, match="sampled preset"):
         TrainSettings(objective="coupled", preset="precise")
 
 
 def test_the_agreement_on_a_text_is_the_drafters_filtered_draw_against_the_targets(
-    tiny_llama, sampled_data
+    coupled_llama, sampled_data
 ):
-    trainer = Trainer(tiny_llama, "tiny", sampled_data, TrainSettings(draft_vocab=128, val_rows=2))
+    trainer = Trainer(
+        coupled_llama, "tiny", sampled_data, TrainSettings(draft_vocab=128, val_rows=2)
+    )
     bundle = trainer.bundle({}, {})
     ids = sampled_data["tokens"][0, :40].tolist()
     # min-p 0.2 keeps at most 5 ids, so the 32 kept per side hold the whole supports even on
     # the tiny model's flat distributions (Creative's 0.05 keeps at most 20)
     sampling = replace(MODES["creative"], window=16, min_p=0.2)
     filters = LogitsPipeline(replace(sampling, penalty=1.0))
-    got = accuracy.on_text(tiny_llama, bundle, ids, 20, 1.2, 16, depth=2, sampling=sampling)
-    assert "coupled" not in accuracy.on_text(tiny_llama, bundle, ids, 20, 1.2, 16, depth=2)
+    got = accuracy.on_text(coupled_llama, bundle, ids, 20, 1.2, 16, depth=2, sampling=sampling)
+    assert "coupled" not in accuracy.on_text(coupled_llama, bundle, ids, 20, 1.2, 16, depth=2)
     # by hand, one position at a time over the whole vocabulary
     target = LogitsPipeline(sampling)
     with torch.no_grad():
-        out = tiny_llama(torch.tensor([ids]), output_hidden_states=True)
+        out = coupled_llama(torch.tensor([ids]), output_hidden_states=True)
     logits, final = out.logits[0].float(), out.hidden_states[-1][0].float()
-    emb = tiny_llama.get_input_embeddings().weight.detach()
-    w = tiny_llama.get_output_embeddings().weight.detach()[bundle.vocab]
+    emb = coupled_llama.get_input_embeddings().weight.detach()
+    w = coupled_llama.get_output_embeddings().weight.detach()[bundle.vocab]
     theta = 1.0 + 0.2 * draft_penalty_share(bundle.card)
     module = bundle.module.float()
     want = [[], []]
@@ -172,10 +185,10 @@ class _Tokenizer:
         return BatchEncoding({"input_ids": ids, "attention_mask": torch.ones_like(ids)})
 
 
-def test_the_model_writes_its_training_text_in_the_modes_asked(tiny_llama, tmp_path):
-    tiny_llama.generation_config.eos_token_id = None
+def test_the_model_writes_its_training_text_in_the_modes_asked(coupled_llama, tmp_path):
+    coupled_llama.generation_config.eos_token_id = None
     paths = selfdistill.write_text(
-        tiny_llama, _Tokenizer(), tmp_path, 3 * 2 * 28, batch=2, length=28,
+        coupled_llama, _Tokenizer(), tmp_path, 3 * 2 * 28, batch=2, length=28,
         modes=("creative", "precise"),
     )  # fmt: skip
     modes = []
