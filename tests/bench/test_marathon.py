@@ -4,12 +4,14 @@ run with a small window, whose slides land in the segments where they happened."
 from __future__ import annotations
 
 import pytest
+import torch
 from swiftwriter.bench.marathon import (
     Segments,
     format_row,
     segment_row,
     slide_totals,
     summary,
+    surprise,
 )
 from swiftwriter.bench.methods import run_bench
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
@@ -103,3 +105,29 @@ def test_a_tiny_model_s_marathon_reports_every_segment_with_its_slides(tiny_llam
         assert format_row(method, rows[0]).startswith(method)
     assert report["tokenswift"]["identical_to_ar"] is True
     assert all(r["identical_to_ar"] for r in report["tokenswift"]["segments"])
+    nats = [r["surprise"] for r in report["ar"]["segments"]]
+    assert [r["surprise"] for r in report["tokenswift"]["segments"]] == nats
+    assert all(0 < n < 20 for n in nats) and report["ar"]["marathon"]["max_surprise"] == max(nats)
+
+
+def test_surprise_is_the_mean_negative_log_likelihood_read_in_pieces(tiny_llama):
+    """Pieces of 3 tokens after at most SURPRISE_CONTEXT tokens: the same figure as one pass
+    over the whole text (the text is far shorter than the context), computed by hand."""
+    prompt, before, tokens = [5, 9, 12], [7, 8], [3, 4, 5, 6, 7, 8, 9]
+    ids = torch.tensor([prompt + before + tokens])
+    with torch.inference_mode():
+        logp = torch.log_softmax(tiny_llama(ids).logits[0].float(), -1)
+    first = len(prompt) + len(before)
+    want = -sum(float(logp[i - 1, ids[0, i]]) for i in range(first, ids.shape[1])) / len(tokens)
+    assert surprise(tiny_llama, prompt, before, tokens, piece=3) == pytest.approx(want, rel=1e-4)
+
+
+def test_word_salad_surprises_the_model_more_than_its_own_text(tiny_llama):
+    """The model's greedy continuation against uniformly random tokens of its vocabulary:
+    Distinct-n scores both near 1; surprise tells them apart."""
+    prompt = [5, 9, 12, 5, 9]
+    ids = tiny_llama.generate(torch.tensor([prompt]), max_new_tokens=40, do_sample=False)
+    own = ids[0, len(prompt) :].tolist()
+    vocab = tiny_llama.config.vocab_size
+    salad = torch.randint(0, vocab, (40,), generator=torch.Generator().manual_seed(0)).tolist()
+    assert surprise(tiny_llama, prompt, [], own) + 1.0 < surprise(tiny_llama, prompt, [], salad)

@@ -2,7 +2,11 @@
 segment of 2,000 tokens as it goes, so a run of hours shows its progress and where it changes:
 each segment's speed (tokens/s, tokens per pass), the window's slides in it and what they cost,
 resident memory at its end, its own Distinct-1..4, the share of its 4-grams that repeat earlier
-text, and how often it leaves the story (engine/decoding/chatter.py).
+text, how often it leaves the story (engine/decoding/chatter.py), and how surprised the model is
+by it (`surprise`: the mean negative log-likelihood of the segment's tokens under the plain
+model, no penalty and temperature 1, given the 512 tokens before them). Distinct-n cannot tell
+varied prose from word salad (both score near 1.0); surprise can: prose this model writes reads
+at 2-3 nats a token, a take that has broken down into strings of unrelated tokens at 5 or more.
 
 Slides are read from the run's statistics however the window moves: by a cache edit (`shifts`,
 `shift_s`) or by re-reading the window (`reprefills`, `reprefill_s`); `slides` counts both."""
@@ -18,6 +22,7 @@ from swiftwriter.engine.decoding import chatter, quality
 from swiftwriter.errors import UserError
 
 SEGMENT = 2000
+SURPRISE_CONTEXT = 512  # tokens before each scored piece that the model reads with it
 
 
 def slide_totals(stats) -> tuple[int, float]:
@@ -114,17 +119,51 @@ class Segments:
             return None
         return self.outputs[name][: row["end"]] == ar[: row["end"]]
 
-    def finish(self) -> dict[str, list[dict]]:
-        """The rows, each compared with ar's text now that every run has ended."""
+    def finish(self, score: Callable[[list[int], list[int]], float] | None = None):
+        """The rows, each compared with ar's text now that every run has ended, and with
+        `score` (before, segment) -> nats (`surprise`), each row's surprise: scored after the
+        runs, so it never lands on their clocks, and once per distinct text."""
+        scored: dict[tuple, float] = {}
         for name, rows in self.rows.items():
+            out = self.outputs.get(name, [])
             for row in rows:
                 row["identical_to_ar"] = self._same_as_ar(name, row)
+                if score is not None:
+                    key = tuple(out[: row["end"]])
+                    if key not in scored:
+                        before = out[max(0, row["start"] - SURPRISE_CONTEXT) : row["start"]]
+                        scored[key] = round(score(before, out[row["start"] : row["end"]]), 3)
+                    row["surprise"] = scored[key]
         return self.rows
+
+
+def surprise(model, prompt: Sequence[int], before: Sequence[int], tokens: Sequence[int],
+             piece: int = 512) -> float:  # fmt: skip
+    """Mean negative log-likelihood (nats per token) of `tokens` under `model`'s own plain
+    distribution, each piece of `piece` tokens read after the SURPRISE_CONTEXT tokens before it
+    (the end of `prompt` + `before` for the first)."""
+    import torch
+
+    if not tokens:
+        return float("nan")
+    text = (list(prompt) + list(before))[-SURPRISE_CONTEXT:] + list(tokens)
+    first = len(text) - len(tokens)
+    device = next(model.parameters()).device
+    total = 0.0
+    with torch.inference_mode():
+        for a in range(first, len(text), piece):
+            lo = max(0, a - SURPRISE_CONTEXT)
+            ids = torch.tensor([text[lo : a + piece]], device=device)
+            logits = model(ids).logits[0, a - lo - 1 : -1].float()
+            target = ids[0, a - lo :]
+            logp = torch.log_softmax(logits, -1).gather(1, target[:, None])
+            total -= float(logp.sum())
+    return total / len(tokens)
 
 
 HEADER = (
     f"{'method':12} {'segment':>13} {'tok/s':>7} {'tok/pass':>8} {'slides':>6} {'slide ms':>9} "
-    f"{'RSS MB':>7} {'distinct-1/2/3/4':>19} {'rep4':>5} {'chatter':>7}  =ar"
+    f"{'RSS MB':>7} {'distinct-1/2/3/4':>19} {'rep4':>5} {'chatter':>7} {'nats':>5}  =ar"
 )
 
 
@@ -138,7 +177,7 @@ def format_row(method: str, row: dict) -> str:
         f"{method:12} {row['start']:>6}-{row['end']:<6} {_cell(row['tokens_per_s'], '.2f'):>7} "
         f"{_cell(row['tokens_per_pass'], '.2f'):>8} {row['slides']:>6} {row['slide_ms']:>9.0f} "
         f"{_cell(row['rss_mb'], '.0f'):>7} {d:>19} {_cell(row['repetition_4'], '.2f'):>5} "
-        f"{_cell(rate, '.3f'):>7}  {same}"
+        f"{_cell(rate, '.3f'):>7} {_cell(row.get('surprise'), '.2f'):>5}  {same}"
     )
 
 
@@ -157,6 +196,7 @@ def summary(rows: Sequence[dict], stats: dict | None = None) -> dict:
     words = sum((r.get("chatter") or {}).get("words", 0) for r in rows)
     chatter_words = sum((r.get("chatter") or {}).get("chatter_words", 0) for r in rows)
     d4 = [r["distinct_4"] for r in rows if r["distinct_4"] is not None]
+    nats = [r["surprise"] for r in rows if r.get("surprise") is not None]
     return {
         "segments": len(rows),
         "slides": sum(r["slides"] for r in rows),
@@ -166,6 +206,8 @@ def summary(rows: Sequence[dict], stats: dict | None = None) -> dict:
         "rss_mb_end": rows[-1]["rss_mb"] if rows else None,
         "min_distinct_4": min(d4) if d4 else None,
         "chatter_rate": round(chatter_words / words, 4) if words else None,
+        "max_surprise": max(nats) if nats else None,
+        "first_surprise": nats[0] if nats else None,
         **{k: (stats or {}).get(k) for k in ("shifts", "reprefills", "slide_fallback")},
     }
 
@@ -184,7 +226,9 @@ def format_summary(method: str, s: dict) -> str:
         f"{method}: {s['segments']} segments, {s['slides']} slides{how} costing "
         f"{s['slide_s']:.1f} s "
         f"({share} of the run); {rss}; lowest Distinct-4 {_cell(s['min_distinct_4'], '.2f')}; "
-        f"chatter {_cell(s['chatter_rate'], '.3f')} of the words"
+        f"chatter {_cell(s['chatter_rate'], '.3f')} of the words; surprise "
+        f"{_cell(s.get('first_surprise'), '.2f')} nats a token in the first segment, at most "
+        f"{_cell(s.get('max_surprise'), '.2f')}"
     )
 
 
@@ -195,6 +239,7 @@ PANELS = (
     ("distinct_4", "Distinct-4"),
     ("repetition_4", "4-gram repetition"),
     ("chatter", "chatter (share of words)"),
+    ("surprise", "surprise (nats / token)"),
 )
 
 
@@ -209,17 +254,19 @@ def plot(rows_by_method: dict[str, list[dict]], path: str, title: str = "") -> N
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.4))
-    for ax, (key, label) in zip(axes.flat, PANELS, strict=True):
+    fig, axes = plt.subplots(2, 4, figsize=(16, 6.4))
+    for ax, (key, label) in zip(axes.flat, PANELS, strict=False):
         for method, rows in rows_by_method.items():
             xs = [r["end"] for r in rows]
-            ys = [(r.get("chatter") or {}).get("rate") if key == "chatter" else r[key]
+            ys = [(r.get("chatter") or {}).get("rate") if key == "chatter" else r.get(key)
                   for r in rows]  # fmt: skip
             points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
             ax.plot([x for x, _ in points], [y for _, y in points], marker=".", label=method)
         ax.set(xlabel="generated tokens (segment end)", ylabel=label)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)
+    for ax in list(axes.flat)[len(PANELS) :]:
+        ax.axis("off")
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()

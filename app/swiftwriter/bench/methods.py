@@ -370,7 +370,11 @@ def run_bench(
                 best[method] = res
     report = _report(model, prompt, n, sampling, best, checkpoints)
     if segments is not None:
-        for method, rows in segments.finish().items():
+
+        def score(before, tokens):
+            return marathon.surprise(model, prompt, before, tokens)
+
+        for method, rows in segments.finish(score).items():
             report[method]["segments"] = rows
             report[method]["marathon"] = marathon.summary(rows, report[method].get("stats"))
     if drafter is not None and "ar" in best and context_fits(model, prompt, best["ar"].tokens):
