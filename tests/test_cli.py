@@ -206,3 +206,23 @@ def test_device_and_dtype_default_to_auto_everywhere():
     own_choice = {"models prepare", "heads train"}
     dtypes = {k: v for k, v in defaults.items() if k[1] == "dtype" and k[0] not in own_choice}
     assert dtypes == {k: "auto" for k in dtypes}
+
+
+def test_generate_samples_with_the_app_s_modes_unless_told_otherwise():
+    """`generate` without --penalty or --dry writes with the app's Precise or Creative
+    settings, as --sampling says; given, they win."""
+    from swiftwriter.cli import build_parser
+    from swiftwriter.commands.generate import _sampling
+    from swiftwriter.engine.decoding.settings import MODES
+
+    def sampling(*extra):
+        return _sampling(build_parser().parse_args(["generate", "--prompt-file", "x", *extra]))
+
+    greedy, creative = sampling(), sampling("--sampling", "sample")
+    assert (greedy.penalty, greedy.dry_multiplier) == (MODES["precise"].penalty, 0.0)
+    assert (creative.penalty, creative.dry_multiplier) == (
+        MODES["creative"].penalty,
+        MODES["creative"].dry_multiplier,
+    )
+    mine = sampling("--sampling", "sample", "--penalty", "1.3", "--dry", "0")
+    assert (mine.penalty, mine.dry_multiplier) == (1.3, 0.0)

@@ -19,6 +19,7 @@ def test_panel_settings_survive_a_restart_with_the_project(qtbot, window, make_p
     panel.creative.setChecked(True)
     panel.temperature.setValue(0.65)
     panel.min_p.setValue(0.12)
+    panel.dry.setValue(0.6)
     panel.keep_writing.setChecked(False)
     panel.keep_writing.clicked.emit()
     panel.story_mode.setCurrentText("The previous document")
@@ -37,6 +38,7 @@ def test_panel_settings_survive_a_restart_with_the_project(qtbot, window, make_p
     assert again.panel.length.value() != 1234
     assert again.open_project(path)
     assert state_of(again.panel) == saved
+    assert again.panel.sampling().dry_multiplier == pytest.approx(0.6)
     assert again.panel.stop_sequences() == ["THE END"]
     again.close_project()
 

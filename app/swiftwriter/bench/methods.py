@@ -662,9 +662,10 @@ def format_long_run(report: dict) -> str:
             continue
         parts = [f"KV held at most {stats['kv_tokens_max']} of {stats['kv_tokens_cap']} tokens"]
         if stats.get("windowed_from") is not None:
+            moved = f"{stats.get('shifts', 0) or 0} cache edits, {stats['reprefills']} re-prefills"
             parts.append(
-                f"windowed from token {stats['windowed_from']} ({stats['reprefills']} re-prefills;"
-                " exact with respect to the windowed model from there)"
+                f"windowed from token {stats['windowed_from']} ({moved}; exact with respect to "
+                "the windowed model from there)"
             )
         if len(rss) >= 3:
             warm = rss[len(rss) // 4]

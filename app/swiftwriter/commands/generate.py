@@ -106,8 +106,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--penalty",
         type=non_negative_float,
-        default=1.2,
-        help="contextual repetition penalty theta (1.0 = off)",
+        default=None,
+        help="contextual repetition penalty theta (1.0 = off; default: the app's Precise or "
+        "Creative mode's, as --sampling says)",
+    )
+    parser.add_argument(
+        "--dry",
+        type=non_negative_float,
+        default=None,
+        metavar="MULT",
+        help="DRY multiplier against passages written again (0 = off; default: the mode's)",
     )
     parser.add_argument(
         "--window", type=positive_int, default=1024, help="penalty window W in tokens"
@@ -255,16 +263,22 @@ def _ending(args: argparse.Namespace):
 
 
 def _sampling(args: argparse.Namespace):
-    from swiftwriter.engine.decoding.settings import SamplingSettings
+    from swiftwriter.engine.decoding.settings import MODES, SamplingSettings
 
+    mode = MODES["precise" if args.sampling == "greedy" else "creative"]
+    penalty = mode.penalty if args.penalty is None else args.penalty
+    dry = mode.dry_multiplier if args.dry is None else args.dry
     if args.sampling == "greedy":
         if args.seed is not None:
             raise UserError("--seed applies to --sampling sample only")
-        return SamplingSettings(greedy=True, penalty=args.penalty, window=args.window)
+        return SamplingSettings(
+            greedy=True, penalty=penalty, window=args.window, dry_multiplier=dry
+        )
     return SamplingSettings(
         greedy=False,
-        penalty=args.penalty,
+        penalty=penalty,
         window=args.window,
+        dry_multiplier=dry,
         temperature=args.temperature,
         top_p=min(1.0, args.top_p),
         min_p=args.min_p,

@@ -30,6 +30,7 @@ def state_of(panel) -> dict:
         "min_p": panel.min_p.value(),
         "penalty": panel.penalty.value(),
         "window": panel.window.value(),
+        "dry": panel.dry.value(),
         "seed": panel.seed.value(),
         "keep_writing": panel.keep_writing.isChecked(),
         "stops": panel.stop_sequences(),
@@ -63,7 +64,8 @@ def apply_state(panel, state: dict) -> list[str]:
         (panel.precise if state["mode"] == "precise" else panel.creative).setChecked(True)
         applied.append("mode")
     for key, kind in (("temperature", float), ("top_p", float), ("min_p", float),
-                      ("penalty", float), ("top_k", int), ("window", int), ("seed", int)):  # fmt: skip
+                      ("penalty", float), ("dry", float), ("top_k", int), ("window", int),
+                      ("seed", int)):  # fmt: skip
         number(key, getattr(panel, key), kind)
     if isinstance(state.get("keep_writing"), bool):
         panel.keep_writing.setChecked(state["keep_writing"])

@@ -126,6 +126,10 @@ class TakePanel(QWidget):
         self.window = QSpinBox()
         self.window.setRange(1, 32_768)
         self.window.setValue(CREATIVE.window)
+        self.dry = self._double(
+            0.0, 5.0, CREATIVE.dry_multiplier, 0.1,
+            "DRY: punishes only a word that would continue a passage already written (0 = off)",
+        )  # fmt: skip
         self.temperature = self._double(0.05, 3.0, CREATIVE.temperature, 0.05, "Creative only")
         self.top_k = QSpinBox()
         self.top_k.setRange(0, 1000)
@@ -153,6 +157,7 @@ class TakePanel(QWidget):
         for label, widget in (
             ("Penalty", self.penalty),
             ("Penalty window", self.window),
+            ("Against loops (DRY)", self.dry),
             ("Temperature", self.temperature),
             ("Top-k", self.top_k),
             ("Top-p", self.top_p),
@@ -190,7 +195,7 @@ class TakePanel(QWidget):
 
         for w in (self.length, self.window, self.top_k, self.seed):
             w.valueChanged.connect(lambda *_: self.settings_changed.emit())
-        for w in (self.penalty, self.temperature, self.top_p, self.min_p):
+        for w in (self.penalty, self.dry, self.temperature, self.top_p, self.min_p):
             w.valueChanged.connect(lambda *_: self.settings_changed.emit())
         self.unit.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
         self.preset.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
@@ -239,6 +244,7 @@ class TakePanel(QWidget):
             top_p=self.top_p.value(),
             min_p=self.min_p.value(),
             seed=None if seed < 0 else seed,
+            dry_multiplier=self.dry.value(),
         )
 
     def drafting(self) -> DraftSettings:
