@@ -127,8 +127,10 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     meta = json.loads(out.read_text())["meta"]
     creative = MODES["creative"]
     assert meta["sampling"] == "sample" and meta["preset"] == "creative"
-    assert (meta["temperature"], meta["top_p"], meta["min_p"], meta["penalty"]) == (
-        creative.temperature, creative.top_p, creative.min_p, creative.penalty
+    assert (meta["temperature"], meta["top_p"], meta["min_p"], meta["penalty"],
+            meta["dry"]["multiplier"]) == (
+        creative.temperature, creative.top_p, creative.min_p, creative.penalty,
+        creative.dry_multiplier,
     )  # fmt: skip
     assert meta["strategy"] == "fast" and creative.temperature != 1.0
     from PySide6.QtGui import QAction

@@ -81,8 +81,9 @@ def test_bad_stored_settings_are_skipped(qtbot, window):
 
 def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
     """Greedy text loops over long takes with this model (Distinct-4 0.51 over 7,819 tokens);
-    the default samples (temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.2 over 1,024:
-    Distinct-4 0.96), see the README's long-form figures."""
+    the default samples (temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.1 over 1,024 with
+    DRY 0.8: readable over long takes where penalty 1.2 alone turned to word salad), see the
+    README's long-form figures."""
     from swiftwriter.ui.main_window import MainWindow
     from swiftwriter.ui.take_panel import TakePanel
 
@@ -93,7 +94,11 @@ def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
     assert (sampling.temperature, sampling.top_p, sampling.min_p) == pytest.approx(
         (0.8, 0.95, 0.05)
     )
-    assert (sampling.penalty, sampling.window) == (pytest.approx(1.2), 1024)
+    assert (sampling.penalty, sampling.window) == (pytest.approx(1.1), 1024)
+    assert sampling.dry_multiplier == pytest.approx(0.8)
+    window.apply_preset("Precise prose")
+    assert window.panel.sampling().greedy and window.panel.sampling().dry_multiplier == 0.0
+    assert window.panel.sampling().penalty == pytest.approx(1.2)
 
 
 def test_preferences_live_in_the_one_config_folder_and_old_ones_move_once(tmp_path, monkeypatch):

@@ -339,6 +339,8 @@ def run(args: argparse.Namespace) -> int:
         args.sampling = "greedy" if mode.greedy else "sample"
         args.penalty, args.window, args.min_p = mode.penalty, mode.window, mode.min_p
         args.temperature, args.top_p = mode.temperature, mode.top_p
+        args.dry = mode.dry_multiplier
+        args.dry_base, args.dry_allowed_length = mode.dry_base, mode.dry_allowed_length
     seeds = _seeds(args)
     sampling = SamplingSettings(
         greedy=args.sampling == "greedy",

@@ -7,11 +7,27 @@ from __future__ import annotations
 import json
 import math
 
+from swiftwriter.engine.decoding.settings import MODES
 from swiftwriter.ui.take_panel import CONTEXT_POLICIES, PRESETS, STORY_LABELS, UNITS
 
+_P, _C = MODES["precise"], MODES["creative"]
+
 SHIPPED = {
-    "Precise prose": {"mode": "precise", "penalty": 1.2, "window": 1024},
-    "Creative draft": {"mode": "creative", "temperature": 0.8, "top_p": 0.95, "min_p": 0.05},
+    "Precise prose": {
+        "mode": "precise",
+        "penalty": _P.penalty,
+        "window": _P.window,
+        "dry": _P.dry_multiplier,
+    },
+    "Creative draft": {
+        "mode": "creative",
+        "temperature": _C.temperature,
+        "top_p": _C.top_p,
+        "min_p": _C.min_p,
+        "penalty": _C.penalty,
+        "window": _C.window,
+        "dry": _C.dry_multiplier,
+    },  # fmt: skip
     "Long chapter": {"length": 3000, "unit": "words", "keep_writing": True, "story": "fit"},
 }
 PROJECT_KEY = "generation_settings"

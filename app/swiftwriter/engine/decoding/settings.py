@@ -132,7 +132,13 @@ class ContextSettings:
 # bench (`swiftwriter bench --preset creative --strategy balanced` runs exactly the app's).
 MODES = {
     "precise": SamplingSettings(),  # greedy, penalty 1.2 over 1,024 tokens
-    "creative": SamplingSettings(greedy=False, temperature=0.8, top_p=0.95, min_p=0.05),
+    # Penalty 1.1 with DRY 0.8, not the token penalty 1.2 alone: over 2,048 sampled tokens on
+    # four suite prompts (experiments/sampler_health.py) 1.2 turned two of them into word salad
+    # (surprise 3.3-4.8 nats a token), 1.0 looped (0.04), 1.1 alone looped one ("BBBB..."), and
+    # 1.1 with DRY kept every 512-token piece at 1.7-2.4 with Distinct-4 0.97-1.00.
+    "creative": SamplingSettings(
+        greedy=False, temperature=0.8, top_p=0.95, min_p=0.05, penalty=1.1, dry_multiplier=0.8
+    ),
 }
 STRATEGIES = {
     "conservative": DraftSettings(max_nodes=8, max_depth=8),
