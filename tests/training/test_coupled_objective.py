@@ -143,7 +143,8 @@ def test_the_agreement_on_a_text_is_the_drafters_filtered_draw_against_the_targe
     ids = sampled_data["tokens"][0, :40].tolist()
     # min-p 0.2 keeps at most 5 ids, so the 32 kept per side hold the whole supports even on
     # the tiny model's flat distributions (Creative's 0.05 keeps at most 20)
-    sampling = replace(MODES["creative"], window=16, min_p=0.2)
+    # (the penalty on_text is given below; DRY, which the pass over a text does not apply, off)
+    sampling = replace(MODES["creative"], window=16, min_p=0.2, penalty=1.2, dry_multiplier=0.0)
     filters = LogitsPipeline(replace(sampling, penalty=1.0))
     got = accuracy.on_text(coupled_llama, bundle, ids, 20, 1.2, 16, depth=2, sampling=sampling)
     assert "coupled" not in accuracy.on_text(coupled_llama, bundle, ids, 20, 1.2, 16, depth=2)
