@@ -11,6 +11,7 @@ go to the log (logs.py), for a bug report."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -310,3 +311,27 @@ LIVE_FIELDS = (
     "undrafted_tokens",
     "undrafted_s",
 )
+
+
+def story_only_bans(loaded) -> tuple[int, ...]:
+    """The loaded model's tokens that only chatter writes (headings' "#", bold's "**", code
+    fences, chat turn markers: engine/decoding/chatter.py), its end-of-text tokens kept; what
+    "Keep to the story" and `bench --ban-chatter` ban. Worked out once per loaded model."""
+    cached = getattr(loaded, "_story_only_bans", None)
+    if cached is not None:
+        return cached
+    from swiftwriter.engine.decoding.chatter import banned_tokens
+
+    model, tokenizer = loaded.model, loaded.tokenizer
+    vocab = model.get_output_embeddings().weight.shape[0]
+    if hasattr(tokenizer, "convert_ids_to_tokens"):
+        pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
+    else:
+        pieces = [tokenizer.decode([i]) for i in range(vocab)]
+    eos = model.generation_config.eos_token_id
+    keep = {getattr(tokenizer, "eos_token_id", None)}
+    keep |= set(eos) if isinstance(eos, list | tuple) else {eos}
+    bans = banned_tokens(pieces, keep={k for k in keep if k is not None})
+    with contextlib.suppress(AttributeError):  # a slotted stand-in: worked out again next time
+        loaded._story_only_bans = bans
+    return bans

@@ -356,7 +356,9 @@ def run(args: argparse.Namespace) -> int:
         dry_allowed_length=args.dry_allowed_length,
     )
     if args.ban_chatter:
-        sampling = replace(sampling, banned_tokens=_chatter_bans(loaded))
+        from swiftwriter.take import story_only_bans
+
+        sampling = replace(sampling, banned_tokens=story_only_bans(loaded))
     options = {}
     if args.max_nodes is not None:
         options["max_nodes"] = args.max_nodes
@@ -485,22 +487,6 @@ def run(args: argparse.Namespace) -> int:
             curves.plot(report, args.plot, title)
         print(f"plot: {args.plot}", file=sys.stderr)
     return _verdict(differing)
-
-
-def _chatter_bans(loaded) -> tuple[int, ...]:
-    """The model's tokens that only chatter writes, its end-of-text tokens kept."""
-    from swiftwriter.engine.decoding.chatter import banned_tokens
-
-    model, tokenizer = loaded.model, loaded.tokenizer
-    vocab = model.get_output_embeddings().weight.shape[0]
-    if hasattr(tokenizer, "convert_ids_to_tokens"):
-        pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
-    else:
-        pieces = [tokenizer.decode([i]) for i in range(vocab)]
-    eos = model.generation_config.eos_token_id
-    keep = {getattr(tokenizer, "eos_token_id", None)}
-    keep |= set(eos) if isinstance(eos, list | tuple) else {eos}
-    return banned_tokens(pieces, keep={k for k in keep if k is not None})
 
 
 def _segments(args, tokenizer):

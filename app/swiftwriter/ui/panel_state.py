@@ -53,6 +53,7 @@ def state_of(panel) -> dict:
         "story": panel.story()[1],
         "context_policy": panel.context_policy.currentText(),
         "history": panel.history.isChecked(),
+        "story_only": panel.story_only.isChecked(),
     }
 
 
@@ -95,9 +96,10 @@ def apply_state(panel, state: dict) -> list[str]:
         panel.story_mode.setCurrentText(labels[state["story"]])
         applied.append("story")
     choice("context_policy", panel.context_policy, CONTEXT_POLICIES)
-    if isinstance(state.get("history"), bool):
-        panel.history.setChecked(state["history"])
-        applied.append("history")
+    for key, box in (("history", panel.history), ("story_only", panel.story_only)):
+        if isinstance(state.get(key), bool):
+            box.setChecked(state[key])
+            applied.append(key)
     return applied
 
 

@@ -148,6 +148,11 @@ class TakePanel(QWidget):
         )
         self.history = QCheckBox("Draft from the project's earlier text")
         self.history.setChecked(True)
+        self.story_only = QCheckBox("Keep to the story")
+        self.story_only.setToolTip(
+            "Never write the marks only an assistant's chatter uses: headings' #, bold's **, "
+            "code fences, chat markers (the take stays exact: plain decoding bans them too)"
+        )
         self.context_policy = QComboBox()
         self.context_policy.addItems(CONTEXT_POLICIES)
         self.context_policy.setToolTip(
@@ -169,6 +174,7 @@ class TakePanel(QWidget):
         ):
             adv.addRow(label, widget)
         adv.addRow(self.history)
+        adv.addRow(self.story_only)
         self.advanced.toggled.connect(self._show_advanced)
         self._show_advanced(False)
         layout.addWidget(self.advanced)

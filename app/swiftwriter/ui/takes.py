@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from swiftwriter.endings import parse_stops
 from swiftwriter.errors import UserError
-from swiftwriter.take import TakeRequest
+from swiftwriter.take import TakeRequest, story_only_bans
 from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.panel_state import save_project_state, state_of
 from swiftwriter.ui.worker import GenerationWorker, start_generation
@@ -46,6 +46,9 @@ def take_request(window) -> TakeRequest:
     panel, editor = window.panel, window.editor
     target, unit = panel.target()
     direction, story_mode = panel.story()
+    sampling = panel.sampling()
+    if panel.story_only.isChecked() and window.loaded_model is not None:
+        sampling = replace(sampling, banned_tokens=story_only_bans(window.loaded_model))
     return TakeRequest(
         project=window.project,
         doc_id=window.doc_id,
@@ -53,7 +56,7 @@ def take_request(window) -> TakeRequest:
         prompt_text=text_before(editor.toPlainText(), editor.textCursor().position()),
         target=target,
         unit=unit,
-        sampling=panel.sampling(),
+        sampling=sampling,
         drafting=panel.drafting(),
         context=panel.context(),
         history=window.history_for(window.loaded_model) if panel.use_history() else False,

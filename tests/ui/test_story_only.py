@@ -1,0 +1,50 @@
+"""The "Keep to the story" option: the take bans the loaded model's chatter-only tokens (headings' #,
+bold's **, code fences, chat markers), its end of text kept; unticked, nothing is banned. The
+choice sticks with the project's panel settings."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import torch
+from swiftwriter.take import story_only_bans
+from swiftwriter.ui.panel_state import apply_state, state_of
+from swiftwriter.ui.takes import take_request
+
+PIECES = ["<|im_end|>", "Ġthe", "##", "**", "Ġsea", "```", "<|im_start|>", "Ġ#"]
+
+
+class _Tokenizer:
+    eos_token_id = 0
+
+    def __len__(self):
+        return len(PIECES)
+
+    def convert_ids_to_tokens(self, ids):
+        return [PIECES[i] for i in ids]
+
+
+def _loaded():
+    model = SimpleNamespace(
+        get_output_embeddings=lambda: SimpleNamespace(weight=torch.zeros(len(PIECES), 2)),
+        generation_config=SimpleNamespace(eos_token_id=[0]),
+    )
+    return SimpleNamespace(model=model, tokenizer=_Tokenizer())
+
+
+def test_the_marks_only_chatter_writes_are_banned_the_end_of_text_kept():
+    loaded = _loaded()
+    assert story_only_bans(loaded) == (2, 3, 5, 6, 7)
+    assert story_only_bans(loaded) is story_only_bans(loaded)  # worked out once
+
+
+def test_keep_to_the_story_bans_them_in_the_take_and_sticks(qtbot, window):
+    window.loaded_model = _loaded()
+    panel = window.panel
+    panel.history.setChecked(False)
+    assert take_request(window).sampling.banned_tokens == ()
+    panel.story_only.setChecked(True)
+    assert take_request(window).sampling.banned_tokens == (2, 3, 5, 6, 7)
+    state = state_of(panel)
+    panel.story_only.setChecked(False)
+    assert "story_only" in apply_state(panel, state) and panel.story_only.isChecked()
