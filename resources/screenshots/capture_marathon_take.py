@@ -158,7 +158,7 @@ def main() -> int:
     window.show()
     heart = Heartbeat()
     shots: dict[str, float] = {}
-    out: dict = {"prompt": prompt, "target_words": target, "window": limit}
+    out: dict = {"prompt": prompt, "target_words": target, "window": limit, "project": str(path)}
 
     def maybe_shoot(saved: int) -> None:  # from the watcher's thread: `import` reads X itself
         for name, share in (("start", 0.02), ("middle", 0.5)):
