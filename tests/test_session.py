@@ -235,3 +235,37 @@ def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(pro
     )  # fmt: skip
     assert stop.context.policy == "stop"
     assert stop.run().stats["stop_reason"] == "context_full"
+
+
+def test_a_take_that_breaks_down_stops_there_with_the_reason(tiny_llama, monkeypatch):
+    """The default model's prose reads at 1.5-2.5 nats a token; a random tiny model sampled at
+    temperature 3 writes near-uniform ids of its 256, at about 5.7: word salad by the guard's
+    measure. The take stops after two such pieces of 512 tokens, its text kept, the reason
+    given; a take asked for less than two pieces is never judged, nor one that reads as
+    the model's own likely text (its greedy text here: about 3.1)."""
+    from swiftwriter import session as session_mod
+    from swiftwriter.engine.decoding.stats import SURPRISE_PIECE
+
+    assert session_mod.broke_down([2.0, 4.5, 4.1]) and not session_mod.broke_down([4.5, 3.9])
+    assert not session_mod.broke_down([9.0])
+    from swiftwriter.engine.decoding.settings import ContextSettings
+    from swiftwriter.session import PromptSession
+
+    salad = SamplingSettings(greedy=False, temperature=3.0, penalty=1.0, seed=1)
+
+    def session(n, sampling=salad):
+        return PromptSession(
+            model=tiny_llama, tokenizer=Latin1Tokenizer(), prompt_ids=[5, 9, 12],
+            sampling=sampling, drafting=DraftSettings.plain(), ending=TakeEnding.exact(n, min_new_tokens=n),
+            context=ContextSettings(policy="slide"),  # the tiny model's context is short
+        )  # fmt: skip
+
+    result = session(4 * SURPRISE_PIECE).run()
+    assert result.stats["stop_reason"] == "broke_down" and result.status == "finished"
+    assert all(n > session_mod.BREAKDOWN_NATS for n in result.stats["surprise_by_piece"][-2:])
+    assert 2 * SURPRISE_PIECE <= len(result.token_ids) < 4 * SURPRISE_PIECE
+    assert session(SURPRISE_PIECE + 10).run().stats["stop_reason"] != "broke_down"
+    likely = session(3 * SURPRISE_PIECE, SamplingSettings(greedy=True, penalty=1.0)).run()
+    assert (
+        likely.stats["stop_reason"] != "broke_down" and len(likely.token_ids) == 3 * SURPRISE_PIECE
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -26,7 +27,22 @@ from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
 
+log = logging.getLogger(__name__)
+
 HISTORY_KINDS = ("g", "d", "n")  # generations, documents, notes
+
+
+# A take whose last BREAKDOWN_PIECES pieces of 512 tokens each read above BREAKDOWN_NATS nats a
+# token under the plain model (RunStats.surprise_by_piece) has broken down: word salad or letter
+# soup, where this model's prose reads at 1.5-2.5. The take ends there with the reason said,
+# rather than writing thousands of words of it into the writer's document.
+BREAKDOWN_NATS = 4.0
+BREAKDOWN_PIECES = 2
+
+
+def broke_down(surprise_by_piece) -> bool:
+    last = list(surprise_by_piece)[-BREAKDOWN_PIECES:]
+    return len(last) == BREAKDOWN_PIECES and min(last) > BREAKDOWN_NATS
 
 
 def tokenizer_identity(tokenizer) -> str:
@@ -238,10 +254,15 @@ class PromptSession:
         then to `on_text`; every step to `on_step`. Returns the ids written."""
         decoder = IncrementalDecoder(self.tokenizer)
         produced: list[int] = []
+        lost = [False]  # the text broke down (broke_down): the take ends at the next step
+
+        def stop() -> bool:
+            return lost[0] or (should_stop is not None and should_stop())
+
         events = generator.generate(
             prompt,
             self.ending.limit,
-            should_stop=should_stop,
+            should_stop=stop,
             stop_on_text=self.ending.checker(self._decode),
             pinned_ids=pinned,
             min_new_tokens=self.ending.min_new_tokens,
@@ -254,6 +275,11 @@ class PromptSession:
                 on_text(piece)
             if on_step is not None:
                 on_step(event)
+            lost[0] = lost[0] or broke_down(getattr(event.run, "surprise_by_piece", ()))
+        if lost[0]:
+            generator.stats.stop_reason = "broke_down"
+            log.info("take stopped: the text broke down (surprise by piece %s)",
+                     generator.stats.surprise_by_piece[-BREAKDOWN_PIECES:])  # fmt: skip
         tail = decoder.finish()
         if tail:
             keep(tail, ())

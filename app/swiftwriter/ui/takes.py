@@ -28,6 +28,10 @@ STOP_REASONS = {
         " Slide window in the advanced settings)"
     ),
     "cancelled": " (stopped)",
+    "broke_down": (
+        " (stopped where the text broke down into words that make no sense: the model lost the"
+        " thread. Undo removes the take; a shorter take or Precise mode may hold)"
+    ),
 }
 
 

@@ -67,7 +67,7 @@ def test_a_greedy_step_reads_from_the_device_once(tiny_llama, monkeypatch):
     gen = Generator(tiny_llama, sampling, SOURCES, batched_accept=True)
     tokens(gen, repetitive_prompt(2), 120)
     assert len(reads) == gen.stats.forward_passes  # once per step, never more
-    assert reads[0] == 1  # only the choices: no drafter reads a state here
+    assert reads[0] == 2  # the choices and their surprise: no drafter reads a state here
     # sampled and DRY steps too: their rows are processed one by one, still on the device
     for settings in (
         SamplingSettings(greedy=False, seed=3, penalty=1.2, window=64),

@@ -214,9 +214,13 @@ class Run:
     def accept(self, trie: Trie) -> tuple[list[int], list[int]]:
         """Follow the target's choices down the trie: (accepted nodes, new tokens), cut where a
         stop string first holds."""
+        self._nats: dict[int, float] = {}  # node -> -log p of the token chosen there (raw)
         path, new = self._walk(trie, self.room())
         if self.request.stop_on_text is not None:
             new, path = cut_at_stop(self.produced, new, path, self.request.stop_on_text)
+        visited = [0, *path]  # the i-th new token was chosen at visited[i]
+        nats = [self._nats.get(visited[i]) for i in range(len(new))]
+        self.stats.add_surprise([n for n in nats if n is not None])
         return path, new
 
     def _walk(self, trie: Trie, remaining: int):
@@ -253,7 +257,10 @@ class Run:
             presence = self.window.presence(above) if sampling.penalty != 1.0 else None
             context = self.window.context(above) if sampling.dry_multiplier > 0 else None
             processed = pipeline.process(logits, presence, context)
-            return pipeline.choose(processed, self.noise(trie.depths[node]))
+            token = pipeline.choose(processed, self.noise(trie.depths[node]))
+            raw = logits.reshape(-1).float()
+            self._nats[node] = float(torch.logsumexp(raw, -1) - raw[token])
+            return token
 
         return choose
 
@@ -316,8 +323,11 @@ class Run:
             kind: self.runner.features(kind, n) for kind in {s.wants_feature for s in self.readers}
         }
         states = {kind: state for kind, state in states.items() if state is not None}
-        read = to_host(chosen, *states.values())
-        self._read_features = dict(zip(states, read[1:], strict=True))
+        raw = logits.float()
+        nats = torch.logsumexp(raw, -1) - raw.gather(-1, chosen.reshape(-1, 1)).reshape(-1)
+        read = to_host(chosen, nats, *states.values())
+        self._read_features = dict(zip(states, read[2:], strict=True))
+        self._nats = dict(enumerate(read[1].tolist()))
         return read[0].tolist()
 
     def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float) -> None:
