@@ -269,3 +269,20 @@ def test_a_take_that_breaks_down_stops_there_with_the_reason(tiny_llama, monkeyp
     assert (
         likely.stats["stop_reason"] != "broke_down" and len(likely.token_ids) == 3 * SURPRISE_PIECE
     )
+
+
+def test_a_take_that_leaves_its_prompt_s_scripts_has_broken_down():
+    """Letter soup reads as likely to the model (the app's kitchen take: 1.4-3.0 nats a token
+    in Hebrew and full-width characters), so the script gives it away: most letters of the last
+    2,000 characters in scripts the prompt hardly uses."""
+    from swiftwriter.session import SCRIPT_SPAN, left_its_scripts, scripts_of
+
+    english = "Claire did not look up from the sink. " * 60
+    assert scripts_of(english) == {"LATIN"}
+    assert scripts_of("Der Bär sagte: «Привет», und ging. " * 9) == {"LATIN", "CYRILLIC"}
+    soup = english[:900] + "עמעצםעמןעם ＶＨＩＨ×ＨＨ " * 120
+    assert not left_its_scripts(english[:SCRIPT_SPAN], {"LATIN"})
+    assert left_its_scripts(soup[-SCRIPT_SPAN:], {"LATIN"})
+    assert not left_its_scripts(soup[:1500], {"LATIN"})  # too short to judge
+    names = english[:1800] + " Ярослав и Мария ответили. " * 10  # a few foreign names: fine
+    assert not left_its_scripts(names[-SCRIPT_SPAN:], {"LATIN"})

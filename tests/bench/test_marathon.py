@@ -131,3 +131,12 @@ def test_word_salad_surprises_the_model_more_than_its_own_text(tiny_llama):
     vocab = tiny_llama.config.vocab_size
     salad = torch.randint(0, vocab, (40,), generator=torch.Generator().manual_seed(0)).tolist()
     assert surprise(tiny_llama, prompt, [], own) + 1.0 < surprise(tiny_llama, prompt, [], salad)
+
+
+def test_surprise_with_nothing_before_scores_from_the_second_token(tiny_llama):
+    tokens = [3, 4, 5, 6, 7]
+    ids = torch.tensor([tokens])
+    with torch.inference_mode():
+        logp = torch.log_softmax(tiny_llama(ids).logits[0].float(), -1)
+    want = -sum(float(logp[i - 1, tokens[i]]) for i in range(1, 5)) / 4
+    assert surprise(tiny_llama, [], [], tokens, piece=2) == pytest.approx(want, rel=1e-4)

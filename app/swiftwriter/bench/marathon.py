@@ -147,7 +147,9 @@ def surprise(model, prompt: Sequence[int], before: Sequence[int], tokens: Sequen
     if not tokens:
         return float("nan")
     text = (list(prompt) + list(before))[-SURPRISE_CONTEXT:] + list(tokens)
-    first = len(text) - len(tokens)
+    first = max(1, len(text) - len(tokens))  # with nothing before it, the first is not scored
+    if first >= len(text):
+        return float("nan")
     device = next(model.parameters()).device
     total = 0.0
     with torch.inference_mode():
@@ -158,7 +160,7 @@ def surprise(model, prompt: Sequence[int], before: Sequence[int], tokens: Sequen
             target = ids[0, a - lo :]
             logp = torch.log_softmax(logits, -1).gather(1, target[:, None])
             total -= float(logp.sum())
-    return total / len(tokens)
+    return total / (len(text) - first)
 
 
 HEADER = (
