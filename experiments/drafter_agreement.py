@@ -20,22 +20,18 @@ import argparse
 import json
 from pathlib import Path
 
-import torch
 from swiftwriter.bench import suite
 from swiftwriter.engine.decoding import drafter_files as files
 from swiftwriter.engine.decoding.settings import MODES, DraftSettings
 from swiftwriter.engine.decoding.textgen import encode
 from swiftwriter.training import accuracy
-from swiftwriter.training.selfdistill import _generate
+
+from experiments.sampler_health import write
 
 
 def written(model, prompts: list[list[int]], n: int, mode: str, seed: int) -> list[list[int]]:
     """The model's continuation of each prompt in `mode`, all prompts in one left-padded batch."""
-    width = max(len(p) for p in prompts)
-    ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts])
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-    out = _generate(model, ids, mask, n, MODES[mode], seed)
-    return [row[width:].tolist() for row in out]
+    return write(model, prompts, n, MODES[mode], seed)
 
 
 def add(total: dict, got: dict) -> None:

@@ -15,23 +15,21 @@ import json
 from pathlib import Path
 
 from swiftwriter.bench import marathon
-from swiftwriter.engine.decoding import chatter, quality
 
 
 def segments(tokens: list[int], size: int, decode, score=None, before: list[int] = ()) -> list:
-    """One row per segment of `size` tokens (the last may be shorter); `score(before, tokens)`
-    gives its surprise when the model is at hand."""
+    """One row per segment of `size` tokens (the last may be shorter): the marathon's own
+    quality columns (`marathon.segment_row`, untimed), the chatter as its rate; `score(before,
+    tokens)` gives its surprise when the model is at hand."""
     rows = []
-    repeats = quality.repetition_by_window(tokens, 4, size)
     for index, start in enumerate(range(0, len(tokens), size)):
-        own = tokens[start : start + size]
-        row = {"segment": index, "start": start, "end": start + len(own)}
-        row.update({f"distinct_{n}": quality.distinct(own, n) for n in range(1, 5)})
-        row["repetition_4"] = repeats[index] if index < len(repeats) else None
-        row["chatter"] = chatter.measure(decode(own))["rate"]
+        full = marathon.segment_row(tokens, [], [], index, size, decode)
+        row = {key: full[key] for key in ("segment", "start", "end", "repetition_4")}
+        row.update({f"distinct_{n}": full[f"distinct_{n}"] for n in range(1, 5)})
+        row["chatter"] = full["chatter"]["rate"]
         if score is not None:
             context = (list(before) + tokens[:start])[-marathon.SURPRISE_CONTEXT :]
-            row["surprise"] = round(score(context, own), 3)
+            row["surprise"] = round(score(context, tokens[start : row["end"]]), 3)
         rows.append(row)
     return rows
 
