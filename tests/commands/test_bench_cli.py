@@ -3,6 +3,7 @@ model loader replaced, so nothing is converted or downloaded)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -116,11 +117,22 @@ def test_hf_cannot_slide(small_context_bench, capsys):
 def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qtbot):
     """`--preset creative --strategy fast` takes the app's own settings objects (the panel
     builds its defaults from the same ones), and the names the parser offers are theirs."""
-    from swiftwriter.commands.bench import MODE_NAMES, STRATEGY_NAMES
+    from swiftwriter.commands.bench import MODE_NAMES, STRATEGY_NAMES, register
     from swiftwriter.engine.decoding.settings import MODES, STRATEGIES
     from swiftwriter.ui.take_panel import TakePanel
 
     assert set(MODE_NAMES) == set(MODES) and set(STRATEGY_NAMES) == set(STRATEGIES)
+    # and --help describes the modes as they are now (it once still said penalty 1.2)
+    sub = argparse.ArgumentParser().add_subparsers()
+    register(sub)
+    helped = " ".join(sub.choices["bench"].format_help().split())
+    creative, precise = MODES["creative"], MODES["precise"]
+    assert (
+        f"creative: temperature {creative.temperature}, top-p {creative.top_p}, min-p "
+        f"{creative.min_p}, penalty {creative.penalty} over {creative.window:,}, DRY "
+        f"{creative.dry_multiplier}; precise: greedy, penalty {precise.penalty} over "
+        f"{precise.window:,}" in helped
+    ) and precise.greedy
     out = tmp_path / "report.json"
     args = ["--methods", "ar,tokenswift", "--preset", "creative", "--strategy", "fast"]
     assert main([*tiny_bench, *args, "--seeds", "1,2", "--json", str(out)]) == 0

@@ -99,8 +99,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--preset",
         choices=MODE_NAMES,
         help="the app's mode exactly (creative: temperature 0.8, top-p 0.95, min-p 0.05, "
-        "penalty 1.2 over 1,024; precise: greedy, the same penalty); overrides --sampling, "
-        "--temperature, --top-p, --min-p, --penalty and --window",
+        "penalty 1.1 over 1,024, DRY 0.8; precise: greedy, penalty 1.2 over 1,024); overrides "
+        "--sampling, "
+        "--temperature, --top-p, --min-p, --penalty, --window and --dry",
     )
     p.add_argument(
         "--uncoupled",
