@@ -34,6 +34,10 @@ def test_the_checker_stops_at_a_sentence_end_past_the_target_or_at_a_stop_sequen
     assert stop([0, 4, 5])  # THE END
     assert stop([0, 6, 7])  # a chapter heading at a line start
     assert TakeEnding(10, finish_sentence=False).checker(decode) is None
+    # the engine says "stop_string" for both; the writer is told which it was
+    assert ending.reason("stop_string", [0, 1, 3], decode) == "length"
+    assert ending.reason("stop_string", [0, 4, 5], decode) == "stop_string"
+    assert ending.reason("eos", [0, 4, 5], decode) == "eos"
     with pytest.raises(UserError, match="not a valid expression"):
         parse_stops(["re:(unclosed"])
     assert parse_stops(["", "  ", "x"]) == ("x",)

@@ -71,22 +71,34 @@ class TakeEnding:
     def checker(self, decode: Callable[[list[int]], str]) -> Callable[[list[int]], bool] | None:
         """`stop_on_text` for the engine: True once a stop sequence has been written, or past
         the target at a sentence end; None when nothing but the length ends the take."""
+        wrote_stop = self.stop_matcher()
+        if not self.stops and not self.finish_sentence:
+            return None
+
+        def stop(ids: list[int]) -> bool:
+            tail = decode(list(ids[-TAIL_TOKENS:]))
+            if wrote_stop(tail):
+                return True
+            return self.finish_sentence and len(ids) >= self.target and ends_sentence(tail)
+
+        return stop
+
+    def stop_matcher(self) -> Callable[[str], bool]:
+        """Whether a text's tail holds one of the writer's stop sequences (plain or regex)."""
         plain = [s for s in self.stops if not s.startswith(REGEX_PREFIX)]
         patterns = [
             re.compile(s[len(REGEX_PREFIX) :], re.MULTILINE)
             for s in self.stops
             if s.startswith(REGEX_PREFIX)
         ]
-        if not plain and not patterns and not self.finish_sentence:
-            return None
+        return lambda tail: any(s in tail for s in plain) or any(p.search(tail) for p in patterns)
 
-        def stop(ids: list[int]) -> bool:
-            tail = decode(list(ids[-TAIL_TOKENS:]))
-            if any(s in tail for s in plain) or any(p.search(tail) for p in patterns):
-                return True
-            return self.finish_sentence and len(ids) >= self.target and ends_sentence(tail)
-
-        return stop
+    def reason(self, engine_reason: str, ids: list[int], decode) -> str:
+        """The take's stop reason as the writer would name it: the engine says "stop_string"
+        for any text stop, but a sentence end past the length is the length reached."""
+        if engine_reason != "stop_string":
+            return engine_reason
+        return "stop_string" if self.stop_matcher()(decode(list(ids[-TAIL_TOKENS:]))) else "length"
 
 
 def ends_sentence(text: str) -> bool:

@@ -314,6 +314,9 @@ class PromptSession:
             if unchecked >= SCRIPT_SPAN // 4 and len(recent) == SCRIPT_SPAN:  # a look: ~1 ms
                 unchecked = 0
                 lost[0] = lost[0] or left_its_scripts(recent, own)
+        generator.stats.stop_reason = self.ending.reason(
+            generator.stats.stop_reason, produced, self._decode
+        )
         if lost[0]:
             generator.stats.stop_reason = "broke_down"
             log.info("take stopped: the text broke down (surprise by piece %s)",
