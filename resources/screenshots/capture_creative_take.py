@@ -11,6 +11,7 @@ Writes creative-take.png next to this file and prints the dock's figures."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,7 @@ def main() -> int:
 
     text = {p.name: p for p in load_suite("held-out")}[prompt].text
     folder = Path(tempfile.mkdtemp(prefix="swiftwriter-shots-"))
+    os.environ["SWIFTWRITER_CONFIG_DIR"] = str(folder / "config")  # not the writer's own
     path = folder / "Orchard.swiftwriter"
     with Project.create(path, title=prompt.title()) as project:
         project.add_document("Chapter 1", text.strip())

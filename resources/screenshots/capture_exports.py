@@ -7,6 +7,7 @@ Writes export-novel.png, export-report.png and export-manuscript.png next to thi
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ def main() -> int:
     from swiftwriter.ui.welcome import create_sample_project
 
     scratch = Path(tempfile.mkdtemp(prefix="swiftwriter-exports-"))
+    os.environ["SWIFTWRITER_CONFIG_DIR"] = str(scratch / "config")  # not the writer's own
     with Project.open(create_sample_project(scratch)) as project:
         manuscript = manuscript_from_project(project)
     contact = "Ada Writer\n12 Harbour Lane, Aldermouth\nada@example.org"

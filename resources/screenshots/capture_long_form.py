@@ -7,6 +7,7 @@ Writes context-viewer.png and long-take.png next to this file."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,7 @@ def main() -> int:
     from swiftwriter.ui.main_window import MainWindow
 
     folder = Path(tempfile.mkdtemp(prefix="swiftwriter-shots-"))
+    os.environ["SWIFTWRITER_CONFIG_DIR"] = str(folder / "config")  # not the writer's own
     path = folder / "Aldermouth.swiftwriter"
     with Project.create(path, title="Aldermouth") as project:
         project.set_memory("A lighthouse keeper's novel; quiet, close third person, past tense.")

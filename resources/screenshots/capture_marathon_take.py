@@ -22,6 +22,7 @@ JSON at the end."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -146,6 +147,7 @@ def main() -> int:
         Generator.__init__ = capped
     text = {p.name: p for p in load_suite("held-out")}[prompt].text
     folder = Path(tempfile.mkdtemp(prefix="swiftwriter-marathon-"))
+    os.environ["SWIFTWRITER_CONFIG_DIR"] = str(folder / "config")  # not the writer's own
     path = folder / f"{prompt.title()}.swiftwriter"
     with Project.create(path, title=prompt.title()) as project:
         doc_id = project.add_document("Chapter 1", text.strip()).id
