@@ -13,10 +13,11 @@ X server (Xvfb) with the default model, watched as a writer would watch it.
 
 Usage (needs xvfb and ImageMagick's `import`):
     xvfb-run -a -s "-screen 0 1280x860x24" .venv/bin/python \
-        resources/screenshots/capture_marathon_take.py [PROMPT] [WORDS] [--window N]
+        resources/screenshots/capture_marathon_take.py [PROMPT] [WORDS] [--window N] [--seed N]
 PROMPT is a held-out suite prompt's name (default: orchard), WORDS the take's length (50000);
 --window N makes the take's sliding generator see at most N tokens (as `bench --context-limit`
-does), so a short take slides as a long one does. Prints the figures as
+does), so a short take slides as a long one does; --seed N samples with that seed instead of a
+random one (the bench's lanes use seed 1). Prints the figures as
 JSON at the end."""
 
 from __future__ import annotations
@@ -121,10 +122,13 @@ def growth(points) -> dict:
 
 def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    limit = None
+    limit = seed = None
     if "--window" in sys.argv:
         limit = int(sys.argv[sys.argv.index("--window") + 1])
         args.remove(str(limit))
+    if "--seed" in sys.argv:
+        seed = int(sys.argv[sys.argv.index("--seed") + 1])
+        args.remove(str(seed))
     prompt = args[0] if args else "orchard"
     target = int(args[1]) if len(args) > 1 else 50_000
     from PySide6.QtCore import QTimer
@@ -160,7 +164,8 @@ def main() -> int:
     window.show()
     heart = Heartbeat()
     shots: dict[str, float] = {}
-    out: dict = {"prompt": prompt, "target_words": target, "window": limit, "project": str(path)}
+    out: dict = {"prompt": prompt, "target_words": target, "window": limit, "seed": seed,
+                 "project": str(path)}  # fmt: skip
 
     def maybe_shoot(saved: int) -> None:  # from the watcher's thread: `import` reads X itself
         for name, share in (("start", 0.02), ("middle", 0.5)):
@@ -176,6 +181,8 @@ def main() -> int:
         panel.creative.setChecked(True)
         panel.context_policy.setCurrentText("Slide window")
         panel.set_target(target, "words")
+        if seed is not None:  # else the app's own: a random seed
+            panel.seed.setValue(seed)
         print(f"mode: Creative, context: {panel.context()}, target {target:,} words", flush=True)
         heart.start()
         watcher.start()
