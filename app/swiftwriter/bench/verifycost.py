@@ -72,6 +72,17 @@ def relative(costs: dict[int, float]) -> dict[int, float]:
 
 
 CURVE_KS = (1, 2, 4, 8, 16, 32, 64)
+# Cached tokens the curve is measured after: a long take spends most of its steps with the
+# window full (8,192 tokens on the default model), where attention's share of a row grows.
+CURVE_CONTEXTS = (1000, 4000, 8000)
+
+
+def curve_contexts(model, ks=CURVE_KS) -> list[int]:
+    """The CURVE_CONTEXTS that leave room for the largest pass in the model's context."""
+    from swiftwriter.engine.decoding.generator import context_length
+
+    limit = context_length(model.config)
+    return [c for c in CURVE_CONTEXTS if limit is None or c + max(ks) <= limit]
 
 
 @torch.inference_mode()

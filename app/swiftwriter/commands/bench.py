@@ -232,7 +232,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--verify-curve",
         action="store_true",
         help="instead: the cost of the runs' pass over 1, 2, 4, ... 64 rows relative to one row, "
-        "per dtype (auto: float32 and bfloat16) after 1,000 and 4,000 cached tokens",
+        "per dtype (auto: float32 and bfloat16) after 1,000, 4,000 and 8,000 cached tokens "
+        "(those the model's context holds)",
     )
     p.set_defaults(func=run)
 
@@ -651,7 +652,8 @@ def _verify_curve(entry, args) -> int:
     curves: dict[str, dict[int, dict[int, float]]] = {}
     for dtype in dtypes:
         model = loader.load(entry, device=args.device, dtype=dtype, with_drafter=False).model
-        curves[dtype] = {context: verifycost.curve(model, context) for context in (1000, 4000)}
+        contexts = verifycost.curve_contexts(model)
+        curves[dtype] = {context: verifycost.curve(model, context) for context in contexts}
         del model
     print(verifycost.format_curve(curves))
     if args.json_out:
