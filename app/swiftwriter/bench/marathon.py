@@ -255,7 +255,10 @@ def plot(rows_by_method: dict[str, list[dict]], path: str, title: str = "") -> N
         ) from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
+    # thousands as "10k": a 65,000-token run's full numbers ran into each other on the axis
+    thousands = FuncFormatter(lambda x, _pos: f"{x / 1000:g}k" if x else "0")
     fig, axes = plt.subplots(2, 4, figsize=(16, 6.4))
     for ax, (key, label) in zip(axes.flat, PANELS, strict=False):
         for method, rows in rows_by_method.items():
@@ -265,6 +268,7 @@ def plot(rows_by_method: dict[str, list[dict]], path: str, title: str = "") -> N
             points = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
             ax.plot([x for x, _ in points], [y for _, y in points], marker=".", label=method)
         ax.set(xlabel="generated tokens (segment end)", ylabel=label)
+        ax.xaxis.set_major_formatter(thousands)
         ax.grid(alpha=0.3)
     axes.flat[0].legend(fontsize=8)
     for ax in list(axes.flat)[len(PANELS) :]:
