@@ -43,6 +43,40 @@ def test_the_checker_stops_at_a_sentence_end_past_the_target_or_at_a_stop_sequen
     assert parse_stops(["", "  ", "x"]) == ("x",)
 
 
+PIECES = [" w"] * 10 + [".", ".", " -", "\n\n", "!", ","]  # the 16-token model's text
+
+
+def piece_decode(ids):
+    return "".join(PIECES[i] for i in ids)
+
+
+def first_stop(ending: TakeEnding, ids: list[int]) -> int | None:
+    """Ask the checker about each length in order, as the engine does; where it first holds."""
+    stop = ending.checker(piece_decode)
+    return next((n for n in range(1, len(ids) + 1) if stop(ids[:n])), None)
+
+
+def test_a_length_in_words_ends_at_the_first_sentence_end_with_the_words_written():
+    import random
+
+    from swiftwriter.words import count_words
+
+    rng = random.Random(3)
+    for _ in range(300):
+        ids = [rng.randrange(16) for _ in range(rng.randrange(1, 120))]
+        words, estimate = rng.randrange(1, 40), rng.randrange(1, 60)
+        ending = TakeEnding(estimate, words=words)
+        want = next(  # the definition, each length decoded whole
+            (n for n in range(estimate, len(ids) + 1)
+             if ends_sentence(piece_decode(ids[:n])) and count_words(piece_decode(ids[:n])) >= words),
+            None,
+        )  # fmt: skip
+        assert first_stop(ending, ids) == want
+    # room for a take that spends half as many tokens again on a word as the writer's text
+    assert TakeEnding(40_000, words=30_000).limit == 60_000
+    assert TakeEnding(40_000).limit == 40_064
+
+
 def test_the_project_keeps_its_stop_sequences(tmp_path):
     path = tmp_path / "P.swiftwriter"
     with Project.create(path, title="P") as p:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from swiftwriter.errors import UserError
+from swiftwriter.words import count_words
 
 TAIL_TOKENS = 48  # the text checked after each token: enough for any stop sequence
 # A sentence end (closing quotes and brackets allowed) or a blank line, at the very end.
@@ -47,10 +48,11 @@ class TakeEnding:
     """A take's length and where it may stop. `target` is the length asked for in tokens: the
     one name of the length from the request (words become tokens there) to the engine."""
 
-    target: int  # tokens asked for
+    target: int  # tokens asked for (with `words`: the estimate from the writer's own text)
     min_new_tokens: int = 0  # end-of-text forbidden before this many (the target: keep writing)
     finish_sentence: bool = True  # run on (a little) to a sentence or paragraph end
     stops: tuple[str, ...] = ()
+    words: int = 0  # a length asked in words: the take ends at a sentence end once written
 
     @classmethod
     def keep_writing(cls, target: int, **kwargs) -> TakeEnding:
@@ -65,23 +67,49 @@ class TakeEnding:
     @property
     def limit(self) -> int:
         """Not another length: the most tokens the take may write (the engine's bound), the
-        target plus the allowance to reach a sentence end."""
-        return self.target + (allowance_for(self.target) if self.finish_sentence else 0)
+        target plus the allowance to reach a sentence end; with a length in words, room for
+        a take that spends half as many tokens again on a word as the writer's text did."""
+        extra = allowance_for(self.target) if self.finish_sentence else 0
+        if self.words:
+            extra = max(extra, self.target // 2)
+        return self.target + extra
 
     def checker(self, decode: Callable[[list[int]], str]) -> Callable[[list[int]], bool] | None:
         """`stop_on_text` for the engine: True once a stop sequence has been written, or past
         the target at a sentence end; None when nothing but the length ends the take."""
         wrote_stop = self.stop_matcher()
-        if not self.stops and not self.finish_sentence:
+        if not self.stops and not self.finish_sentence and not self.words:
             return None
+        long_enough = self._words_written(decode) if self.words else (lambda ids: True)
 
         def stop(ids: list[int]) -> bool:
             tail = decode(list(ids[-TAIL_TOKENS:]))
             if wrote_stop(tail):
                 return True
-            return self.finish_sentence and len(ids) >= self.target and ends_sentence(tail)
+            if len(ids) < self.target or not (self.words or self.finish_sentence):
+                return False
+            return ends_sentence(tail) and long_enough(ids)
 
         return stop
+
+    def _words_written(self, decode) -> Callable[[list[int]], bool]:
+        """Whether a take's ids hold the words asked for. Counting decodes the whole take, so
+        it is done only when it could be true: a take short of n words needs at least n more
+        tokens (a token starts at most one word), and no look comes before them. The engine
+        asks about each length of the take once and in order, in plain decoding and in
+        speculation alike, so both stop at the same token."""
+        next_look = [0]
+
+        def enough(ids: list[int]) -> bool:
+            if len(ids) < next_look[0]:
+                return False
+            short = self.words - count_words(decode(list(ids)))
+            if short <= 0:
+                return True
+            next_look[0] = len(ids) + short
+            return False
+
+        return enough
 
     def stop_matcher(self) -> Callable[[str], bool]:
         """Whether a text's tail holds one of the writer's stop sequences (plain or regex)."""

@@ -21,7 +21,7 @@ from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, 
 from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.session import DocumentSession, PromptSession, SessionResult
-from swiftwriter.words import tokens_per_word
+from swiftwriter.words import WordTally, tokens_per_word
 
 log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
@@ -74,6 +74,8 @@ class LiveStats:
     forward_passes: int = 0
     elapsed_s: float = 0.0
     eta_s: float | None = None
+    words: int = 0  # written so far, counted as the editor counts them
+    words_target: int = 0  # the length asked in words (0: asked in tokens)
     undrafted_passes: int = 0  # passes with no draft node: plain decoding's, in this run
     undrafted_tokens: int = 0
     undrafted_s: float = 0.0
@@ -103,6 +105,7 @@ class Take:
     ):
         self.request = request
         self.on_text = on_text
+        self.words = WordTally()  # the take's words as they stream (the target re-estimated)
         self.on_stats = on_stats or (lambda s: None)
         self.on_baseline = on_baseline or (lambda b: None)
         self.session = self._session()
@@ -144,7 +147,9 @@ class Take:
             return TakeResult("cancelled", None, {}, self.target)
         self._t0 = time.perf_counter()
         try:
-            result = self.session.run(should_stop=stop, on_text=self.on_text, on_step=self._on_step)
+            result = self.session.run(
+                should_stop=stop, on_text=self._on_text, on_step=self._on_step
+            )
         except BaseException as exc:
             log.debug("take ended by %s: %s", type(exc).__name__, exc)
             raise
@@ -221,6 +226,14 @@ class Take:
         if self.dtype_why:
             self.session.extra_stats["dtype_why"] = self.dtype_why
 
+    def tokens_expected(self, tokens: int) -> int:
+        return expected_tokens(self.target, self.session.ending.words, tokens, self.words.total)
+
+    def _on_text(self, piece: str) -> None:
+        self.words.push(piece)
+        if self.on_text is not None:
+            self.on_text(piece)
+
     def _on_step(self, event) -> None:
         now = time.perf_counter()
         if now - self._last < STATS_INTERVAL_S and not event.done:
@@ -259,8 +272,10 @@ class Take:
         )
         live.elapsed_s = time.perf_counter() - self._t0
         live.dtype_why = self.dtype_why
+        live.words, live.words_target = self.words.total, self.session.ending.words
+        live.target = self.tokens_expected(live.tokens)
         rate = live.tokens_per_s
-        live.eta_s = 0.0 if final else ((self.target - live.tokens) / rate if rate > 0 else None)
+        live.eta_s = 0.0 if final else ((live.target - live.tokens) / rate if rate > 0 else None)
         known = {**stats, "plain_tokens_per_s": self.plain} if self.plain else stats
         plain, live.plain_in_run = plain_rate(known)
         if plain:
@@ -274,16 +289,32 @@ class Take:
         return live
 
 
+ESTIMATE_WORDS = 200  # a take's own tokens per word are trusted from this many words on
+
+
+def expected_tokens(target: int, words_goal: int, tokens: int, words: int) -> int:
+    """The tokens a take asked in words should take: first the estimate from the writer's
+    text, then from the take's own text so far (a take may spend more tokens on a word)."""
+    if not words_goal or words < ESTIMATE_WORDS:
+        return target
+    return max(tokens, round(tokens * words_goal / words))
+
+
 def ending_of(request: TakeRequest) -> TakeEnding:
     """Where the request's take ends: the CLI's own ending, or the target in tokens (a length
-    in words measured on the writer's own text with this tokenizer), keep writing or not."""
+    in words: the words themselves, and the tokens they should take, measured on the writer's
+    own text with this tokenizer), keep writing or not."""
     if request.ending is not None:
         return request.ending
     target = max(1, int(request.target))
+    words = 0
     if request.unit == "words":
         encode = PromptSession.encoder_for(request.loaded.tokenizer)
-        target = max(1, round(request.target * tokens_per_word(encode, words_sample(request))))
-    return TakeEnding(target, min_new_tokens=target if request.keep_writing else 0)
+        words, target = (
+            target,
+            max(1, round(target * tokens_per_word(encode, words_sample(request)))),
+        )
+    return TakeEnding(target, min_new_tokens=target if request.keep_writing else 0, words=words)
 
 
 def words_sample(request: TakeRequest) -> str:

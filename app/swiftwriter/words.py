@@ -21,3 +21,26 @@ def tokens_per_word(encode, text: str) -> float:
     if words < 30:
         return DEFAULT_TOKENS_PER_WORD
     return max(1.0, len(encode(sample)) / words)
+
+
+class WordTally:
+    """`count_words` of a text that arrives in pieces, kept as it grows (a take's words as it
+    streams): only the last, unfinished piece is looked at again."""
+
+    def __init__(self) -> None:
+        self.words = 0  # finished pieces holding a letter or digit
+        self._open = ""  # the text after the last whitespace: a word still being written
+
+    def push(self, text: str) -> None:
+        if not text:
+            return
+        pieces = (self._open + text).split()
+        if text[-1].isspace():
+            self._open = ""
+        else:
+            self._open = pieces.pop() if pieces else ""
+        self.words += sum(1 for piece in pieces if _LETTER.search(piece))
+
+    @property
+    def total(self) -> int:
+        return self.words + (1 if _LETTER.search(self._open) else 0)

@@ -270,7 +270,10 @@ class StatsDock(QDockWidget):
             return
         tokens, target, rate = stats.tokens, stats.target, stats.tokens_per_s
         speedup = stats.speedup_vs_plain
-        self.labels["tokens"].setText(f"{tokens:,} / {target:,}" if target else f"{tokens:,}")
+        shown = f"{tokens:,} / {target:,}" if target else f"{tokens:,}"
+        if stats.words_target:
+            shown += f"\n{stats.words:,} / {stats.words_target:,} words"
+        self.labels["tokens"].setText(shown)
         self.labels["rate"].setText(f"{rate:.1f} tokens/s")
         self.labels["tau"].setText(f"{stats.tau:.2f}" + fmt_plain_steps(stats))
         self.labels["tau"].setToolTip(PLAIN_STEPS_TIP if stats.plain_steps else "")

@@ -1,0 +1,73 @@
+"""A length asked in words: the take ends once the words are written (at a sentence end),
+whatever tokens a word takes in the take's own text, and plain decoding and speculation end
+at the same token."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from swiftwriter.endings import ends_sentence
+from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
+from swiftwriter.take import Take, TakeRequest
+from swiftwriter.words import count_words
+
+MARKS = {3: ".", 9: ",", 15: " -", 10: "!", 11: "\n\n", 12: "."}
+PIECES = [MARKS.get(i, " w") for i in range(16)]  # the 16-token model's text: mostly words
+
+
+class PieceTokenizer:
+    """The 16-token model's ids as words and punctuation: a take of it is countable text."""
+
+    identity = "pieces-test"
+    bos_token_id = 0
+    eos_token_id = None
+
+    def encode(self, text, add_special_tokens=False):
+        ids, at = [], 0
+        while at < len(text):
+            for i, piece in enumerate(PIECES):
+                if text.startswith(piece, at):
+                    ids.append(i)
+                    at += len(piece)
+                    break  # (" w" is found as id 0)
+            else:
+                at += 1
+        return ids
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(PIECES[i] for i in ids)
+
+
+def take(model, drafting: DraftSettings, snapshots: list) -> object:
+    loaded = SimpleNamespace(model=model, tokenizer=PieceTokenizer(),
+                             entry=SimpleNamespace(id="pieces"), precision=lambda: "float32")  # fmt: skip
+    prompt = " w w w w w w w w w." * 4  # 1.0 token a word: this take spends more
+    request = TakeRequest(None, None, loaded, prompt_text=prompt, target=60, unit="words",
+                          sampling=SamplingSettings(seed=3), drafting=drafting,
+                          history=False, measure_baseline=False)  # fmt: skip
+    return Take(request, on_stats=snapshots.append).run()
+
+
+def test_a_take_asked_in_words_writes_them_and_speculation_ends_where_plain_does(
+    tiny_vocab_model, monkeypatch
+):
+    monkeypatch.setattr("swiftwriter.take.STATS_INTERVAL_S", 0.0)  # a snapshot every step
+    monkeypatch.setattr("swiftwriter.take.ESTIMATE_WORDS", 20)  # a short take's own ratio
+    seen: list = []
+    plain = take(tiny_vocab_model, DraftSettings.plain(), [])
+    fast = take(tiny_vocab_model, DraftSettings(), seen)
+    assert fast.result.token_ids == plain.result.token_ids
+    ids = fast.result.token_ids
+    text = PieceTokenizer().decode(ids)
+    assert fast.stats["stop_reason"] == "length"
+    assert count_words(text) >= 60 and ends_sentence(text)
+    estimate = fast.target  # tokens the prompt's ratio gave 60 words
+    assert len(ids) > estimate * 1.2  # this take needed more: the estimate alone stops short
+    for n in range(estimate, len(ids)):  # and no shorter length was a sentence end with them
+        short = PieceTokenizer().decode(ids[:n])
+        assert not (ends_sentence(short) and count_words(short) >= 60)
+    live = [s for s in seen if s.phase == "generating"]
+    assert live and all(s.words_target == 60 for s in live)
+    late = live[-1]
+    assert late.target > estimate  # the dock's length follows the take's own tokens a word
+    assert late.words == count_words(PieceTokenizer().decode(ids[: late.tokens]))
