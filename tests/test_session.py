@@ -286,3 +286,31 @@ def test_a_take_that_leaves_its_prompt_s_scripts_has_broken_down():
     assert not left_its_scripts(soup[:1500], {"LATIN"})  # too short to judge
     names = english[:1800] + " Ярослав и Мария ответили. " * 10  # a few foreign names: fine
     assert not left_its_scripts(names[-SCRIPT_SPAN:], {"LATIN"})
+
+
+def test_symbol_soup_in_the_writers_own_script_has_broken_down():
+    """The app's 50,000-word take ended in symbols, full-width digits and katakana among Latin
+    capitals: mostly Latin letters, so the scripts did not give it away; its characters do."""
+    from pathlib import Path
+
+    from swiftwriter.session import SCRIPT_SPAN, strange_share, turned_to_soup
+
+    story = (
+        "Claire did not look up from the sink. \u201cNot now,\u201d she said \u2014 twice. " * 40
+    )
+    own = set('Claire did not look up from the sink. "Not now," she said - twice.')
+    soup = (
+        story[:600]
+        + "\u2030\u02dc\u00af\u203b\u2039 \uff16\uff17\uff19 \u30b9\u30eb ESRSSIS PFGH " * 90
+    )
+    assert strange_share(story, own) < 0.1  # curly quotes and dashes the writer typed plainly
+    assert turned_to_soup(soup[-SCRIPT_SPAN:], {"LATIN"}, own)
+    assert not turned_to_soup(story[-SCRIPT_SPAN:], {"LATIN"}, own)
+    table = story[:300] + "| 2019 | 1,234 | 5.6% | +12 |\n" * 80  # figures are ASCII: no soup
+    assert not turned_to_soup(table[-SCRIPT_SPAN:], {"LATIN"}, own)
+    roots = [Path("resources/prompts/heldout"), Path("tests/data")]
+    texts = [p.read_text(encoding="utf-8") for root in roots for p in sorted(root.glob("*.txt"))]
+    assert len(texts) >= 10
+    for i, text in enumerate(texts):  # each writer's text, continued by the others' prose
+        others = "".join(t for j, t in enumerate(texts) if j != i)
+        assert not turned_to_soup(others[-SCRIPT_SPAN:], {"LATIN"}, set(text)), text[:60]

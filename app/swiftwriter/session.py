@@ -77,6 +77,29 @@ def left_its_scripts(text: str, own: set[str]) -> bool:
     return bool(letters) and foreign / len(letters) > SCRIPT_FOREIGN
 
 
+# Nor does it see symbol soup in the writer's own script (the app's 50,000-word take ended in
+# ‰, ˜, ※, full-width digits and katakana among Latin capitals): most of its characters are ones
+# the writer's text never uses. ASCII is everyone's (a table of figures is no breakdown).
+STRANGE_SHARE = 0.3
+
+
+def strange_share(text: str, own: set[str]) -> float:
+    """The share of the visible characters of the text's last SCRIPT_SPAN that are neither
+    ASCII nor in `own` (the characters of the writer's text)."""
+    visible = [c for c in text[-SCRIPT_SPAN:] if not c.isspace()]
+    strange = sum(1 for c in visible if c not in own and not c.isascii())
+    return strange / len(visible) if visible else 0.0
+
+
+def turned_to_soup(text: str, own_scripts: set[str], own_chars: set[str]) -> bool:
+    """A take's last SCRIPT_SPAN characters gone to letter or symbol soup (judged once that
+    many are written): letters mostly in scripts the writer's text hardly uses, or characters
+    mostly ones it never uses."""
+    if len(text) < SCRIPT_SPAN:
+        return False
+    return left_its_scripts(text, own_scripts) or strange_share(text, own_chars) > STRANGE_SHARE
+
+
 def tokenizer_identity(tokenizer) -> str:
     """A stable id for a tokenizer's vocabulary: models sharing a tokenizer share history."""
     backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -287,7 +310,8 @@ class PromptSession:
         decoder = IncrementalDecoder(self.tokenizer)
         produced: list[int] = []
         lost = [False]  # the text broke down (broke_down): the take ends at the next step
-        own = scripts_of(self._decode(prompt[-4096:]))
+        writers = self._decode(prompt[-4096:])
+        own, own_chars = scripts_of(writers), set(writers)
         recent, unchecked = "", 0  # the take's last SCRIPT_SPAN characters, new since a look
 
         def stop() -> bool:
@@ -313,7 +337,7 @@ class PromptSession:
             lost[0] = lost[0] or broke_down(getattr(event.run, "surprise_by_piece", ()))
             if unchecked >= SCRIPT_SPAN // 4 and len(recent) == SCRIPT_SPAN:  # a look: ~1 ms
                 unchecked = 0
-                lost[0] = lost[0] or left_its_scripts(recent, own)
+                lost[0] = lost[0] or turned_to_soup(recent, own, own_chars)
         generator.stats.stop_reason = self.ending.reason(
             generator.stats.stop_reason, produced, self._decode
         )
