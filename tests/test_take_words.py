@@ -71,3 +71,27 @@ def test_a_take_asked_in_words_writes_them_and_speculation_ends_where_plain_does
     late = live[-1]
     assert late.target > estimate  # the dock's length follows the take's own tokens a word
     assert late.words == count_words(PieceTokenizer().decode(ids[: late.tokens]))
+
+
+def test_a_take_runs_with_the_heap_it_found_frozen_and_unfreezes_it(tiny_vocab_model):
+    """A full collection walks every tracked object while all threads wait (heap.py): during a
+    take it walks only the take's own; afterwards the earlier objects are collectable again."""
+    import gc
+
+    from swiftwriter.heap import frozen_heap
+
+    frozen: list[int] = []
+    assert gc.get_freeze_count() == 0
+    with frozen_heap():
+        assert gc.get_freeze_count() > 0  # a take inside another leaves the outer's frozen
+        take(tiny_vocab_model, DraftSettings(), [])
+        inner = gc.get_freeze_count()
+    assert inner > 0 and gc.get_freeze_count() == 0
+
+    class Watch(list):
+        def append(self, snapshot):
+            frozen.append(gc.get_freeze_count())
+
+    take(tiny_vocab_model, DraftSettings(), Watch())
+    *during, last = frozen  # the live snapshots, then the final one after the take
+    assert during and min(during) > 1000 and last == 0 == gc.get_freeze_count()

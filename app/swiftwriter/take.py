@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, stats_speedup
 from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.heap import frozen_heap
 from swiftwriter.session import DocumentSession, PromptSession, SessionResult
 from swiftwriter.words import WordTally, tokens_per_word
 
@@ -147,9 +148,10 @@ class Take:
             return TakeResult("cancelled", None, {}, self.target)
         self._t0 = time.perf_counter()
         try:
-            result = self.session.run(
-                should_stop=stop, on_text=self._on_text, on_step=self._on_step
-            )
+            with frozen_heap():  # full collections walk only the take's own objects (heap.py)
+                result = self.session.run(
+                    should_stop=stop, on_text=self._on_text, on_step=self._on_step
+                )
         except BaseException as exc:
             log.debug("take ended by %s: %s", type(exc).__name__, exc)
             raise

@@ -4,7 +4,8 @@ X server (Xvfb) with the default model, watched as a writer would watch it.
 - Screenshots of the start, the middle and the end of the take (marathon-start.png,
   marathon-middle.png, marathon-end.png next to this file).
 - The GUI's longest stall: a QTimer heartbeat every 20 ms in the GUI thread; the longest gap
-  between two beats, less the 20 ms, is the longest time the window could not answer.
+  between two beats, less the 20 ms, is the longest time the window could not answer. Beside
+  it, Python's longest garbage collection and when (one stops every thread while it runs).
 - The saved take grows as it goes: a thread opens the project read-only every 2 s and reads the
   streaming generation's saved text (the store writes it about once a second, so a kill -9
   loses at most the last second); at the end, every word of the take is in the saved document.
@@ -22,6 +23,7 @@ JSON at the end."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -73,6 +75,26 @@ class Heartbeat:
         if stall > self.longest_ms:
             self.longest_ms, self.at_s = stall, round(now - self.t0, 1)
         self.last = now
+
+
+class GcWatch:
+    """Python's garbage collections: each stops every thread (the GUI's too) while it runs, so
+    the longest, and when, tells whether a GUI stall was one."""
+
+    def __init__(self, t0: float):
+        self.t0, self.started = t0, 0.0
+        self.longest_ms, self.at_s, self.full = 0.0, None, 0
+        gc.callbacks.append(self.hear)
+
+    def hear(self, phase: str, info: dict) -> None:
+        now = time.monotonic()
+        if phase == "start":
+            self.started = now
+            return
+        self.full += info["generation"] == 2
+        took = (now - self.started) * 1000
+        if took > self.longest_ms:
+            self.longest_ms, self.at_s = took, round(now - self.t0, 1)
 
 
 class SavedWatcher(threading.Thread):
@@ -163,6 +185,7 @@ def main() -> int:
     window.move(0, 0)
     window.show()
     heart = Heartbeat()
+    collections = GcWatch(heart.t0)
     shots: dict[str, float] = {}
     out: dict = {"prompt": prompt, "target_words": target, "window": limit, "seed": seed,
                  "project": str(path)}  # fmt: skip
@@ -197,6 +220,9 @@ def main() -> int:
         out["dock_speedup"] = window.stats_dock.labels["speedup"].text()
         out["longest_stall_ms"] = round(heart.longest_ms, 1)
         out["longest_stall_at_s"] = heart.at_s
+        out["longest_gc_ms"] = round(collections.longest_ms, 1)
+        out["longest_gc_at_s"] = collections.at_s
+        out["full_collections"] = collections.full
         out["saved"] = growth(watcher.points)
         out["shots_at_saved_words"] = dict(shots)
         window.editor.moveCursor(QTextCursor.MoveOperation.End)  # the take's end in view
