@@ -95,3 +95,21 @@ def test_a_take_runs_with_the_heap_it_found_frozen_and_unfreezes_it(tiny_vocab_m
     take(tiny_vocab_model, DraftSettings(), Watch())
     *during, last = frozen  # the live snapshots, then the final one after the take
     assert during and min(during) > 1000 and last == 0 == gc.get_freeze_count()
+
+
+def test_keep_writing_a_length_in_words_forbids_end_of_text_until_the_words_end_it():
+    """No token count marks where the words will be written, so end-of-text stays forbidden
+    to the take's bound (a length in tokens: to the tokens asked)."""
+    from swiftwriter.take import ending_of
+
+    loaded = SimpleNamespace(model=None, tokenizer=PieceTokenizer())
+    prompt = " w w w w w w w w w." * 4
+
+    def ending(unit: str, keep: bool):
+        return ending_of(TakeRequest(None, None, loaded, prompt_text=prompt, target=600,
+                                     unit=unit, keep_writing=keep))  # fmt: skip
+
+    words = ending("words", True)
+    assert words.words == 600 and words.min_new_tokens == words.limit > words.target
+    assert ending("tokens", True).min_new_tokens == 600
+    assert ending("words", False).min_new_tokens == ending("tokens", False).min_new_tokens == 0

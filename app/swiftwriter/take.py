@@ -12,6 +12,7 @@ go to the log (logs.py), for a bug report."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -316,7 +317,12 @@ def ending_of(request: TakeRequest) -> TakeEnding:
             target,
             max(1, round(target * tokens_per_word(encode, words_sample(request)))),
         )
-    return TakeEnding(target, min_new_tokens=target if request.keep_writing else 0, words=words)
+    ending = TakeEnding(target, words=words)
+    if not request.keep_writing:
+        return ending
+    # the whole length: end-of-text forbidden until the tokens asked, or for a length in words
+    # (which no token count marks) until the take's bound: the words then end it
+    return dataclasses.replace(ending, min_new_tokens=ending.limit if words else target)
 
 
 def words_sample(request: TakeRequest) -> str:
