@@ -361,3 +361,7 @@ def test_the_stats_dock_says_when_passes_decoded_plainly(qtbot):
     assert dock.labels["speedup"].text() == "×1.01 over plain (measured)"
     dock.update_stats(LiveStats("generating", target=900, tokens=70, words=41, words_target=600))
     assert dock.labels["tokens"].text() == "70 / 900\n41 / 600 words"  # a length asked in words
+    ended = {"stop_reason": "broke_down", "tokens": 55_855, "tokens_per_s": 22.3, "tau": 1.56}
+    dock.show_summary({"generation_id": 1, "status": "finished", "stats": ended})
+    summary = dock.summary.text()  # said in full: the status bar cuts its line short
+    assert "Stopped where the text broke down" in summary and "Undo removes the take" in summary

@@ -82,6 +82,23 @@ def window_sentence(windowed_from) -> str:
 CHART_POINTS = 400
 
 
+# Why a take ended, as the status bar and the dock's summary say it.
+STOP_REASONS = {
+    "eos": "the model ended the text",
+    "stop_string": "a stop sequence was written",
+    "context_full": (
+        "the model's context is full: shorten the text before the cursor, or choose Slide"
+        " window in the advanced settings"
+    ),
+    "cancelled": "stopped",
+    "broke_down": (
+        "stopped where the text broke down (words that make no sense, or letters and symbols"
+        " the story does not use): the model lost the thread. Undo removes the take; a"
+        " shorter take or Precise mode may hold"
+    ),
+}
+
+
 class ThinSeries:
     """The points of one line: every `stride`-th point added, the stride doubling (and every
     other kept point going) whenever more than 2 x CHART_POINTS are kept, plus the newest."""
@@ -314,5 +331,8 @@ class StatsDock(QDockWidget):
         if speed:
             parts.append(f"×{speed:.2f} vs plain (measured)")
         text = " · ".join(parts)
+        why = STOP_REASONS.get(stats.get("stop_reason", ""), "")
+        if why:  # the status bar's line is cut short in a narrow window: said in full here
+            text += f". {why[0].upper()}{why[1:]}"
         windowed = window_sentence(stats.get("windowed_from"))
         self.summary.setText(f"{text}. {windowed}" if windowed else text)

@@ -18,21 +18,8 @@ from swiftwriter.errors import UserError
 from swiftwriter.take import TakeRequest, story_only_bans
 from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.panel_state import save_project_state, state_of
+from swiftwriter.ui.stats_dock import STOP_REASONS
 from swiftwriter.ui.worker import GenerationWorker, start_generation
-
-STOP_REASONS = {
-    "eos": " (the model ended the text)",
-    "stop_string": " (a stop sequence was written)",
-    "context_full": (
-        " (the model's context is full: shorten the text before the cursor, or choose"
-        " Slide window in the advanced settings)"
-    ),
-    "cancelled": " (stopped)",
-    "broke_down": (
-        " (stopped where the text broke down into words that make no sense: the model lost the"
-        " thread. Undo removes the take; a shorter take or Precise mode may hold)"
-    ),
-}
 
 
 @dataclass
@@ -210,7 +197,8 @@ class TakeController(QObject):
         stats = result.get("stats", {})
         why = STOP_REASONS.get(stats.get("stop_reason", ""), "")
         w.statusBar().showMessage(
-            f"Generation {result.get('status', 'finished')}: {stats.get('tokens', 0):,} tokens{why}",
+            f"Generation {result.get('status', 'finished')}: {stats.get('tokens', 0):,} tokens"
+            + (f" ({why})" if why else ""),
             10000,
         )
         self.finished.emit(result)
