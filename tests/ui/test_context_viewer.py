@@ -51,9 +51,9 @@ def test_the_viewer_shows_the_prompt_of_the_take_that_follows(
     qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     ((prompt, limit, kwargs),) = calls
     assert prompt == shown_ids  # token for token
-    assert (
-        kwargs["min_new_tokens"] == 60 == shown.ending.target
-    )  # keep writing: 60 words, 60 tokens
+    assert shown.ending.target == 60 and shown.ending.words == 60  # 60 words: 60 tokens here
+    # keep writing a length in words: end-of-text forbidden up to the take's bound
+    assert kwargs["min_new_tokens"] == shown.ending.limit == 90
     assert limit == shown.ending.limit
     generation = window.project.generation(done.args[0]["generation_id"])
     assert generation.settings["context_given"] == dialog.view.toPlainText()
