@@ -229,9 +229,6 @@ class Take:
         if self.dtype_why:
             self.session.extra_stats["dtype_why"] = self.dtype_why
 
-    def tokens_expected(self, tokens: int) -> int:
-        return expected_tokens(self.target, self.session.ending.words, tokens, self.words.total)
-
     def _on_text(self, piece: str) -> None:
         self.words.push(piece)
         if self.on_text is not None:
@@ -276,7 +273,7 @@ class Take:
         live.elapsed_s = time.perf_counter() - self._t0
         live.dtype_why = self.dtype_why
         live.words, live.words_target = self.words.total, self.session.ending.words
-        live.target = self.tokens_expected(live.tokens)
+        live.target = expected_tokens(self.target, live.words_target, live.tokens, live.words)
         rate = live.tokens_per_s
         live.eta_s = 0.0 if final else ((live.target - live.tokens) / rate if rate > 0 else None)
         known = {**stats, "plain_tokens_per_s": self.plain} if self.plain else stats

@@ -75,13 +75,6 @@ def window_sentence(windowed_from) -> str:
     return f"Exact with respect to the windowed model from token {int(windowed_from):,}."
 
 
-# The chart keeps at most 2 x CHART_POINTS points a line, evenly spread over the take. It gains
-# ten a second, and painting walks them all in the GUI thread under the GIL: a 50,000-word
-# take's hour of points made each paint cost tens of ms, ten times a second, and took the
-# engine's own thread from x1.7 over plain decoding to x0.7.
-CHART_POINTS = 400
-
-
 # Why a take ended, as the status bar and the dock's summary say it.
 STOP_REASONS = {
     "eos": "the model ended the text",
@@ -97,6 +90,13 @@ STOP_REASONS = {
         " shorter take or Precise mode may hold"
     ),
 }
+
+
+# The chart keeps at most 2 x CHART_POINTS points a line, evenly spread over the take. It gains
+# ten a second, and painting walks them all in the GUI thread under the GIL: a 50,000-word
+# take's hour of points made each paint cost tens of ms, ten times a second, and took the
+# engine's own thread from x1.7 over plain decoding to x0.7.
+CHART_POINTS = 400
 
 
 class ThinSeries:
