@@ -15,8 +15,6 @@ import functools
 import hashlib
 import logging
 import time
-import unicodedata
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
@@ -24,6 +22,7 @@ from swiftwriter.context import STORY_MODES, StoryContext, assemble
 from swiftwriter.endings import TakeEnding, parse_stops
 from swiftwriter.engine.decoding.generator import Generator, StepEvent, context_length
 from swiftwriter.engine.decoding.history_source import HistoryIndex, HistorySource
+from swiftwriter.engine.decoding.scripts import script, scripts_of
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
 from swiftwriter.errors import UserError
@@ -55,25 +54,13 @@ SCRIPT_SPAN = 2000
 SCRIPT_FOREIGN = 0.5
 
 
-def _script(char: str) -> str:
-    """A letter's script, by the first word of its Unicode name (LATIN, HEBREW, CJK, ...)."""
-    return unicodedata.name(char, "?").split(" ")[0]
-
-
-def scripts_of(text: str, least: float = 0.05) -> set[str]:
-    """The scripts that hold at least `least` of the text's letters."""
-    counts = Counter(_script(c) for c in text if c.isalpha())
-    total = sum(counts.values())
-    return {name for name, n in counts.items() if total and n / total >= least}
-
-
 def left_its_scripts(text: str, own: set[str]) -> bool:
     """Whether most letters of the text's last SCRIPT_SPAN characters are in other scripts
     than `own` (judged once SCRIPT_SPAN characters are written)."""
     if len(text) < SCRIPT_SPAN or not own:
         return False
     letters = [c for c in text[-SCRIPT_SPAN:] if c.isalpha()]
-    foreign = sum(_script(c) not in own for c in letters)
+    foreign = sum(script(c) not in own for c in letters)
     return bool(letters) and foreign / len(letters) > SCRIPT_FOREIGN
 
 
@@ -311,7 +298,7 @@ class PromptSession:
         produced: list[int] = []
         lost = [False]  # the text broke down (broke_down): the take ends at the next step
         writers = self._decode(prompt[-4096:])
-        own, own_chars = scripts_of(writers), set(writers)
+        own, own_chars = scripts_of(writers, least=0.05), set(writers)
         recent, unchecked = "", 0  # the take's last SCRIPT_SPAN characters, new since a look
 
         def stop() -> bool:

@@ -349,15 +349,31 @@ LIVE_FIELDS = (
 )
 
 
-def story_only_bans(loaded) -> tuple[int, ...]:
-    """The loaded model's tokens that only chatter writes (headings' "#", bold's "**", code
-    fences, chat turn markers: engine/decoding/chatter.py), its end-of-text tokens kept; what
-    "Keep to the story" and `bench --ban-chatter` ban. Worked out once per loaded model."""
-    cached = getattr(loaded, "_story_only_bans", None)
-    if cached is not None:
-        return cached
+def story_only_bans(loaded, writers_text: str = "") -> tuple[int, ...]:
+    """The loaded model's tokens that "Keep to the story" and `bench --ban-chatter` ban, its
+    end-of-text tokens kept: those only chatter writes (headings' "#", bold's "**", code
+    fences, chat turn markers: engine/decoding/chatter.py) and those that write letters in
+    scripts `writers_text` does not use (engine/decoding/scripts.py: a take that slides into
+    Hebrew or katakana soup cannot start it). Worked out once per model and set of scripts."""
     from swiftwriter.engine.decoding.chatter import banned_tokens
+    from swiftwriter.engine.decoding.scripts import foreign_tokens, writers_scripts
 
+    own = writers_scripts(writers_text)
+    cache = getattr(loaded, "_story_only_bans", None)
+    if cache is None:
+        cache = {}
+        with contextlib.suppress(AttributeError):  # a slotted stand-in: worked out each time
+            loaded._story_only_bans = cache
+    if own in cache:
+        return cache[own]
+    pieces, keep = _pieces_and_ends(loaded)
+    bans = tuple(sorted(set(banned_tokens(pieces, keep)) | set(foreign_tokens(pieces, own, keep))))
+    cache[own] = bans
+    return bans
+
+
+def _pieces_and_ends(loaded) -> tuple[list[str], set[int]]:
+    """Each token's text (as the tokenizer spells it) and the model's end-of-text ids."""
     model, tokenizer = loaded.model, loaded.tokenizer
     vocab = model.get_output_embeddings().weight.shape[0]
     if hasattr(tokenizer, "convert_ids_to_tokens"):
@@ -367,7 +383,4 @@ def story_only_bans(loaded) -> tuple[int, ...]:
     eos = model.generation_config.eos_token_id
     keep = {getattr(tokenizer, "eos_token_id", None)}
     keep |= set(eos) if isinstance(eos, list | tuple) else {eos}
-    bans = banned_tokens(pieces, keep={k for k in keep if k is not None})
-    with contextlib.suppress(AttributeError):  # a slotted stand-in: worked out again next time
-        loaded._story_only_bans = bans
-    return bans
+    return pieces, {k for k in keep if k is not None}

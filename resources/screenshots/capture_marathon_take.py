@@ -14,12 +14,14 @@ X server (Xvfb) with the default model, watched as a writer would watch it.
 
 Usage (needs xvfb and ImageMagick's `import`):
     xvfb-run -a -s "-screen 0 1280x860x24" .venv/bin/python \
-        resources/screenshots/capture_marathon_take.py [PROMPT] [WORDS] [--window N] [--seed N]
+        resources/screenshots/capture_marathon_take.py [PROMPT] [WORDS] [--window N] [--seed N] \
+        [--keep-to-story]
 PROMPT is a held-out suite prompt's name (default: orchard), WORDS the take's length (50000);
 --window N makes the take's sliding generator see at most N tokens (as `bench --context-limit`
 does), so a short take slides as a long one does; --seed N samples with that seed instead of a
-random one (the bench's lanes use seed 1). Prints the figures as
-JSON at the end."""
+random one (the bench's lanes use seed 1); --keep-to-story ticks "Keep to the story" (no
+chatter's marks, no letters in scripts the story does not use). Prints the figures as JSON at
+the end."""
 
 from __future__ import annotations
 
@@ -145,6 +147,7 @@ def growth(points) -> dict:
 def main() -> int:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     limit = seed = None
+    keep_to_story = "--keep-to-story" in sys.argv
     if "--window" in sys.argv:
         limit = int(sys.argv[sys.argv.index("--window") + 1])
         args.remove(str(limit))
@@ -206,7 +209,9 @@ def main() -> int:
         panel.set_target(target, "words")
         if seed is not None:  # else the app's own: a random seed
             panel.seed.setValue(seed)
-        print(f"mode: Creative, context: {panel.context()}, target {target:,} words", flush=True)
+        panel.story_only.setChecked(keep_to_story)
+        print(f"mode: Creative, context: {panel.context()}, target {target:,} words, "
+              f"keep to the story: {keep_to_story}", flush=True)  # fmt: skip
         heart.start()
         watcher.start()
         window.actions_by_name["generate"].trigger()
@@ -215,7 +220,7 @@ def main() -> int:
         watcher.stopped.set()
         stats = result.get("stats", {})
         keys = ("tokens", "tokens_per_s", "tau", "speedup_vs_plain", "plain_tokens_per_s",
-                "windowed_from", "slides", "shifts", "reprefills", "dtype", "status")  # fmt: skip
+                "windowed_from", "slides", "shifts", "reprefills", "dtype", "status", "stop_reason")  # fmt: skip
         out["stats"] = {k: stats.get(k, result.get(k)) for k in keys}
         out["dock_speedup"] = window.stats_dock.labels["speedup"].text()
         out["longest_stall_ms"] = round(heart.longest_ms, 1)

@@ -1,17 +1,20 @@
 """The "Keep to the story" option: the take bans the loaded model's chatter-only tokens (headings' #,
-bold's **, code fences, chat markers), its end of text kept; unticked, nothing is banned. The
-choice sticks with the project's panel settings."""
+bold's **, code fences, chat markers) and those that write letters in scripts the writer's text
+does not use, its end of text kept; unticked, nothing is banned. The choice sticks with the
+project's panel settings."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import torch
+from PySide6.QtGui import QTextCursor
 from swiftwriter.take import story_only_bans
 from swiftwriter.ui.panel_state import apply_state, state_of
 from swiftwriter.ui.takes import take_request
 
-PIECES = ["<|im_end|>", "Ġthe", "##", "**", "Ġsea", "```", "<|im_start|>", "Ġ#"]
+HEBREW_DALET = "×ĵ"  # "ד" (bytes d7 93) as a byte-level vocabulary spells it
+PIECES = ["<|im_end|>", "Ġthe", "##", "**", "Ġsea", "```", "<|im_start|>", "Ġ#", HEBREW_DALET]
 
 
 class _Tokenizer:
@@ -34,8 +37,11 @@ def _loaded():
 
 def test_the_marks_only_chatter_writes_are_banned_the_end_of_text_kept():
     loaded = _loaded()
-    assert story_only_bans(loaded) == (2, 3, 5, 6, 7)
+    assert story_only_bans(loaded) == (2, 3, 5, 6, 7)  # no text: no scripts to keep to
     assert story_only_bans(loaded) is story_only_bans(loaded)  # worked out once
+    assert story_only_bans(loaded, "The sea.") == (2, 3, 5, 6, 7, 8)
+    assert story_only_bans(loaded, "The sea. הים") == (2, 3, 5, 6, 7)
+    assert story_only_bans(loaded, "The tide.") is story_only_bans(loaded, "The sea.")
 
 
 def test_keep_to_the_story_bans_them_in_the_take_and_sticks(qtbot, window):
@@ -44,6 +50,11 @@ def test_keep_to_the_story_bans_them_in_the_take_and_sticks(qtbot, window):
     panel.history.setChecked(False)
     assert take_request(window).sampling.banned_tokens == ()
     panel.story_only.setChecked(True)
+    assert take_request(window).sampling.banned_tokens == (2, 3, 5, 6, 7)
+    window.editor.setPlainText("The ferry left at dawn.")
+    window.editor.moveCursor(QTextCursor.MoveOperation.End)
+    assert take_request(window).sampling.banned_tokens == (2, 3, 5, 6, 7, 8)  # no Hebrew in it
+    panel.direction.setText("Rivka says: שלום")  # the direction is the writer's text too
     assert take_request(window).sampling.banned_tokens == (2, 3, 5, 6, 7)
     state = state_of(panel)
     panel.story_only.setChecked(False)

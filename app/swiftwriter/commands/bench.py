@@ -140,7 +140,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--ban-chatter",
         action="store_true",
         help="never write the tokens only chatter writes (headings' #, bold's **, code fences, "
-        "chat turn markers; engine/decoding/chatter.py), in every method alike: exactness holds",
+        "chat turn markers; engine/decoding/chatter.py) nor letters in scripts the prompts do "
+        "not use (engine/decoding/scripts.py), in every method alike: exactness holds",
     )
     p.add_argument("--dry-base", type=non_negative_float, default=1.75)
     p.add_argument("--dry-allowed-length", type=positive_int, default=2)
@@ -308,6 +309,7 @@ def run(args: argparse.Namespace) -> int:
 
     # ar and tokenswift ask for invariant passes (bench/methods.py), whatever the model's default
     print(precision_line(loaded.precision(), loaded.model, invariant=True), file=sys.stderr)
+    prompts_text = "\n".join(text for _, text in prompts)  # the scripts the run's fence keeps
     prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
     baseline = None
     if args.baseline_dtype:
@@ -360,7 +362,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ban_chatter:
         from swiftwriter.take import story_only_bans
 
-        sampling = replace(sampling, banned_tokens=story_only_bans(loaded))
+        sampling = replace(sampling, banned_tokens=story_only_bans(loaded, prompts_text))
     options = {}
     if args.max_nodes is not None:
         options["max_nodes"] = args.max_nodes

@@ -150,8 +150,9 @@ class TakePanel(QWidget):
         self.history.setChecked(True)
         self.story_only = QCheckBox("Keep to the story")
         self.story_only.setToolTip(
-            "Never write the marks only an assistant's chatter uses: headings' #, bold's **, "
-            "code fences, chat markers (the take stays exact: plain decoding bans them too)"
+            "Never write the marks only an assistant's chatter uses (headings' #, bold's **, "
+            "code fences, chat markers) nor letters in scripts your text does not use (the "
+            "take stays exact: plain decoding bans them too)"
         )
         self.context_policy = QComboBox()
         self.context_policy.addItems(CONTEXT_POLICIES)

@@ -38,13 +38,15 @@ def take_request(window) -> TakeRequest:
     target, unit = panel.target()
     direction, story_mode = panel.story()
     sampling = panel.sampling()
+    prompt_text = text_before(editor.toPlainText(), editor.textCursor().position())
     if panel.story_only.isChecked() and window.loaded_model is not None:
-        sampling = replace(sampling, banned_tokens=story_only_bans(window.loaded_model))
+        writers = f"{prompt_text}\n{direction}"  # the scripts the fence keeps
+        sampling = replace(sampling, banned_tokens=story_only_bans(window.loaded_model, writers))
     return TakeRequest(
         project=window.project,
         doc_id=window.doc_id,
         loaded=window.loaded_model,
-        prompt_text=text_before(editor.toPlainText(), editor.textCursor().position()),
+        prompt_text=prompt_text,
         target=target,
         unit=unit,
         sampling=sampling,
