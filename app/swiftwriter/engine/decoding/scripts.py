@@ -71,7 +71,7 @@ def _begun_foreign(start: bytes, own: frozenset[str]) -> bool:
     ban: some are foreign, and none is a letter of `own` or a neutral one."""
     lead = start[0]
     length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
-    bits = lead & (0x3F >> (length - 2))
+    bits = lead & (0x7F >> length)  # the lead byte's own bits: 110xxxxx, 1110xxxx, 11110xxx
     for byte in start[1:]:
         bits = (bits << 6) | (byte & 0x3F)
     free = 6 * (length - len(start))
