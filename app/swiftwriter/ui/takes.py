@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, QThread, Signal
 
 from swiftwriter.endings import parse_stops
 from swiftwriter.errors import UserError
-from swiftwriter.take import TakeRequest, story_only_bans
+from swiftwriter.take import TakeRequest
 from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.panel_state import save_project_state, state_of
 from swiftwriter.ui.stats_dock import STOP_REASONS
@@ -37,23 +37,19 @@ def take_request(window) -> TakeRequest:
     panel, editor = window.panel, window.editor
     target, unit = panel.target()
     direction, story_mode = panel.story()
-    sampling = panel.sampling()
-    prompt_text = text_before(editor.toPlainText(), editor.textCursor().position())
-    if panel.story_only.isChecked() and window.loaded_model is not None:
-        writers = f"{prompt_text}\n{direction}"  # the scripts the fence keeps
-        sampling = replace(sampling, banned_tokens=story_only_bans(window.loaded_model, writers))
     return TakeRequest(
         project=window.project,
         doc_id=window.doc_id,
         loaded=window.loaded_model,
-        prompt_text=prompt_text,
+        prompt_text=text_before(editor.toPlainText(), editor.textCursor().position()),
         target=target,
         unit=unit,
-        sampling=sampling,
+        sampling=panel.sampling(),
         drafting=panel.drafting(),
         context=panel.context(),
         history=window.history_for(window.loaded_model) if panel.use_history() else False,
         keep_writing=panel.keep_writing.isChecked(),
+        keep_to_story=panel.story_only.isChecked(),
         direction=direction,
         story_mode=story_mode,
     )
