@@ -37,7 +37,11 @@ def test_byte_level_pieces_map_back_to_their_bytes():
 
 def test_sentencepiece_pieces_read_their_byte_fallback_and_spaces():
     assert token_bytes(["▁the", "<0xD7>", "<0x93>", "é", "<s>"]) == [
-        b" the", b"\xd7", b"\x93", "é".encode(), b"<s>"
+        b" the",
+        b"\xd7",
+        b"\x93",
+        "é".encode(),
+        b"<s>",
     ]
 
 
