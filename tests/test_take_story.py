@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
+from swiftwriter.store import Project
 from swiftwriter.take import Take, TakeRequest
 
 PIECES = [" w"] * 16
@@ -14,20 +15,33 @@ PIECES[3], PIECES[9], PIECES[13], PIECES[14] = ".", " and", " ##", " שלום"  
 
 
 class Tokenizer:
+    """The pieces above, found in text left to right (anything else is dropped)."""
+
     identity = "story-test"
     bos_token_id = 0
     eos_token_id = None
 
     def encode(self, text, add_special_tokens=False):
-        return [0 if c == "w" else 3 for c in text if c in "w."]
+        ids, at = [], 0
+        order = sorted(range(16), key=lambda i: -len(PIECES[i]))  # the longest piece first
+        while at < len(text):
+            found = next((i for i in order if text.startswith(PIECES[i], at)), None)
+            if found is not None:
+                ids.append(found)
+            at += len(PIECES[found]) if found is not None else 1
+        return ids
 
     def decode(self, ids, skip_special_tokens=True):
         return "".join(PIECES[i] for i in ids)
 
 
+def _loaded(model):
+    return SimpleNamespace(model=model, tokenizer=Tokenizer(), entry=SimpleNamespace(id="story"),
+                           precision=lambda: "float32")  # fmt: skip
+
+
 def _take(model, drafting: DraftSettings, keep_to_story: bool):
-    loaded = SimpleNamespace(model=model, tokenizer=Tokenizer(),
-                             entry=SimpleNamespace(id="story"), precision=lambda: "float32")  # fmt: skip
+    loaded = _loaded(model)
     request = TakeRequest(None, None, loaded, prompt_text="w w w. w w." * 4, target=120,
                           sampling=SamplingSettings(seed=5), drafting=drafting, history=False,
                           measure_baseline=False, keep_to_story=keep_to_story)  # fmt: skip
@@ -43,3 +57,23 @@ def test_keep_to_the_story_bans_in_the_take_and_speculation_stays_exact(tiny_voc
     assert not {13, 14} & set(kept.result.token_ids) and len(kept.result.token_ids) >= 120
     _, plain = _take(tiny_vocab_model, DraftSettings.plain(), keep_to_story=True)
     assert plain.result.token_ids == kept.result.token_ids
+
+
+def test_the_fence_reads_all_the_model_reads_the_notes_too(tiny_vocab_model, tmp_path):
+    """A Hebrew name only in a pinned note is the writer's: the take's prompt holds it, so its
+    script stays open; without the note it is fenced."""
+    bans = {}
+    for note in ("", " שלום"):
+        path = tmp_path / f"story{len(note)}.swiftwriter"
+        with Project.create(path, title="Story") as project:
+            doc = project.add_document("One", " w w w. w w." * 4)
+            if note:
+                project.add_note("Cast", note, pinned=True)
+            request = TakeRequest(project, doc.id, _loaded(tiny_vocab_model), prompt_text=None,
+                                  target=8, sampling=SamplingSettings(seed=5), history=False,
+                                  measure_baseline=False, keep_to_story=True)  # fmt: skip
+            take = Take(request)
+            assert ("שלום" in take.session.prompt_as_text()) == bool(note)
+            take.run()
+            bans[note] = take.session.sampling.banned_tokens
+    assert bans[""] == (13, 14) and bans[" שלום"] == (13,)

@@ -237,6 +237,10 @@ class PromptSession:
         pinned, rest = self.prompt_parts()
         return pinned + rest
 
+    def prompt_as_text(self) -> str:
+        """The whole prompt as text: all the model reads before the take."""
+        return self._decode(self.build_prompt())
+
     def prompt_parts(self) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps, the rest): outside a project nothing is pinned."""
         ids = list(self.prompt_ids) if self.prompt_ids is not None else None

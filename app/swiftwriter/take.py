@@ -146,7 +146,8 @@ class Take:
         # whole heap stops every thread, the GUI's too, for 150 ms or more.
         with frozen_heap():
             if self.request.keep_to_story:  # here, not in the GUI thread: 0.2 s on a new model
-                self.request = replace(self.request, sampling=story_sampling(self.request))
+                writers = self.session.prompt_as_text()  # all the model reads
+                self.request = replace(self.request, sampling=story_sampling(self.request, writers))
                 self.session.sampling = self.request.sampling
             self._log_settings()
             if self.request.measure_baseline:
@@ -355,10 +356,12 @@ LIVE_FIELDS = (
 )
 
 
-def story_sampling(request: TakeRequest) -> SamplingSettings:
-    """The request's sampling with "Keep to the story"'s bans added: the writer's text is the
-    text before the cursor and the direction."""
-    writers = f"{request.prompt_text or ''}\n{request.direction}"
+def story_sampling(request: TakeRequest, writers: str | None = None) -> SamplingSettings:
+    """The request's sampling with "Keep to the story"'s bans added. The writer's text is the
+    take's whole prompt where the caller has it (memory, notes, earlier chapters, the text,
+    the direction), else the text before the cursor and the direction."""
+    if writers is None:
+        writers = f"{request.prompt_text or ''}\n{request.direction}"
     bans = set(request.sampling.banned_tokens) | set(story_only_bans(request.loaded, writers))
     return replace(request.sampling, banned_tokens=tuple(sorted(bans)))
 

@@ -45,6 +45,13 @@ def test_sentencepiece_pieces_read_their_byte_fallback_and_spaces():
     ]
 
 
+def test_a_japanese_writer_keeps_the_ideographs_marks_and_malformed_bytes_pass():
+    japanese = writers_scripts("日本語で書いた。")
+    assert "CJK" in japanese and not writes_foreign("時々".encode(), japanese)
+    for malformed in (b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xc0\xaf"):
+        assert writes_foreign(malformed, writers_scripts(ENGLISH)) is False  # nothing to judge
+
+
 def test_the_writers_scripts():
     assert writers_scripts(ENGLISH) == {"LATIN"}
     assert writers_scripts("Он сказал: «Да». OK.") == {"LATIN", "CYRILLIC"}
@@ -60,6 +67,8 @@ def test_the_writers_scripts():
         ("½", False), ("™", False), ("🙂", False), ("ı", False), ("ə", False),
         ("ע", True), (" عم", True), ("カ", True), ("中", True), ("Ｖ", True), ("１", True),
         ("п", True), (" μm", True), ("ि", True), ("\u05bc", True),  # a vowel sign, a point
+        ("\u2764\ufe0f", False), ("\ufe0f", False),  # ❤️: the emoji's variation selector
+        ("々", True),  # an ideograph's mark: foreign to an English text (below: not to Japanese)
     ],
 )  # fmt: skip
 def test_whole_letters_are_judged_by_their_script(text, foreign):
@@ -107,13 +116,15 @@ def _every_completion(start: bytes) -> list[str]:
 
 
 def test_a_fenced_start_never_begins_a_letter_the_writer_may_use():
-    """Against the definition: every 2-byte lead and 200 random 3-byte starts. A fenced start
-    begins no letter or mark outside the fence; an open start begins at least one (or nothing
-    foreign at all)."""
+    """Against the definition: every 2- and 3-byte lead, 200 random 3-byte starts and 22 4-byte
+    ones. A fenced start begins no letter or mark outside the fence; an open start begins at
+    least one (or nothing foreign at all)."""
     own = writers_scripts(ENGLISH)
     rng = random.Random(5)
-    starts = [bytes([lead]) for lead in range(0xC2, 0xE0)]
+    starts = [bytes([lead]) for lead in range(0xC2, 0xF0)]  # every 2- and 3-byte lead alone
     starts += [bytes([rng.randrange(0xE0, 0xF0), rng.randrange(0x80, 0xC0)]) for _ in range(200)]
+    starts += [bytes([0xF0, 0x9F]), bytes([0xF4])]  # emoji; the last plane, cut at U+10FFFF
+    starts += [bytes([rng.randrange(0xF0, 0xF4), rng.randrange(0x80, 0xC0)]) for _ in range(20)]
     fenced = 0
     for start in starts:
         chars = _every_completion(start)

@@ -9,10 +9,11 @@ decoding and to every verified node alike, so speculation stays exact.
 
 A token is judged by its bytes. Byte-level vocabularies (GPT-2's, Llama 3's, Qwen's) split a rare
 letter into pieces of its UTF-8 bytes, and SentencePiece ones fall back to <0xNN> bytes, so a
-token that ends in a letter's first bytes is judged by every letter those bytes can begin: it is
-foreign when some of them are foreign letters and none is a letter or character the writer may
-use (a lone 0xE2 can begin an em dash and stays; 0xD7 can only begin Hebrew). Bytes that
-continue a letter begun by the token before say nothing and are passed over. Pure functions on
+token that ends in a letter's first bytes is judged by every character those bytes can begin: it
+is foreign when some are foreign letters and none is a letter or mark the writer may use (0xD7
+can only begin Hebrew; a lone 0xE2 begins dashes and quotes, which do not count either way, but
+also ⁱ and ℓ, and stays). Bytes that continue a letter begun by the token before say nothing
+and are passed over. Pure functions on
 token texts, no model."""
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ NEUTRAL = frozenset(
 _NEUTRAL_BLOCKS = (
     range(0x0300, 0x0370), range(0x1AB0, 0x1B00), range(0x1DC0, 0x1E00),
     range(0x20D0, 0x2150), range(0xFE20, 0xFE30),
+    range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0),  # variation selectors (the emoji's ❤️)
 )  # fmt: skip
+_ALIASES = {"IDEOGRAPHIC": "CJK"}  # 々 and 〆 belong with the ideographs
 ALWAYS_OWN = frozenset({"LATIN"})  # a text in any script names people and things in Latin letters
 _WIDTH_FORMS = ("FULLWIDTH", "HALFWIDTH")  # letters, digits and marks alike
 _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
@@ -39,7 +42,8 @@ _BYTE_PIECE = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 def script(char: str) -> str:
     """A letter's script, by the first word of its Unicode name (LATIN, HEBREW, CJK, ...)."""
-    return unicodedata.name(char, "?").split(" ")[0]
+    first = unicodedata.name(char, "?").split(" ")[0]
+    return _ALIASES.get(first, first)
 
 
 def scripts_of(text: str, least: float = 0.0) -> set[str]:
@@ -107,7 +111,10 @@ def writes_foreign(data: bytes, own: frozenset[str]) -> bool:
             return False
         if len(part) < length:  # the token ends in a letter's first bytes
             return _begun_foreign(part, own)
-        char = part.decode("utf-8", errors="replace")
+        try:
+            char = part.decode("utf-8")
+        except UnicodeDecodeError:  # overlong, a surrogate, past U+10FFFF: nothing to judge
+            return False
         if is_foreign(char, own):
             return True
         i += length
