@@ -10,34 +10,15 @@ from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 from swiftwriter.store import Project
 from swiftwriter.take import Take, TakeRequest
 
+from tests.test_take_words import PieceTokenizer
+
 PIECES = [" w"] * 16
 PIECES[3], PIECES[9], PIECES[13], PIECES[14] = ".", " and", " ##", " שלום"  # a heading, Hebrew
 
 
-class Tokenizer:
-    """The pieces above, found in text left to right (anything else is dropped)."""
-
-    identity = "story-test"
-    bos_token_id = 0
-    eos_token_id = None
-
-    def encode(self, text, add_special_tokens=False):
-        ids, at = [], 0
-        order = sorted(range(16), key=lambda i: -len(PIECES[i]))  # the longest piece first
-        while at < len(text):
-            found = next((i for i in order if text.startswith(PIECES[i], at)), None)
-            if found is not None:
-                ids.append(found)
-            at += len(PIECES[found]) if found is not None else 1
-        return ids
-
-    def decode(self, ids, skip_special_tokens=True):
-        return "".join(PIECES[i] for i in ids)
-
-
 def _loaded(model):
-    return SimpleNamespace(model=model, tokenizer=Tokenizer(), entry=SimpleNamespace(id="story"),
-                           precision=lambda: "float32")  # fmt: skip
+    return SimpleNamespace(model=model, tokenizer=PieceTokenizer(PIECES),
+                           entry=SimpleNamespace(id="story"), precision=lambda: "float32")  # fmt: skip
 
 
 def _take(model, drafting: DraftSettings, keep_to_story: bool):

@@ -16,26 +16,29 @@ PIECES = [MARKS.get(i, " w") for i in range(16)]  # the 16-token model's text: m
 
 
 class PieceTokenizer:
-    """The 16-token model's ids as words and punctuation: a take of it is countable text."""
+    """The 16-token model's ids as pieces of text (by default words and punctuation: a take of
+    it is countable text); text is read left to right, the longest piece first, the first id
+    among equal pieces, anything else dropped."""
 
     identity = "pieces-test"
     bos_token_id = 0
     eos_token_id = None
 
+    def __init__(self, pieces: list[str] = PIECES):
+        self.pieces = pieces
+        self.order = sorted(range(len(pieces)), key=lambda i: -len(pieces[i]))
+
     def encode(self, text, add_special_tokens=False):
         ids, at = [], 0
         while at < len(text):
-            for i, piece in enumerate(PIECES):
-                if text.startswith(piece, at):
-                    ids.append(i)
-                    at += len(piece)
-                    break  # (" w" is found as id 0)
-            else:
-                at += 1
+            found = next((i for i in self.order if text.startswith(self.pieces[i], at)), None)
+            if found is not None:
+                ids.append(found)
+            at += len(self.pieces[found]) if found is not None else 1
         return ids
 
     def decode(self, ids, skip_special_tokens=True):
-        return "".join(PIECES[i] for i in ids)
+        return "".join(self.pieces[i] for i in ids)
 
 
 def take(model, drafting: DraftSettings, snapshots: list) -> object:

@@ -69,12 +69,17 @@ def is_foreign(char: str, own: frozenset[str]) -> bool:
     return is_lettered(char) and name not in NEUTRAL and name not in own
 
 
+def _utf8_length(lead: int) -> int:
+    """How many bytes a UTF-8 sequence with this lead byte has."""
+    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+
 @functools.lru_cache(maxsize=4096)
 def _begun_foreign(start: bytes, own: frozenset[str]) -> bool:
     """Whether the incomplete UTF-8 sequence `start` can only begin characters that are safe to
     ban: some are foreign, and none is a letter of `own` or a neutral one."""
     lead = start[0]
-    length = 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+    length = _utf8_length(lead)
     bits = lead & (0x7F >> length)  # the lead byte's own bits: 110xxxxx, 1110xxxx, 11110xxx
     for byte in start[1:]:
         bits = (bits << 6) | (byte & 0x3F)
@@ -100,12 +105,12 @@ def writes_foreign(data: bytes, own: frozenset[str]) -> bool:
         i += 1
     while i < len(data):
         lead = data[i]
-        length = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
         if lead < 0x80:
             i += 1
             continue
         if lead < 0xC2 or lead > 0xF4:  # no UTF-8 lead byte: nothing to judge
             return False
+        length = _utf8_length(lead)
         part = data[i : i + length]
         if any(not 0x80 <= b < 0xC0 for b in part[1:]):  # not UTF-8: nothing to judge
             return False
