@@ -199,3 +199,22 @@ def test_bfloat16_decoders_read_key_pairs_unless_told_not_to(kernel, monkeypatch
     monkeypatch.setenv(native.PAIRS_ENV, "0")
     assert not LeanDecoder(model).pair_keys
     assert native.identity() != with_pairs  # pass timings are measured again
+
+
+def _cpu_has(flag: str) -> bool:
+    return flag in native._cpu_flags().split()
+
+
+@pytest.mark.skipif(not (PAIRS and _cpu_has("amx_bf16")), reason="this CPU has no AMX")
+def test_on_a_cpu_with_amx_the_pairs_are_summed_by_tiles(kernel):
+    # the rows' sums then cost little more for eight rows than for one (bench --verify-curve);
+    # exactness is the same test as every layout's (test_each_row_is_its_one_token_call...)
+    assert native.tiles()
+    assert native.identity().endswith("+amx")
+
+
+def test_the_amx_switch_builds_another_kernel(monkeypatch):
+    with_tiles = native._name()
+    monkeypatch.setenv(native.AMX_ENV, "0")
+    assert "-DSW_NO_AMX" in native._flags()
+    assert native._name() != with_tiles  # its own build, and its own measured pass costs

@@ -44,6 +44,9 @@ DISABLE_ENV = "SWIFTWRITER_NATIVE"
 # products, probabilities rounded to bfloat16 for the values: PyTorch's own bfloat16 attention
 # does the same); "0" keeps them on the float tiles (for comparing the two)
 PAIRS_ENV = "SWIFTWRITER_NATIVE_PAIRS"
+# on CPUs with AMX those pairs are summed by the tile unit (8 rows cost little more than one);
+# "0" builds the kernel without it (for comparing the two)
+AMX_ENV = "SWIFTWRITER_NATIVE_AMX"
 
 _loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
 
@@ -63,7 +66,12 @@ def build_dir() -> Path:
     return paths.cache_dir() / "native"
 
 
-def _name(flags: list[str] = FLAGS) -> str:
+def _flags() -> list[str]:
+    return FLAGS + (["-DSW_NO_AMX"] if _off(AMX_ENV) else [])
+
+
+def _name(flags: list[str] | None = None) -> str:
+    flags = _flags() if flags is None else flags
     digest = hashlib.sha256()
     for part in (SOURCE.read_bytes(), _cpu_flags().encode(), torch.__version__.encode()):
         digest.update(part)
@@ -83,6 +91,12 @@ def pair_build() -> bool:
     """Whether the loaded build reads bfloat16 key pairs (a CPU with AVX512-BF16), and they
     are not switched off."""
     return tree_attention() is not None and not _off(PAIRS_ENV) and _loaded["module"].pair_keys()
+
+
+def tiles() -> bool:
+    """Whether the loaded build sums bfloat16 pairs with AMX tiles (a CPU with amx_bf16 that
+    Linux lends them on; for head sizes of whole 32s)."""
+    return pair_build() and _loaded["module"].tiles()
 
 
 def pair_keys(dtype: torch.dtype, head_dim: int) -> bool:
@@ -119,7 +133,7 @@ def identity() -> str | None:
     taken with another build of the kernel are not reused. None without the kernel."""
     if tree_attention() is None:
         return None
-    return str(_loaded["name"]) + ("+pairs" if pair_build() else "")
+    return str(_loaded["name"]) + ("+pairs" if pair_build() else "") + ("+amx" if tiles() else "")
 
 
 def unavailable() -> str | None:
@@ -189,7 +203,7 @@ def _build():
     says so (a build made earlier loads without them)."""
     built = any(
         (build_dir() / _name(flags) / f"{_name(flags)}.so").is_file()
-        for flags in (FLAGS + OPENMP, FLAGS)
+        for flags in (_flags() + OPENMP, _flags())
     )
     if not built and _compiler() is None:  # before the builder's own warnings
         raise OSError(_NO_COMPILER.format(os.environ.get("CXX") or "c++"))
@@ -207,10 +221,10 @@ def _build():
 def _build_threaded():
     """The threaded build, or where that fails (no OpenMP) the serial one."""
     try:
-        return _build_with(FLAGS + OPENMP, OPENMP)
+        return _build_with(_flags() + OPENMP, OPENMP)
     except Exception as exc:
         log.info("tree-attention kernel: no OpenMP build (%s), building it serial", exc)
-        return _build_with(FLAGS, [])
+        return _build_with(_flags(), [])
 
 
 def _build_with(cflags: list[str], ldflags: list[str]):

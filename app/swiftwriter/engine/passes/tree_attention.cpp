@@ -16,16 +16,20 @@
 //   key order), which is what makes a pass over many rows cost little more than one;
 // - built with OpenMP (native.py), so the chunks do spread over PyTorch's threads: without it
 //   at::parallel_for runs serially inside an extension.
-// Built with -ffp-contract=off: a multiply-add is never fused in one place and not another.
+// - on CPUs with AMX, bfloat16 scores and value sums go through the tile unit (below), which is
+//   what lets eight rows over 8,000 cached keys cost 1.4x one row instead of 1.6x.
+// Built with -ffp-contract=off: a multiply-add is never fused in one place and not another
+// (the exponential fuses its own explicitly, the same on every call).
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <vector>
 
-#if defined(__AVX512BF16__) && defined(__AVX512BW__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -39,18 +43,27 @@ inline v16 ld(const float* p) { v16 v; std::memcpy(&v, p, sizeof v); return v; }
 inline void st(float* p, v16 v) { std::memcpy(p, &v, sizeof v); }
 inline v16 splat(float x) { return (v16){x,x,x,x,x,x,x,x,x,x,x,x,x,x,x,x}; }
 
+// a * b + c, one rounding where the CPU fuses it (the same on every call, whichever rows)
+inline v16 fma(v16 a, v16 b, v16 c) {
+#ifdef __AVX512F__
+  return (v16)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c);
+#else
+  return a * b + c;
+#endif
+}
+
 inline v16 vexp(v16 v) {  // Cephes' expf polynomial for v <= 0, lane by lane
   v = v < splat(-87.0f) ? splat(-87.0f) : v;
-  v16 nf = (v * splat(1.44269504088896341f) + splat(12582912.0f)) - splat(12582912.0f);
-  v16 r = v - nf * splat(0.693359375f);
-  r = r - nf * splat(-2.12194440e-4f);
+  v16 nf = fma(v, splat(1.44269504088896341f), splat(12582912.0f)) - splat(12582912.0f);
+  v16 r = fma(nf, splat(-0.693359375f), v);
+  r = fma(nf, splat(2.12194440e-4f), r);
   v16 p = splat(1.9875691500e-4f);
-  p = p * r + splat(1.3981999507e-3f);
-  p = p * r + splat(8.3334519073e-3f);
-  p = p * r + splat(4.1665795894e-2f);
-  p = p * r + splat(1.6666665459e-1f);
-  p = p * r + splat(5.0000001201e-1f);
-  p = p * r * r + r + splat(1.0f);
+  p = fma(p, r, splat(1.3981999507e-3f));
+  p = fma(p, r, splat(8.3334519073e-3f));
+  p = fma(p, r, splat(4.1665795894e-2f));
+  p = fma(p, r, splat(1.6666665459e-1f));
+  p = fma(p, r, splat(5.0000001201e-1f));
+  p = fma(p, r * r, r) + splat(1.0f);
   typedef int32_t v16i __attribute__((vector_size(64)));
   v16i e = (__builtin_convertvector(nf, v16i) + 127) << 23;
   v16 s; std::memcpy(&s, &e, sizeof s);
@@ -163,11 +176,19 @@ inline void softmax_piece(float* row, int m_len, float& max_out, float& sum_out)
   for (int l = 0; l < W; ++l) m = mv[l] > m ? mv[l] : m;
   for (; j < m_len; ++j) m = row[j] > m ? row[j] : m;
   v16 lsum = splat(0.f);
-  for (int t = 0; t < m_len; t += W) {
-    v16 e = vexp(ld(row + t) - splat(m));
-    if (t + W > m_len) for (int l = m_len - t; l < W; ++l) e[l] = 0.f;
+  int t = 0;
+  for (; t + W <= m_len; t += W) {  // whole tiles, in registers (no lane-by-lane masking)
+    const v16 e = vexp(ld(row + t) - splat(m));
     st(row + t, e);
     lsum = lsum + e;
+  }
+  if (t < m_len) {  // the last tile's lanes past m_len are zeros
+    typedef int32_t v16i __attribute__((vector_size(64)));
+    const v16i lane = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    const v16 e = vexp(ld(row + t) - splat(m));
+    const v16 kept = lane < (m_len - t) ? e : splat(0.f);
+    st(row + t, kept);
+    lsum = lsum + kept;
   }
   for (int w = W / 2; w > 0; w /= 2)
     for (int l = 0; l < w; ++l) lsum[l] += lsum[l + w];
@@ -391,9 +412,112 @@ inline void to_pairs(const float* row, int m_len, uint32_t* out) {
   }
 }
 
+constexpr int TR = 16;  // AMX: rows per tile, and key pairs per block (a tile row is 64 bytes)
+
+#if defined(__AMX_TILE__) && defined(__AMX_BF16__) && !defined(SW_NO_AMX)
+// CPUs with AMX: the same pairs, summed by the tile unit (tdpbf16ps), for scores and values
+// alike, a head size of whole 32s. Each row of a tile is computed from its own row of queries
+// or probabilities alone, and every logical key pair goes through the same instruction at the
+// same place of its block of 16 pairs (32 keys from the chunk's start), whichever rows share
+// the call and whichever buffer holds its keys: the shared prefix's whole blocks for all rows
+// at once, the rest gathered per row. So a row's sums still do not depend on the call. Every
+// call on a machine takes this path (the one-token pass too), decided once: Linux lends the
+// tile registers to a process that asks (`amx_granted`), else the pair path above runs.
+#define SW_AMX 1
+#include <sys/syscall.h>
+#include <unistd.h>
+
+bool amx_granted() {
+  static const bool granted = [] {
+    constexpr long ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18;
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+  }();
+  return granted;
+}
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0, reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// every tile 16 rows of 64 bytes: queries or probabilities (0), keys or values (2, 3), sums
+// (4-7); configured per thread for the call, released after it
+struct Tiles {
+  Tiles() {
+    TileConfig cfg;
+    for (int t = 0; t < 8; ++t) { cfg.colsb[t] = 64; cfg.rows[t] = TR; }
+    _tile_loadconfig(&cfg);
+  }
+  ~Tiles() { _tile_release(); }
+};
+
+// scores of nq queries (rows of qa, d bf16 each, whole tiles of rows) against `count` (1-4)
+// tiles of 16 keys in the pair layout, `tile_len` apart, into outs[k] + 16 t; four tiles at a
+// time keep four sums in flight; d a multiple of 32; scr: 4 x 16 x 16 floats
+inline void amx_scores(const bf* qa, int nq, const bf* tile, int64_t tile_len, int count, int d,
+                       float sc, float* const* outs, float* scr) {
+  for (int q0 = 0; q0 < nq; q0 += TR) {
+    _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
+    for (int s = 0; s < d / 32; ++s) {
+      _tile_loadd(0, qa + int64_t(q0) * d + s * 32, d * 2);
+      const bf* b = tile + s * TR * 2 * W;
+      _tile_loadd(2, b, 64);
+      _tile_dpbf16ps(4, 0, 2);
+      if (count > 1) { _tile_loadd(3, b + tile_len, 64); _tile_dpbf16ps(5, 0, 3); }
+      if (count > 2) { _tile_loadd(2, b + 2 * tile_len, 64); _tile_dpbf16ps(6, 0, 2); }
+      if (count > 3) { _tile_loadd(3, b + 3 * tile_len, 64); _tile_dpbf16ps(7, 0, 3); }
+    }
+    _tile_stored(4, scr, 64);
+    if (count > 1) _tile_stored(5, scr + TR * W, 64);
+    if (count > 2) _tile_stored(6, scr + 2 * TR * W, 64);
+    if (count > 3) _tile_stored(7, scr + 3 * TR * W, 64);
+    const int rows = std::min(TR, nq - q0);
+    for (int m = 0; m < rows; ++m)
+      for (int t = 0; t < count; ++t)
+        st(outs[q0 + m] + t * W, ld(scr + (t * TR + m) * W) * splat(sc));
+  }
+}
+
+// sums c (NV vectors of [16 rows][16 dims], floats; zeros first when `fresh`) += probabilities x values over nblk blocks
+// of 16 pairs: probabilities as bf16 pairs, 16 rows `astride` pairs apart from a (block k at
+// a + 16k); values interleaved [pair][NV][32] from b (block k at b + k * bstride)
+template <int NV>
+inline void amx_pv(const uint32_t* a, int astride, const bf* b, int64_t bstride, int nblk,
+                   bool fresh, float* c) {
+  constexpr int VS = NV * 64;  // bytes from one pair's values to the next
+  for (int g0 = 0; g0 < NV; g0 += 4) {
+    const int gn = std::min(4, NV - g0);
+    float* cg = c + g0 * TR * W;
+    if (fresh) {
+      _tile_zero(4); _tile_zero(5); _tile_zero(6); _tile_zero(7);
+    } else {
+      _tile_loadd(4, cg, 64);
+      if (gn > 1) _tile_loadd(5, cg + TR * W, 64);
+      if (gn > 2) _tile_loadd(6, cg + 2 * TR * W, 64);
+      if (gn > 3) _tile_loadd(7, cg + 3 * TR * W, 64);
+    }
+    for (int k = 0; k < nblk; ++k) {
+      _tile_loadd(0, a + k * TR, astride * 4);
+      const bf* vb = b + k * bstride + g0 * 32;
+      _tile_loadd(2, vb, VS);
+      _tile_dpbf16ps(4, 0, 2);
+      if (gn > 1) { _tile_loadd(3, vb + 32, VS); _tile_dpbf16ps(5, 0, 3); }
+      if (gn > 2) { _tile_loadd(2, vb + 64, VS); _tile_dpbf16ps(6, 0, 2); }
+      if (gn > 3) { _tile_loadd(3, vb + 96, VS); _tile_dpbf16ps(7, 0, 3); }
+    }
+    _tile_stored(4, cg, 64);
+    if (gn > 1) _tile_stored(5, cg + TR * W, 64);
+    if (gn > 2) _tile_stored(6, cg + 2 * TR * W, 64);
+    if (gn > 3) _tile_stored(7, cg + 3 * TR * W, 64);
+  }
+}
+#endif
+
 template <int DP>
 void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int64_t prefix,
-               const at::Tensor& paths, const at::Tensor& lens, double scale, at::Tensor& out) {
+               const at::Tensor& paths, const at::Tensor& lens, double scale, bool amx,
+               at::Tensor& out) {
   constexpr int NV = DP / W;
   const int n = q.size(0), hq = q.size(1), d = q.size(2), d2 = d / 2;
   const int hk = kt.size(0), nblk = kt.size(1), g = hq / hk;
@@ -418,19 +542,43 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
                   sizeof(bf) * d);
   const float sc = float(scale);
   const int nq = n * g;
+  // with tiles: each group's queries in rows (padded to whole tiles and one more, so a tile
+  // read from any query's row stays inside), and probabilities likewise
+  const int rows_pad = amx ? (nq + 15) / 16 * 16 + 16 : nq;
+  std::vector<bf> qa(amx ? int64_t(hk) * rows_pad * d : 0, bf(0));
+  for (int kh = 0; amx && kh < hk; ++kh)
+    for (int k = 0; k < nq; ++k)
+      std::memcpy(qa.data() + (int64_t(kh) * rows_pad + k) * d,
+                  qw.data() + (int64_t(k / g) * hq + kh * g + k % g) * d2, sizeof(bf) * d);
   at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<bf> vals(CHUNK / 2 * NV * 32), pair(NV * 32);
+    std::vector<bf> vals(CHUNK / 2 * NV * 32), pair(CHUNK / 2 * NV * 32);
     std::vector<float> s(int64_t(nq) * CHUNK + W), ts(int64_t(nq) * std::max(tsw, W));
-    std::vector<uint32_t> pb(int64_t(nq) * CHUNK / 2);
+    std::vector<uint32_t> pb(int64_t(rows_pad) * CHUNK / 2, 0u);
     std::vector<const uint32_t*> qp(nq), pp(nq);
     std::vector<float*> sp(nq), sq(nq), op(nq);
+#ifdef SW_AMX
+    std::vector<float> scr(std::max(NV, 4) * TR * W, 0.f);
+    std::unique_ptr<Tiles> tiles(amx ? new Tiles : nullptr);
+#endif
+    // scores of every query against `count` consecutive key tiles from `tile`, into sq[k] on
+    auto score = [&](int kh, const bf* tile, int count) {
+#ifdef SW_AMX
+      if (amx) return amx_scores(qa.data() + int64_t(kh) * rows_pad * d, nq, tile, tile_len,
+                                 count, d, sc, sq.data(), scr.data());
+#endif
+      for (int t = 0; t < count; ++t, tile += tile_len) {
+        scores_many<PairScores>(qp.data(), nq, tile, d2, sc, sq.data());
+        for (int k = 0; k < nq; ++k) sq[k] += W;
+      }
+    };
     for (int64_t task = begin; task < end; ++task) {
       const int kh = task / chunks;
       const int64_t c = task % chunks, a = c * CHUNK;
       const bf* Kh = KT + int64_t(kh) * nblk * tile_len;
       const bf* Vh = V + kh * sv_h;
       const int64_t shared_end = std::min(a + CHUNK, prefix);
-      const int shared_pairs = int(std::max<int64_t>(shared_end - a, 0) / 2);
+      int shared_pairs = int(std::max<int64_t>(shared_end - a, 0) / 2);
+      if (amx) shared_pairs = shared_pairs / TR * TR;  // whole blocks only (the rest per row)
       for (int i = 0; i < shared_pairs; ++i)
         interleave<NV>(Vh + (a + 2 * i) * sv_t, Vh + (a + 2 * i + 1) * sv_t, d,
                        vals.data() + int64_t(i) * NV * 32);
@@ -440,16 +588,16 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
         sp[k] = s.data() + int64_t(k) * CHUNK;
         pp[k] = pb.data() + int64_t(k) * CHUNK / 2;
       }
-      for (int64_t t0 = a; t0 < shared_end; t0 += W) {
+      for (int64_t t0 = a; t0 < shared_end; t0 += 4 * W) {
         for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
-        scores_many<PairScores>(qp.data(), nq, Kh + (t0 / W) * tile_len, d2, sc, sq.data());
+        score(kh, Kh + (t0 / W) * tile_len, int(std::min<int64_t>(4, (shared_end - t0 + W - 1) / W)));
       }
       const int64_t tail0 = std::max(a, prefix);
       const bool tail = nt > 0 && tail0 < std::min(a + CHUNK, longest);
       if (tail) {
-        for (int64_t b = tb0; b < tb1; ++b) {
+        for (int64_t b = tb0; b < tb1; b += 4) {
           for (int k = 0; k < nq; ++k) sq[k] = ts.data() + int64_t(k) * tsw + (b - tb0) * W;
-          scores_many<PairScores>(qp.data(), nq, Kh + b * tile_len, d2, sc, sq.data());
+          score(kh, Kh + b * tile_len, int(std::min<int64_t>(4, tb1 - b)));
         }
         path_scores(plan, ts.data(), P, depth, prefix, a, tail0, nq, g, sp.data());
       }
@@ -465,9 +613,20 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
         const int r = k / g, h = kh * g + k % g;
         op[k] = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
       }
-      pair_pv_many<NV>(pp.data(), nq, vals.data(), shared_pairs, op.data());
-      // each query's keys past the shared pairs (its own path, and a last shared key that
-      // pairs with the path's first), pair by pair in logical order
+#ifdef SW_AMX
+      if (amx) {  // the shared whole blocks, sixteen queries a tile
+        for (int q0 = 0; q0 < nq; q0 += TR) {
+          amx_pv<NV>(pb.data() + int64_t(q0) * CHUNK / 2, CHUNK / 2, vals.data(), TR * NV * 32,
+                     shared_pairs / TR, true, scr.data());
+          for (int m = 0; m < std::min(TR, nq - q0); ++m)
+            for (int kk = 0; kk < NV; ++kk)
+              st(op[q0 + m] + kk * W, ld(scr.data() + (kk * TR + m) * W));
+        }
+      } else
+#endif
+        pair_pv_many<NV>(pp.data(), nq, vals.data(), shared_pairs, op.data());
+      // each query's keys past the shared pairs (its own path, and shared keys that pair or
+      // share a block with the path's), pair by pair in logical order
       for (int k = 0; k < nq; ++k) {
         const int r = k / g;
         const int64_t b = std::min(a + CHUNK, total[r]);
@@ -475,12 +634,27 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
         if (b <= a) { std::memset(acc, 0, 4 * DP); continue; }
         const int64_t j0 = a + 2 * shared_pairs;
         if (j0 >= b) continue;
-        __m512 o[NV];
-        for (int kk = 0; kk < NV; ++kk) o[kk] = _mm512_loadu_ps(acc + kk * W);
         auto key = [&](int64_t j) -> const bf* {
           if (j >= b) return nullptr;
           return Vh + (j < prefix ? j : prefix + P[r * depth + (j - prefix)]) * sv_t;
         };
+#ifdef SW_AMX
+        if (amx) {  // the row's blocks from j0 on, gathered, zeros past its last key
+          const int blocks = int((b - j0 + 2 * TR - 1) / (2 * TR));
+          for (int i = 0; i < blocks * TR; ++i) {
+            bf* dst = pair.data() + int64_t(i) * NV * 32;
+            if (j0 + 2 * i < b) interleave<NV>(key(j0 + 2 * i), key(j0 + 2 * i + 1), d, dst);
+            else std::memset(dst, 0, sizeof(bf) * NV * 32);
+          }
+          for (int kk = 0; kk < NV; ++kk) st(scr.data() + kk * TR * W, ld(acc + kk * W));
+          amx_pv<NV>(pp[k] + shared_pairs, CHUNK / 2, pair.data(), TR * NV * 32, blocks, false,
+                     scr.data());
+          for (int kk = 0; kk < NV; ++kk) st(acc + kk * W, ld(scr.data() + kk * TR * W));
+          continue;
+        }
+#endif
+        __m512 o[NV];
+        for (int kk = 0; kk < NV; ++kk) o[kk] = _mm512_loadu_ps(acc + kk * W);
         for (int64_t j = j0; j < b; j += 2) {
           interleave<NV>(key(j), key(j + 1), d, pair.data());
           const __m512bh p = (__m512bh)_mm512_set1_epi32(int(pp[k][(j - a) / 2]));
@@ -496,6 +670,14 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
 #endif
 
 }  // namespace
+
+bool tiles() {  // whether bfloat16 pairs are summed by AMX tiles here (a head size of 32s)
+#ifdef SW_AMX
+  return amx_granted();
+#else
+  return false;
+#endif
+}
 
 bool pair_keys() {  // whether this build reads bfloat16 key pairs (`tree_attention` below)
 #ifdef SW_PAIRS
@@ -529,10 +711,11 @@ at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t 
   TORCH_CHECK(d >= 1 && d <= 256, "head size above 256");
 #ifdef SW_PAIRS
   if (pairs) {
-    if (d <= 16) run_pairs<16>(q, kt, vbuf, prefix, paths, lens, scale, out);
-    else if (d <= 64) run_pairs<64>(q, kt, vbuf, prefix, paths, lens, scale, out);
-    else if (d <= 128) run_pairs<128>(q, kt, vbuf, prefix, paths, lens, scale, out);
-    else run_pairs<256>(q, kt, vbuf, prefix, paths, lens, scale, out);
+    const bool amx = d % 32 == 0 && tiles();
+    if (d <= 16) run_pairs<16>(q, kt, vbuf, prefix, paths, lens, scale, false, out);
+    else if (d <= 64) run_pairs<64>(q, kt, vbuf, prefix, paths, lens, scale, amx, out);
+    else if (d <= 128) run_pairs<128>(q, kt, vbuf, prefix, paths, lens, scale, amx, out);
+    else run_pairs<256>(q, kt, vbuf, prefix, paths, lens, scale, amx, out);
     return out;
   }
 #endif
@@ -551,4 +734,5 @@ at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("tree_attention", &tree_attention);
   m.def("pair_keys", &pair_keys);
+  m.def("tiles", &tiles);
 }
