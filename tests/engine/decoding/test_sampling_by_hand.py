@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 from swiftwriter.engine.decoding.logits import Draws, LogitsPipeline
 from swiftwriter.engine.decoding.settings import SamplingSettings
@@ -102,6 +103,24 @@ def test_the_noise_is_standard_gumbel_by_position_and_differs_by_seed():
     assert torch.equal(later.gumbel(7, 1000), draws.gumbel(7, 1000))
     assert not torch.equal(draws.gumbel(8, 1000), draws.gumbel(7, 1000))
     assert not torch.equal(Draws(4).gumbel(7, 1000), draws.gumbel(7, 1000))
+
+
+def test_the_noise_read_at_a_few_ids_is_the_whole_row_s_bit_for_bit():
+    """The draw reads a position's noise at the ids its filters keep (GumbelRow): every subset,
+    in any order and of any length, gives exactly the whole row's numbers there, so a draw over
+    the kept ids and one over the whole row pick the same token."""
+    draws = Draws(21)
+    whole = draws.gumbel(5, 49152)
+    row = draws.row(5, 49152)
+    gen = torch.Generator().manual_seed(0)
+    for n in (1, 2, 3, 7, 8, 9, 31, 64, 1000, 8192):
+        ids = torch.randperm(49152, generator=gen)[:n]
+        assert torch.equal(row[ids], whole[ids])
+    assert torch.equal(row[[0, 49151]], whole[[0, 49151]])
+    assert torch.equal(row.to(torch.float32), whole.float())
+    assert not torch.equal(draws.row(6, 49152)[ids], row[ids])
+    with pytest.raises(IndexError):
+        row[[49152]]
 
 
 def test_a_drafter_that_shares_the_noise_agrees_with_the_target_as_the_coupling_promises():

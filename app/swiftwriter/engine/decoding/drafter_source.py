@@ -192,14 +192,17 @@ class DrafterSource(CandidateSource):
         if self.noise_ahead is None or self.sampler is None:
             top = probs.topk(k, dim=-1)
             return top.indices, top.values
-        noise = self.noise_ahead(level)[self.vocab].to(torch.float32)
-        drawn = (self.sampler.process(x, None) + noise).topk(k, dim=-1)
+        processed = self.sampler.process(x, None)
+        noise = self.noise_ahead(level)
         likely = probs.topk(k, dim=-1).indices.tolist()
         rows = []
-        for ids, scores, extra in zip(drawn.indices.tolist(), drawn.values.tolist(), likely,
-                                      strict=True):  # fmt: skip
-            picked = [i for i, v in zip(ids, scores, strict=True) if v > float("-inf")]
-            rows.append((picked + [i for i in extra if i not in picked])[:k])
+        for row, extra in zip(processed, likely, strict=True):
+            # the noise read at the ids the filters keep (a few dozen), not the whole vocabulary
+            kept = torch.nonzero(row > float("-inf")).squeeze(-1)
+            scores = row[kept] + noise[self.vocab[kept]].to(torch.float32)
+            top = scores.topk(min(k, len(kept)))
+            drawn = kept[top.indices[top.values > float("-inf")]].tolist()
+            rows.append((drawn + [i for i in extra if i not in drawn])[:k])
         indices = torch.tensor(rows)
         return indices, probs.gather(-1, indices)
 

@@ -239,19 +239,21 @@ class LogitsPipeline:
         out[survivors] = x[survivors]
         return out
 
-    def choose(self, processed: torch.Tensor, noise: torch.Tensor | None = None) -> int:
+    def choose(self, processed: torch.Tensor, noise: torch.Tensor | GumbelRow | None = None) -> int:
         """The next token from one row of processed logits: the argmax, or the Gumbel-max draw
         under `noise` (read back to the host: one read per call)."""
         return int(self.pick(processed, noise))
 
-    def pick(self, processed: torch.Tensor, noise: torch.Tensor | None = None) -> torch.Tensor:
+    def pick(
+        self, processed: torch.Tensor, noise: torch.Tensor | GumbelRow | None = None
+    ) -> torch.Tensor:
         """`choose` left on the device (a 0-d tensor), so a step can read many at once."""
         if self.s.greedy:
             return processed.argmax()
         return gumbel_max(processed, noise)
 
 
-def gumbel_max(processed: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+def gumbel_max(processed: torch.Tensor, noise: torch.Tensor | GumbelRow) -> torch.Tensor:
     """The token argmax(processed + noise): with standard Gumbel noise, a draw from
     softmax(processed) (the Gumbel-max trick). A filtered entry (-inf) is never drawn. The sum
     runs in float64 (float32 on Apple's MPS, which has none). On the host, one row is summed
@@ -266,6 +268,7 @@ def gumbel_max(processed: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
 
 
 _MASK = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's step: the golden ratio's 64 bits
 
 
 def _mix(z: int) -> int:
@@ -275,9 +278,56 @@ def _mix(z: int) -> int:
     return z ^ (z >> 31)
 
 
+def _mix_all(z: np.ndarray) -> np.ndarray:
+    """`_mix` on an array of uint64 (numpy's unsigned products wrap modulo 2**64)."""
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _gumbel_at(key: int, ids: np.ndarray) -> np.ndarray:
+    """Standard Gumbel noise (float64) for token `ids` of the position whose key is `key`: the
+    id-th output of a SplitMix64 stream from that key, so each number depends on its own
+    (position, id) alone and any subset of ids costs only its own size."""
+    z = np.uint64(key) + (ids.astype(np.uint64) + np.uint64(1)) * np.uint64(_GAMMA)
+    u = (_mix_all(z) >> np.uint64(11)).astype(np.float64) * (1.0 / (1 << 53))
+    with np.errstate(divide="ignore"):
+        return -np.log(-np.log(u))  # u = 0 gives -inf: that token cannot win
+
+
+class GumbelRow:
+    """The noise of one position, computed only where it is read: the target's draw needs it
+    at the few dozen ids its filters keep, a drafter at its draft vocabulary, so the 49k
+    numbers of a whole row (about 0.4 ms) are made only for a device's draw, which reads the
+    row whole. Indexing gives float64, bit for bit the whole row's entries."""
+
+    __slots__ = ("draws", "index", "size")
+
+    def __init__(self, draws: Draws, index: int, size: int):
+        self.draws, self.index, self.size = draws, index, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, ids) -> torch.Tensor:
+        if isinstance(ids, torch.Tensor):
+            ids = ids.cpu().numpy()
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.size):
+            raise IndexError(f"token ids must lie in [0, {self.size})")
+        return torch.from_numpy(_gumbel_at(self.draws.position_key(self.index), ids))
+
+    def full(self) -> torch.Tensor:
+        return self.draws.gumbel(self.index, self.size)
+
+    def to(self, *args, **kwargs) -> torch.Tensor:
+        """The whole row as a tensor (`Tensor.to`'s arguments), for a draw on a device."""
+        return self.full().to(*args, **kwargs)
+
+
 class Draws:
     """A run's random numbers, by position: the t-th new token is drawn with Gumbel noise, one
-    number per (t, token id), generated from a hash of (seed, t). Plain decoding and
+    number per (t, token id), generated from a hash of (seed, t, id). Plain decoding and
     speculation therefore draw every token with the same numbers however many trie nodes a
     step visits, and a drafter that sees the same numbers can propose the token the target
     will sample, not only its most likely one: argmax(log q + g) agrees with argmax(log p + g)
@@ -293,10 +343,14 @@ class Draws:
 
     def uniform(self, index: int) -> float:
         """One uniform in [0, 1) for position `index` (seeds the position's noise)."""
-        return (self._position_key(index) >> 11) * (1.0 / (1 << 53))
+        return (self.position_key(index) >> 11) * (1.0 / (1 << 53))
 
-    def _position_key(self, index: int) -> int:
-        return _mix((self._key + (index + 1) * 0x9E3779B97F4A7C15) & _MASK)
+    def position_key(self, index: int) -> int:
+        return _mix((self._key + (index + 1) * _GAMMA) & _MASK)
+
+    def row(self, index: int, size: int) -> GumbelRow:
+        """The noise of the token at `index` over a vocabulary of `size`, made where read."""
+        return GumbelRow(self, index, size)
 
     def gumbel(self, index: int, size: int) -> torch.Tensor:
         """Standard Gumbel noise [size] in float64 on the host for the token at `index`: the
@@ -304,9 +358,8 @@ class Draws:
         key = (index, size)
         noise = self._kept.get(key)
         if noise is None:
-            generator = torch.Generator().manual_seed(self._position_key(index) >> 1)
-            u = torch.rand(size, generator=generator, dtype=torch.float64)
-            noise = -torch.log(-torch.log(u))  # u = 0 gives -inf: that token cannot win
+            ids = np.arange(size, dtype=np.int64)
+            noise = torch.from_numpy(_gumbel_at(self.position_key(index), ids))
             if len(self._kept) >= self._keep:
                 self._kept.pop(next(iter(self._kept)))
             self._kept[key] = noise

@@ -20,7 +20,7 @@ from swiftwriter.engine.decoding.estimate import (
     ShadowLearner,
     SourceGate,
 )
-from swiftwriter.engine.decoding.logits import Draws, PenaltyWindow
+from swiftwriter.engine.decoding.logits import Draws, GumbelRow, PenaltyWindow
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
 from swiftwriter.engine.decoding.trie import Trie, best_size, build_trie, prune
@@ -276,15 +276,16 @@ class Run:
         self.head_s += time.perf_counter() - t
         return out
 
-    def noise_ahead(self, k: int) -> torch.Tensor:
+    def noise_ahead(self, k: int) -> GumbelRow:
         """The noise of the k-th token after the committed text (sampling only), for drafters."""
-        return self.draws.gumbel(len(self.produced) + k, self.gen.vocab_size)
+        return self.draws.row(len(self.produced) + k, self.gen.vocab_size)
 
-    def noise(self, depth: int) -> torch.Tensor | None:
-        """The Gumbel noise of the token a node at `depth` would write (None when greedy)."""
+    def noise(self, depth: int) -> GumbelRow | None:
+        """The Gumbel noise of the token a node at `depth` would write (None when greedy),
+        computed at the ids the draw reads."""
         if self.draws is None:
             return None
-        return self.draws.gumbel(len(self.produced) + depth, self.gen.vocab_size)
+        return self.draws.row(len(self.produced) + depth, self.gen.vocab_size)
 
     def _choose_all(self, trie: Trie) -> list[int]:
         """Every node's choice made on the model's device and read back in the step's one
