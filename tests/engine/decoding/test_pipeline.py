@@ -167,3 +167,27 @@ def test_the_draw_summed_at_the_kept_entries_is_the_whole_rows_winner():
         noise = draws.gumbel(i, 300)
         whole = (row.double() + noise).argmax()
         assert int(gumbel_max(row, noise)) == int(whole)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        SamplingSettings(greedy=False, temperature=0.8, top_p=0.95, min_p=0.05),
+        SamplingSettings(greedy=False, temperature=1.0, top_p=1.0, min_p=0.1),
+        SamplingSettings(greedy=False, temperature=0.7, top_p=0.9, min_p=0.0),
+        SamplingSettings(greedy=False, temperature=1.3, top_k=5, top_p=0.95, min_p=0.05),
+    ],
+    ids=["creative", "min-p alone", "top-p alone", "top-k"],
+)
+def test_a_rows_kept_ids_are_the_processed_rows_finite_entries(settings):
+    """`kept` (what a drafter's draw reads) gives the ids and values `process` leaves finite,
+    ids ascending, whether or not it builds the whole row."""
+    pipeline = LogitsPipeline(settings)
+    gen = torch.Generator().manual_seed(7)
+    for _ in range(50):
+        row = torch.randn(2000, generator=gen) * 3
+        ids, values = pipeline.kept(row)
+        whole = pipeline.process(row, None)
+        assert torch.equal(ids, torch.nonzero(whole > float("-inf")).squeeze(-1))
+        assert torch.equal(values, whole[ids])
+        assert len(ids) < 2000 or settings.top_p >= 1.0 and settings.min_p == 0.0

@@ -192,14 +192,13 @@ class DrafterSource(CandidateSource):
         if self.noise_ahead is None or self.sampler is None:
             top = probs.topk(k, dim=-1)
             return top.indices, top.values
-        processed = self.sampler.process(x, None)
         noise = self.noise_ahead(level)
         likely = probs.topk(k, dim=-1).indices.tolist()
         rows = []
-        for row, extra in zip(processed, likely, strict=True):
+        for row, extra in zip(x, likely, strict=True):
             # the noise read at the ids the filters keep (a few dozen), not the whole vocabulary
-            kept = torch.nonzero(row > float("-inf")).squeeze(-1)
-            scores = row[kept] + noise[self.vocab[kept]].to(torch.float32)
+            kept, values = self.sampler.kept(row)
+            scores = values + noise[self.vocab[kept]].to(torch.float32)
             top = scores.topk(min(k, len(kept)))
             drawn = kept[top.indices[top.values > float("-inf")]].tolist()
             rows.append((drawn + [i for i in extra if i not in drawn])[:k])

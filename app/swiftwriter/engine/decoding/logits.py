@@ -218,26 +218,47 @@ class LogitsPipeline:
         return x
 
     def _nucleus(self, x: torch.Tensor) -> torch.Tensor:
-        """Top-p, then min-p, on one row on the host. min-p keeps p >= min_p x max p, and
-        renormalising after top-p changes neither side's ratio, so its survivors are found
-        first, in logit space (x >= max x + log min_p). Top-p then needs only the survivors in
-        order: below each one lies the whole mass of the tokens min-p dropped (all less
-        likely) plus the survivors less likely than it. The kept set is top-p's on the whole
-        vocabulary intersected with min-p's, as applying them in turn gives."""
+        """Top-p, then min-p, on one row on the host: `survivors` kept, the rest -inf."""
+        survivors = self.survivors(x)
+        out = torch.full_like(x, float("-inf"))
+        out[survivors] = x[survivors]
+        return out
+
+    def survivors(self, x: torch.Tensor) -> torch.Tensor:
+        """The ids of one row that top-p, then min-p, keep (the most likely last). min-p keeps
+        p >= min_p x max p, and renormalising after top-p changes neither side's ratio, so its
+        survivors are found first, in logit space (x >= max x + log min_p). Top-p then needs
+        only the survivors in order: below each one lies the whole mass of the tokens min-p
+        dropped (all less likely) plus the survivors less likely than it. The kept set is
+        top-p's on the whole vocabulary intersected with min-p's, as applying them in turn
+        gives."""
         s = self.s
-        keep = x >= x.max() + math.log(s.min_p)
+        survivors = torch.nonzero(x >= x.max() + math.log(s.min_p)).squeeze(-1)
         if s.top_p >= 1.0:
-            return x.masked_fill(~keep, float("-inf"))
-        survivors = torch.nonzero(keep).squeeze(-1)
+            return survivors
         values, order = torch.sort(x[survivors])
         probs = (values - torch.logsumexp(x, dim=-1)).exp()
         cum = (1.0 - probs.sum()) + probs.cumsum(dim=-1)
         drop = cum <= (1 - s.top_p)
         drop[-1] = False  # always keep the most likely token
-        survivors = survivors[order[~drop]]
-        out = torch.full_like(x, float("-inf"))
-        out[survivors] = x[survivors]
-        return out
+        return survivors[order[~drop]]
+
+    def kept(self, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One row's ids that `process` (without penalty or DRY) leaves finite, ascending, and
+        their processed values: for a drafter's draws, which read only those, without the
+        whole processed row where the filters allow (temperature and min-p, with or without
+        top-p, on the host)."""
+        s = self.s
+        plain = s.top_k <= 0 and not s.banned_tokens and row.device.type == "cpu"
+        if not s.greedy and s.min_p > 0.0 and plain:
+            x = row.float()
+            if s.temperature != 1.0:
+                x = x / s.temperature
+            ids = self.survivors(x).sort().values
+            return ids, x[ids]
+        out = self.process(row, None)
+        ids = torch.nonzero(out > float("-inf")).squeeze(-1)
+        return ids, out[ids]
 
     def choose(self, processed: torch.Tensor, noise: torch.Tensor | GumbelRow | None = None) -> int:
         """The next token from one row of processed logits: the argmax, or the Gumbel-max draw
