@@ -218,44 +218,30 @@ class LogitsPipeline:
         return x
 
     def _nucleus(self, x: torch.Tensor) -> torch.Tensor:
-        """Top-p, then min-p, on one row on the host: `survivors` kept, the rest -inf."""
-        survivors = self.survivors(x)
-        out = torch.full_like(x, float("-inf"))
-        out[survivors] = x[survivors]
-        return out
-
-    def survivors(self, x: torch.Tensor) -> torch.Tensor:
-        """The ids of one row that top-p, then min-p, keep (the most likely last). min-p keeps
-        p >= min_p x max p, and renormalising after top-p changes neither side's ratio, so its
-        survivors are found first, in logit space (x >= max x + log min_p). Top-p then needs
-        only the survivors in order: below each one lies the whole mass of the tokens min-p
-        dropped (all less likely) plus the survivors less likely than it. The kept set is
-        top-p's on the whole vocabulary intersected with min-p's, as applying them in turn
-        gives."""
+        """Top-p, then min-p, on one row on the host. min-p keeps p >= min_p x max p, and
+        renormalising after top-p changes neither side's ratio, so its survivors are found
+        first, in logit space (x >= max x + log min_p). Top-p then needs only the survivors in
+        order: below each one lies the whole mass of the tokens min-p dropped (all less
+        likely) plus the survivors less likely than it. The kept set is top-p's on the whole
+        vocabulary intersected with min-p's, as applying them in turn gives."""
         s = self.s
-        survivors = torch.nonzero(x >= x.max() + math.log(s.min_p)).squeeze(-1)
+        keep = x >= x.max() + math.log(s.min_p)
         if s.top_p >= 1.0:
-            return survivors
+            return x.masked_fill(~keep, float("-inf"))
+        survivors = torch.nonzero(keep).squeeze(-1)
         values, order = torch.sort(x[survivors])
         probs = (values - torch.logsumexp(x, dim=-1)).exp()
         cum = (1.0 - probs.sum()) + probs.cumsum(dim=-1)
         drop = cum <= (1 - s.top_p)
         drop[-1] = False  # always keep the most likely token
-        return survivors[order[~drop]]
+        survivors = survivors[order[~drop]]
+        out = torch.full_like(x, float("-inf"))
+        out[survivors] = x[survivors]
+        return out
 
     def kept(self, row: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One row's ids that `process` (without penalty or DRY) leaves finite, ascending, and
-        their processed values: for a drafter's draws, which read only those, without the
-        whole processed row where the filters allow (temperature and min-p, with or without
-        top-p, on the host)."""
-        s = self.s
-        plain = s.top_k <= 0 and not s.banned_tokens and row.device.type == "cpu"
-        if not s.greedy and s.min_p > 0.0 and plain:
-            x = row.float()
-            if s.temperature != 1.0:
-                x = x / s.temperature
-            ids = self.survivors(x).sort().values
-            return ids, x[ids]
+        their processed values: what a drafter's draw reads, with the noise at those ids only."""
         out = self.process(row, None)
         ids = torch.nonzero(out > float("-inf")).squeeze(-1)
         return ids, out[ids]
@@ -290,19 +276,20 @@ def gumbel_max(processed: torch.Tensor, noise: torch.Tensor | GumbelRow) -> torc
 
 _MASK = (1 << 64) - 1
 _GAMMA = 0x9E3779B97F4A7C15  # SplitMix64's step: the golden ratio's 64 bits
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB  # its finaliser's multipliers
 
 
 def _mix(z: int) -> int:
     """SplitMix64's finaliser: every bit of the output depends on every bit of the input."""
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
+    z = ((z ^ (z >> 30)) * _M1) & _MASK
+    z = ((z ^ (z >> 27)) * _M2) & _MASK
     return z ^ (z >> 31)
 
 
 def _mix_all(z: np.ndarray) -> np.ndarray:
     """`_mix` on an array of uint64 (numpy's unsigned products wrap modulo 2**64)."""
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(_M1)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(_M2)
     return z ^ (z >> np.uint64(31))
 
 
@@ -326,9 +313,6 @@ class GumbelRow:
 
     def __init__(self, draws: Draws, index: int, size: int):
         self.draws, self.index, self.size = draws, index, size
-
-    def __len__(self) -> int:
-        return self.size
 
     def __getitem__(self, ids) -> torch.Tensor:
         if isinstance(ids, torch.Tensor):
