@@ -23,6 +23,7 @@ import os
 import platform
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -233,14 +234,62 @@ def _build_with(cflags: list[str], ldflags: list[str]):
     name = _name(cflags)
     directory = build_dir() / name
     directory.mkdir(parents=True, exist_ok=True)
-    return load(
-        name=name,
-        sources=[str(SOURCE)],
-        extra_cflags=cflags,
-        extra_ldflags=ldflags,
-        build_directory=str(directory),
-        verbose=False,
-    )
+    with _one_builder(directory):
+        return load(
+            name=name,
+            sources=[str(SOURCE)],
+            extra_cflags=cflags,
+            extra_ldflags=ldflags,
+            build_directory=str(directory),
+            verbose=False,
+        )
+
+
+# how long a process waits for another one's build of the same kernel (a build takes about a
+# minute on two cores) before it gives up and uses PyTorch's attention
+BUILD_WAIT_S = 600.0
+
+
+@contextlib.contextmanager
+def _one_builder(directory: Path, wait_s: float | None = None):
+    """One process at a time loads or builds a kernel folder, under a lock the OS drops when
+    its holder dies. Why: PyTorch's builder marks its work with a `lock` file and waits, for
+    ever, while one exists; a build killed halfway (the app closed, a Ctrl-C) leaves it behind
+    and every later start would hang. Whoever holds this lock knows no live process is
+    building, so a `lock` file found then is a dead build's and is removed."""
+    wait_s = BUILD_WAIT_S if wait_s is None else wait_s
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; a lock file an hour old is a dead build's
+        _remove_stale_baton(directory, older_than_s=3600.0)
+        yield
+        return
+    with open(directory.parent / f"{directory.name}.builder", "a+") as handle:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(
+                        f"another SwiftWriter process has been building the kernel for over "
+                        f"{wait_s:.0f} s"
+                    ) from None
+                time.sleep(0.2)
+        try:
+            _remove_stale_baton(directory, older_than_s=0.0)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _remove_stale_baton(directory: Path, older_than_s: float) -> None:
+    baton = directory / "lock"
+    with contextlib.suppress(OSError):
+        if time.time() - baton.stat().st_mtime >= older_than_s:
+            baton.unlink()
+            log.info("tree-attention kernel: removed a killed build's lock file %s", baton)
 
 
 def key_tiles(keys: torch.Tensor, tile: int = 16, pairs: bool = False) -> torch.Tensor:
