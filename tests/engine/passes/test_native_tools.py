@@ -89,7 +89,6 @@ def test_a_build_killed_halfway_does_not_hold_later_starts(tmp_path):
     made = Path(os.environ["SWIFTWRITER_CACHE_DIR"]) / "native"
     if made.is_dir():
         shutil.copytree(made, tmp_path / "cache" / "native", symlinks=True)
-    env = {"SWIFTWRITER_CACHE_DIR": str(tmp_path / "cache")}
     where = child(
         "from swiftwriter.engine.passes import native\n"
         "print(native.build_dir() / native._name(native._flags() + native.OPENMP))",
@@ -105,7 +104,7 @@ def test_a_build_killed_halfway_does_not_hold_later_starts(tmp_path):
         "from swiftwriter.engine.passes import native\n"
         "assert native.tree_attention() is not None, native.unavailable()\n"
     )
-    done = child(code, tmp_path, **env)  # a hang fails here (the child's timeout)
+    done = child(code, tmp_path)  # a hang fails here (the child's timeout)
     assert done.returncode == 0, done.stderr
     assert not (folder / "lock").exists()
 

@@ -264,6 +264,7 @@ def _one_builder(directory: Path, wait_s: float | None = None):
         _remove_stale_baton(directory, older_than_s=3600.0)
         yield
         return
+    # closing the file releases the lock
     with open(directory.parent / f"{directory.name}.builder", "a+") as handle:
         deadline = time.monotonic() + wait_s
         while True:
@@ -277,11 +278,8 @@ def _one_builder(directory: Path, wait_s: float | None = None):
                         f"{wait_s:.0f} s"
                     ) from None
                 time.sleep(0.2)
-        try:
-            _remove_stale_baton(directory, older_than_s=0.0)
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        _remove_stale_baton(directory, older_than_s=0.0)
+        yield
 
 
 def _remove_stale_baton(directory: Path, older_than_s: float) -> None:
