@@ -6,11 +6,15 @@ unchanged. Rows live in this package's `test_*.py` modules, one module per area.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from swiftwriter.store import Project
@@ -55,3 +59,74 @@ def kill_when(code: str, marker: str, env, *args: str) -> list[str]:
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=30)
     return lines
+
+
+# --- Bounded trials: a hostile input is refused or survived within a time and memory budget ---
+
+BUDGET_S = 10.0  # a hostile input is dealt with within this, start-up included
+BUDGET_MB = 500  # ... and within this much memory above the same command on a benign input
+ADDRESS_SPACE = 6 << 30  # the child's hard ceiling, so an unbounded read fails, not the host
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One child run: what it printed, its exit status, wall seconds and peak resident memory."""
+
+    returncode: int | None  # None: killed at the time bound
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_mb: float
+
+
+# The child is started by a fresh small interpreter, never forked from this test process: Linux
+# counts a forked child's peak memory from its parent's resident size at the fork (and at exec),
+# so a child of pytest, which holds models by then, would report pytest's memory as its own.
+SPAWNER = """
+import json, os, resource, sys
+ceiling, report, argv = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+    os.execvp(argv[0], argv)
+_, status, usage = os.wait4(pid, 0)
+with open(report, "w") as f:
+    json.dump([os.waitstatus_to_exitcode(status), usage.ru_maxrss], f)
+"""
+
+
+def trial(argv: list[str], env, timeout: float = 3 * BUDGET_S, stdin: str | None = None) -> Trial:
+    """Run `argv` in a child under the address-space ceiling and a time bound; its peak RSS is
+    the kernel's own accounting of that one child (wait4 in the spawner above)."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.json"
+        spawner = [sys.executable, "-c", SPAWNER, str(ADDRESS_SPACE), str(report), *argv]
+        start = time.monotonic()
+        child = subprocess.Popen(spawner, env=env, start_new_session=True, text=True,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)  # fmt: skip
+        try:
+            out, err = child.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            out, err = child.communicate()
+            return Trial(None, out, err, time.monotonic() - start, float("nan"))
+        seconds = time.monotonic() - start
+        returncode, peak_kb = json.loads(report.read_text())
+    return Trial(returncode, out, err, seconds, peak_kb / 1024)
+
+
+def cli_trial(env, *args: str, timeout: float = 3 * BUDGET_S, stdin: str | None = None) -> Trial:
+    return trial([*CLI, *args], env, timeout=timeout, stdin=stdin)
+
+
+def within_budget(hostile: Trial, benign: Trial, expect: str | None = None) -> None:
+    """The hostile run ended on its own, in one line without a traceback when it failed, within
+    BUDGET_S and within BUDGET_MB of the benign run of the same command."""
+    assert hostile.returncode is not None, f"still running after {hostile.seconds:.0f} s"
+    err = hostile.stderr.strip()
+    assert "Traceback" not in hostile.stderr and err.count("\n") == 0, err[-2000:]
+    if expect is not None:
+        assert expect in err, err
+    assert hostile.seconds <= BUDGET_S, f"{hostile.seconds:.1f} s"
+    assert hostile.peak_mb <= benign.peak_mb + BUDGET_MB, (hostile.peak_mb, benign.peak_mb)
