@@ -71,13 +71,17 @@ def _flags() -> list[str]:
     return FLAGS + (["-DSW_NO_AMX"] if _off(AMX_ENV) else [])
 
 
-def _name(flags: list[str] | None = None) -> str:
+def _name(flags: list[str] | None = None, source: Path = SOURCE) -> str:
     flags = _flags() if flags is None else flags
     digest = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), _cpu_flags().encode(), torch.__version__.encode()):
+    for part in (source.read_bytes(), _cpu_flags().encode(), torch.__version__.encode()):
         digest.update(part)
     digest.update(" ".join(flags).encode())
-    return f"swiftwriter_tree_{digest.hexdigest()[:12]}"
+    return f"swiftwriter_{_STEMS.get(source.name, source.stem)}_{digest.hexdigest()[:12]}"
+
+
+# the build names' stems: the tree kernel keeps the name its builds always had
+_STEMS = {SOURCE.name: "tree"}
 
 
 def _off(variable: str) -> bool:
@@ -127,6 +131,33 @@ def tree_attention():
     _loaded["module"] = module
     _loaded["name"] = getattr(module, "__name__", "native")
     return module.tree_attention
+
+
+_extensions: dict[str, object] = {}  # source name -> the built module, or the error's text
+
+
+def extension(source_name: str):
+    """Another kernel source of this package (e.g. quant_linear.cpp), built and loaded as the
+    tree kernel is (same compiler flags, cache and builder lock); None when it cannot be built
+    here (`extension_error` says why, and the writer is told once)."""
+    if disabled():
+        return None
+    found = _extensions.get(source_name)
+    if found is not None:
+        return None if isinstance(found, str) else found
+    try:
+        module = _build(SOURCE.with_name(source_name))
+    except Exception as exc:  # no compiler, a failed build: the caller falls back
+        _extensions[source_name] = f"{type(exc).__name__}: {exc}".strip()[:500]
+        log.info("%s unavailable: %s", source_name, _extensions[source_name])
+        return None
+    _extensions[source_name] = module
+    return module
+
+
+def extension_error(source_name: str) -> str | None:
+    found = _extensions.get(source_name)
+    return found if isinstance(found, str) else None
 
 
 def identity() -> str | None:
@@ -199,18 +230,18 @@ def _ninja_on_path():
 _NO_COMPILER = "no C++ compiler: {} not found; install g++ (Debian/Ubuntu: build-essential)"
 
 
-def _build():
+def _build(source: Path = SOURCE):
     """The build, with ninja reachable; one that fails for want of a compiler or of ninja
     says so (a build made earlier loads without them)."""
     built = any(
-        (build_dir() / _name(flags) / f"{_name(flags)}.so").is_file()
+        (build_dir() / _name(flags, source) / f"{_name(flags, source)}.so").is_file()
         for flags in (_flags() + OPENMP, _flags())
     )
     if not built and _compiler() is None:  # before the builder's own warnings
         raise OSError(_NO_COMPILER.format(os.environ.get("CXX") or "c++"))
     try:
         with _ninja_on_path():
-            return _build_threaded()
+            return _build_threaded(source)
     except Exception as exc:
         if _compiler() is None:
             raise OSError(_NO_COMPILER.format(os.environ.get("CXX") or "c++")) from exc
@@ -219,25 +250,25 @@ def _build():
         raise
 
 
-def _build_threaded():
+def _build_threaded(source: Path = SOURCE):
     """The threaded build, or where that fails (no OpenMP) the serial one."""
     try:
-        return _build_with(_flags() + OPENMP, OPENMP)
+        return _build_with(_flags() + OPENMP, OPENMP, source)
     except Exception as exc:
-        log.info("tree-attention kernel: no OpenMP build (%s), building it serial", exc)
-        return _build_with(_flags(), [])
+        log.info("%s: no OpenMP build (%s), building it serial", source.name, exc)
+        return _build_with(_flags(), [], source)
 
 
-def _build_with(cflags: list[str], ldflags: list[str]):
+def _build_with(cflags: list[str], ldflags: list[str], source: Path = SOURCE):
     from torch.utils.cpp_extension import load
 
-    name = _name(cflags)
+    name = _name(cflags, source)
     directory = build_dir() / name
     directory.mkdir(parents=True, exist_ok=True)
     with _one_builder(directory):
         return load(
             name=name,
-            sources=[str(SOURCE)],
+            sources=[str(source)],
             extra_cflags=cflags,
             extra_ldflags=ldflags,
             build_directory=str(directory),
