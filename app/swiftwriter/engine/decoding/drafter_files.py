@@ -77,7 +77,7 @@ def make_card(model, kind: str, model_id: str, vocab: torch.Tensor, **extra) -> 
         "base_model": model_id,
         "config_hash": config_hash(cfg),
         "hidden_size": int(cfg.hidden_size),
-        "vocab_size": int(model.get_output_embeddings().weight.shape[0]),
+        "vocab_size": int(model.get_output_embeddings().out_features),
         "draft_vocab_size": int(vocab.numel()),
     }
     card.update(extra)
@@ -119,7 +119,7 @@ def load(folder: Path, model=None) -> DrafterBundle:
 
 def check_matches(card: dict, model, where) -> None:
     cfg = model.config
-    vocab = int(model.get_output_embeddings().weight.shape[0])
+    vocab = int(model.get_output_embeddings().out_features)
     problems = []
     if card.get("hidden_size") != int(cfg.hidden_size):
         problems.append(f"hidden size {card.get('hidden_size')} vs the model's {cfg.hidden_size}")

@@ -18,6 +18,7 @@ from swiftwriter.engine.decoding.drafter_files import DrafterBundle
 from swiftwriter.engine.decoding.logits import LogitsPipeline, PenaltyWindow, penalise
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
+from swiftwriter.engine.passes import compute_dtype, execution_device, row_values
 
 CONFIDENCE_BINS = (0.6, 0.3, 0.1)  # rank 0 above 0.6, 1 above 0.3, 2 above 0.1, else 3
 # The drafter's own logits get half the penalty's strength (1.1 for 1.2). Measured on greedy
@@ -92,16 +93,17 @@ class DrafterSource(CandidateSource):
         self.module = bundle.module
         self.kind = bundle.kind
         self.wants_feature = self.module.feature  # "final" or "prenorm"
-        head = model.get_output_embeddings().weight
+        head = model.get_output_embeddings()
         # The draft head reads one weight row per draft-vocabulary id on every level: on a CPU
         # that read is the cost, so a drafter may keep only the most frequent ids (stored first).
         vocab = bundle.vocab[:vocab_limit] if vocab_limit > 0 else bundle.vocab
         self.dtype = torch.float32
-        if head.dtype == torch.bfloat16 and head.device.type == "cpu":
+        device = execution_device(head)
+        if compute_dtype(model) == torch.bfloat16 and device.type == "cpu":
             self.module, self.dtype = bfloat16_if_faster(self.module)
-        with torch.no_grad():
-            self.w_t = head.detach()[vocab].to(self.dtype).T.contiguous()  # [H, N]
-            self.emb = model.get_input_embeddings().weight.detach()
+        with torch.no_grad():  # the draft vocabulary's rows of the head, whatever form it keeps
+            self.w_t = row_values(head, vocab.to(device)).to(self.dtype).T.contiguous()  # [H, N]
+            self.embedding = model.get_input_embeddings()
         self.vocab = vocab
         self.vocab_list = vocab.tolist()
         # Defaults chosen with `bench --suite held-out --head-tree` on the default model: each
@@ -122,7 +124,7 @@ class DrafterSource(CandidateSource):
         self.module.to(self.dtype)
         # the draft head's product: the [H, N] matrix's own (MKL's fast one), or oneDNN's
         self.draft_logits = lambda states: states @ self.w_t
-        if head.device.type == "cpu":  # few-row products take MKL's fast kernel this way
+        if device.type == "cpu":  # few-row products take MKL's fast kernel this way
             from swiftwriter.engine.passes import (
                 PACKED_KERNEL,
                 STOCK_KERNEL,
@@ -263,7 +265,7 @@ class DrafterSource(CandidateSource):
                 break
             feats = torch.stack([f for f, *_ in frontier])
             toks = torch.tensor([t for _, t, *_ in frontier])
-            states = self.module(feats, self.emb[toks].to(self.dtype))
+            states = self.module(feats, row_values(self.embedding, toks).to(self.dtype))
             indices, values = self._top(states, presence, k, len(frontier[0][2]))
             children = []
             for row, (_f, _t, path, ranks, p_path) in enumerate(frontier):

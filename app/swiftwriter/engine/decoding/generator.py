@@ -88,7 +88,7 @@ class Generator:
         self.calibrate = calibrate
         self.context = context or ContextSettings()
         self.vocab_size = (
-            model.get_output_embeddings().weight.shape[0]
+            model.get_output_embeddings().out_features
             if model.get_output_embeddings() is not None
             else model.config.vocab_size
         )

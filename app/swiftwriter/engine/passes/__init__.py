@@ -27,22 +27,43 @@ from swiftwriter.engine.passes.layout import (
     time_few_rows,
     transpose_linear_weights,
 )
-from swiftwriter.engine.passes.leanpass import merge_projections, row_classes, supports
+from swiftwriter.engine.passes.leanpass import (
+    compute_dtype,
+    merge_projections,
+    row_classes,
+    supports,
+)
 from swiftwriter.engine.passes.native import identity as native_identity
 from swiftwriter.engine.passes.native import notice as native_notice
+from swiftwriter.engine.passes.quant import TYPES as QUANT_TYPES
+from swiftwriter.engine.passes.quant import (
+    QuantEmbedding,
+    QuantLinear,
+    QuantWeight,
+    quantized_model,
+    row_values,
+    stored_bytes,
+)
+from swiftwriter.engine.passes.quant import available as quant_available
+from swiftwriter.engine.passes.quant import path_name as quant_path
 from swiftwriter.engine.passes.tree import Trie
 from swiftwriter.engine.passes.verify import ModelRunner, execution_device, to_host
 
 __all__ = [
     "PACKED_KERNEL",
+    "QUANT_TYPES",
     "STOCK_KERNEL",
     "BufferLayer",
     "ModelRunner",
     "PrenormCapture",
+    "QuantEmbedding",
+    "QuantLinear",
+    "QuantWeight",
     "Trie",
     "add_few_row_copies",
     "adopt_fastest",
     "choose_kernel",
+    "compute_dtype",
     "exact_by_default",
     "execution_device",
     "few_rows_from",
@@ -54,9 +75,14 @@ __all__ = [
     "native_identity",
     "native_notice",
     "precision_line",
+    "quant_available",
+    "quant_path",
+    "quantized_model",
     "row_classes",
+    "row_values",
     "set_exact",
     "set_kernel",
+    "stored_bytes",
     "supports",
     "time_few_rows",
     "time_kernels",

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 
 from swiftwriter.engine.passes import invariant as invariant_mod
 from swiftwriter.engine.passes import kernels, native
+from swiftwriter.engine.passes.quant import QuantLinear, QuantWeight
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,48 @@ class Merged:
         return out if self.bias is None else out + self.bias
 
 
+class QuantMerged:
+    """Stored-block projections that read one input, as one weight: the modules' own weights
+    become slices of it (whole tiles of 16 rows), so nothing is held twice."""
+
+    def __init__(self, modules: list[QuantLinear]):
+        self.sizes = [m.out_features for m in modules]
+        self.weight = QuantWeight.join([m.qweight for m in modules])
+        biases = [m.bias for m in modules]
+        self.bias = (
+            torch.cat([b.detach() for b in biases]) if all(b is not None for b in biases) else None
+        )
+        start = 0
+        for m in modules:
+            tiles = m.qweight.packed.shape[0]
+            m.qweight = QuantWeight(
+                self.weight.packed[start : start + tiles], m.qweight.qtype, m.qweight.n, m.qweight.k
+            )
+            start += tiles
+
+    @staticmethod
+    def joinable(modules) -> bool:
+        first = modules[0]
+        return all(
+            isinstance(m, QuantLinear)
+            and m.qweight.qtype == first.qweight.qtype
+            and m.in_features == first.in_features
+            and m.out_features % 16 == 0
+            for m in modules
+        )
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self.weight.linear(x, self.bias).to(x.dtype)
+
+
+def _merged(modules):
+    """One weight for projections that read one input: float ones as `Merged`, stored blocks
+    as `QuantMerged`; None when they cannot be joined (mixed types, partial tiles)."""
+    if all(isinstance(m, nn.Linear) for m in modules):
+        return Merged(modules)
+    return QuantMerged(modules) if QuantMerged.joinable(modules) else None
+
+
 def merge_projections(model) -> int:
     """Lay each supported layer's q/k/v and gate/up weights out as one tensor each (values
     unchanged); returns how many layers were merged. Only for `supports(model)` models."""
@@ -168,9 +211,13 @@ def merge_projections(model) -> int:
             continue
         if any(p.device.type != "cpu" or p.is_meta for p in layer.parameters()):
             continue
-        attn.sw_qkv = Merged([attn.q_proj, attn.k_proj, attn.v_proj])
-        mlp.sw_gate_up = Merged([mlp.gate_proj, mlp.up_proj])
-        merged += 1
+        qkv = _merged([attn.q_proj, attn.k_proj, attn.v_proj])
+        gate_up = _merged([mlp.gate_proj, mlp.up_proj])
+        if qkv is not None:
+            attn.sw_qkv = qkv
+        if gate_up is not None:
+            mlp.sw_gate_up = gate_up
+        merged += qkv is not None or gate_up is not None
     return merged
 
 
@@ -213,7 +260,7 @@ def describe(model) -> Family | None:
         wanted += (
             ("gate_up_proj", "down_proj") if family.fused else ("gate_proj", "up_proj", "down_proj")
         )
-        if any(not isinstance(_module(layer, name), nn.Linear) for name in wanted):
+        if any(not isinstance(_module(layer, name), (nn.Linear, QuantLinear)) for name in wanted):
             return None
         act = getattr(mlp, "act_fn", None) or getattr(mlp, "activation_fn", None)
         if type(act).__name__ not in _ACTIVATIONS:
@@ -305,13 +352,17 @@ def _plain(module: nn.Module, kernel: str = kernels.STOCK):
     """A Linear module as one product on one layout whatever the row count: on the stock
     kernel the [out, in] copy where the model keeps one (layout.FewRowLinear: there it is the
     faster layout for a single row), else the module's weight. Returns (fn, weight [out, in])."""
+    if isinstance(module, QuantLinear):  # its own kernel, row-invariant by construction
+        return module.forward, None
     weight = getattr(module, "weight_rows", None) if kernel == kernels.STOCK else None
     weight = module.weight if weight is None else weight
     fn, bias = kernels.product(kernel), module.bias
     return (lambda x: fn(x, weight, bias)), weight
 
 
-def _one_layout(merged: Merged, kernel: str = kernels.STOCK):
+def _one_layout(merged, kernel: str = kernels.STOCK):
+    if isinstance(merged, QuantMerged):
+        return merged, None
     if kernel != kernels.STOCK:
         fn, weight = kernels.product(kernel), merged.cols.t()
         return (lambda x: fn(x, weight, merged.bias)), weight
@@ -324,7 +375,8 @@ def _joined(modules: list[nn.Module], kernel: str = kernels.STOCK):
     """Separate projections of one input, their outputs side by side (models not merged)."""
     parts = [_plain(m, kernel) for m in modules]
     fn = lambda x: torch.cat([f(x) for f, _ in parts], dim=-1)  # noqa: E731
-    return fn, torch.cat([w for _, w in parts])
+    weights = [w for _, w in parts]
+    return fn, None if any(w is None for w in weights) else torch.cat(weights)
 
 
 class LayerProjections:
@@ -354,6 +406,7 @@ class LayerProjections:
 
 
 _CLASSES: dict = {}  # (id(model), dtype, device, kernel) -> (model ref, RowClasses)
+ANY_ROWS = 1 << 16  # a row class without an upper bound
 
 
 def row_classes(model) -> invariant_mod.RowClasses:
@@ -361,15 +414,20 @@ def row_classes(model) -> invariant_mod.RowClasses:
     model object and dtype: a second or two for the default model)."""
     import weakref
 
-    param = next(model.parameters())
+    dtype, device = compute_dtype(model), compute_device(model)
     kernel = kernels.kernel_of(model)
-    key = (id(model), param.dtype, param.device.type, kernel)
+    key = (id(model), dtype, device.type, kernel)
     found = _CLASSES.get(key)
     if found is not None and found[0]() is model:
         return found[1]
     proj = LayerProjections(model.get_decoder().layers[0], kernel)
     head = _plain(model.get_output_embeddings(), kernel)
-    classes = invariant_mod.measure_classes([*proj.probes, head])
+    # products on stored blocks give a row the same bits for any row count (quant.py): only
+    # float ones are measured
+    probes = [p for p in (*proj.probes, head) if p[1] is not None]
+    classes = (
+        invariant_mod.measure_classes(probes) if probes else invariant_mod.RowClasses(1, ANY_ROWS)
+    )
     _CLASSES[key] = (weakref.ref(model), classes)
     return classes
 
@@ -380,15 +438,30 @@ def use_tree_attention(model, enabled: bool) -> None:
     model._swiftwriter_tree_attention = enabled
 
 
+def compute_dtype(model) -> torch.dtype:
+    """The dtype the decoder's activations are in: its final norm's (a model on stored blocks
+    has no float weight to read it from)."""
+    norm = getattr(model.get_decoder(), "norm", None)
+    weight = getattr(norm, "weight", None)
+    if isinstance(weight, torch.Tensor):
+        return weight.dtype
+    return next(p for p in model.parameters() if p.is_floating_point()).dtype
+
+
+def compute_device(model) -> torch.device:
+    norm = getattr(model.get_decoder(), "norm", None)
+    weight = getattr(norm, "weight", None)
+    return weight.device if isinstance(weight, torch.Tensor) else next(model.parameters()).device
+
+
 def _tree_attention(model, head_dim: int):
     """The native kernel for this model's passes, or None for PyTorch's attention: CPU
     weights and a head size up to 256 (the kernel's limit)."""
     if not getattr(model, "_swiftwriter_tree_attention", True):
         return None
-    weight = model.get_output_embeddings().weight
-    if weight.device.type != "cpu" or head_dim > 256:
+    if compute_device(model).type != "cpu" or head_dim > 256:
         return None
-    if weight.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+    if compute_dtype(model) not in (torch.float32, torch.bfloat16, torch.float16):
         return None
     return native.tree_attention()
 
@@ -432,7 +505,7 @@ class LeanDecoder:
             self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
             self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
             self.tree_attention = _tree_attention(model, self.head_dim)
-            dtype = model.get_output_embeddings().weight.dtype
+            dtype = compute_dtype(model)
             self.pair_keys = self.tree_attention is not None and native.pair_keys(
                 dtype, self.head_dim
             )
@@ -442,7 +515,10 @@ class LeanDecoder:
         """One per-position table per rotary kind (Gemma 3: sliding and full layers have their
         own), and each layer's."""
         rotary = self.decoder.rotary_emb
-        like = self.decoder.embed_tokens.weight[:1][None]
+        config_hidden = _config(model).hidden_size
+        like = torch.zeros(
+            1, 1, config_hidden, dtype=compute_dtype(model), device=compute_device(model)
+        )
         config = _config(model)
         length = min(getattr(config, "max_position_embeddings", 0) or 4096, 1 << 17)
         kinds = getattr(config, "layer_types", None) or [None] * len(self.layers)

@@ -11,6 +11,8 @@ from swiftwriter.engine.passes.attention import folding
 from swiftwriter.engine.passes.backends import backend_for
 from swiftwriter.engine.passes.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.passes.kvshift import KeyShifter
+from swiftwriter.engine.passes.leanpass import compute_dtype
+from swiftwriter.engine.passes.quant import is_quantized
 from swiftwriter.engine.passes.tree import Trie
 
 
@@ -55,7 +57,9 @@ class ModelRunner:
         self.lazy_head = self.backend.lazy_head  # else the model's own head runs in the pass
         self.device = execution_device(self.lm_head if self.lm_head is not None else model)
         self.input_device = execution_device(model.get_input_embeddings())
-        self.dtype = next(model.parameters()).dtype
+        self.dtype = compute_dtype(model) if hasattr(model, "get_decoder") else next(
+            model.parameters()
+        ).dtype
         self.prefill_chunk = prefill_chunk
         self.cache = growing_cache(self.config)
         # True when every row of a pass equals the one-token pass bit for bit (invariant.py);
@@ -178,7 +182,9 @@ class ModelRunner:
             return self._logits[rows].float()
         index = torch.tensor(rows, device=self._hidden.device)
         h = self._hidden.index_select(0, index).to(self.device)
-        if self.invariant:  # the same kernel for one row as for many
+        if is_quantized(self.lm_head):  # stored blocks: a row's bits whatever the row count
+            out = self.lm_head(h)
+        elif self.invariant:  # the same kernel for one row as for many
             pad = self.classes.padded(len(rows)) - len(rows)
             if pad:
                 h = torch.cat([h, h[:1].expand(pad, -1)])

@@ -1,0 +1,196 @@
+"""GGUF files made here, for tests and the bench: a model's weights quantized to the types the
+stored-block kernel runs, written the way llama.cpp's converter lays a llama out (its tensor
+names, q/k rows in its rotary order), so llama.cpp and SwiftWriter read the very same file.
+
+gguf's Python package quantizes Q4_0, Q4_1 and Q8_0; the K types (Q4_K, Q5_K, Q6_K) are
+quantized here with a plain min-max rule per sub-block (not llama.cpp's search for the best
+scales: the blocks are valid and close to the weights, which is all a test or a timing needs).
+"Q4_K_M" is llama.cpp's mixture: Q6_K for the output head and for the value and down
+projections of the first and last eighth of the layers and every third between, Q4_K
+elsewhere."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+K_TYPES = ("Q4_K", "Q5_K", "Q6_K")
+
+
+def _f16(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float16).view(np.uint8).reshape(*values.shape, 2)
+
+
+def _scales_k4(sc: np.ndarray, mn: np.ndarray) -> np.ndarray:
+    """8 six-bit scales and mins per block packed in 12 bytes (ggml's get_scale_min_k4)."""
+    out = np.zeros((sc.shape[0], 12), dtype=np.uint8)
+    for j in range(8):
+        if j < 4:
+            out[:, j] = sc[:, j] & 63
+            out[:, j + 4] = mn[:, j] & 63
+        else:
+            out[:, j + 4] = (sc[:, j] & 0x0F) | ((mn[:, j] & 0x0F) << 4)
+            out[:, j - 4] |= (sc[:, j] >> 4) << 6
+            out[:, j] |= (mn[:, j] >> 4) << 6
+    return out
+
+
+def _quantize_k45(blocks: np.ndarray, levels: int) -> tuple[np.ndarray, ...]:
+    """Min-max sub-blocks of 32 with 6-bit scales and mins: (d, dmin, scales12, q [n, 256])."""
+    n = blocks.shape[0]
+    sub = blocks.reshape(n, 8, 32)
+    lo = np.minimum(sub.min(axis=-1), 0.0)
+    scale = (sub.max(axis=-1) - lo) / levels
+    d = scale.max(axis=-1) / 63
+    dmin = (-lo).max(axis=-1) / 63
+    d16, dmin16 = (
+        d.astype(np.float16).astype(np.float32),
+        dmin.astype(np.float16).astype(np.float32),
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = (
+            np.where(d16[:, None] > 0, np.rint(scale / d16[:, None]), 0)
+            .clip(0, 63)
+            .astype(np.uint8)
+        )
+        mn = (
+            np.where(dmin16[:, None] > 0, np.rint(-lo / dmin16[:, None]), 0)
+            .clip(0, 63)
+            .astype(np.uint8)
+        )
+        step = (d16[:, None] * sc)[..., None]
+        base = (dmin16[:, None] * mn)[..., None]
+        q = np.where(step > 0, np.rint((sub + base) / step), 0).clip(0, levels).astype(np.uint8)
+    return d16, dmin16, _scales_k4(sc, mn), q.reshape(n, 256)
+
+
+def quantize_k(values: np.ndarray, kind: str) -> np.ndarray:
+    """values [rows, k] (k a multiple of 256) as Q4_K, Q5_K or Q6_K blocks: uint8 [rows, bytes]."""
+    rows, k = values.shape
+    blocks = values.astype(np.float32).reshape(-1, 256)
+    n = blocks.shape[0]
+    if kind in ("Q4_K", "Q5_K"):
+        d, dmin, scales, q = _quantize_k45(blocks, 15 if kind == "Q4_K" else 31)
+        low = (q & 15).reshape(n, 4, 2, 32)
+        qs = (low[:, :, 0] | (low[:, :, 1] << 4)).reshape(n, 128)
+        parts = [_f16(d), _f16(dmin), scales]
+        if kind == "Q5_K":
+            high = ((q >> 4) & 1).reshape(n, 8, 32)
+            qh = np.zeros((n, 32), dtype=np.uint8)
+            for s in range(8):
+                qh |= high[:, s] << s
+            parts.append(qh)
+        out = np.concatenate([*parts, qs], axis=1)
+    elif kind == "Q6_K":
+        sub = blocks.reshape(n, 16, 16)
+        amax = np.abs(sub).max(axis=-1)
+        scale = amax / 31
+        d = (scale.max(axis=-1) / 127).astype(np.float16).astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sc = np.where(d[:, None] > 0, np.rint(scale / d[:, None]), 0).clip(-128, 127)
+            step = (d[:, None] * sc)[..., None]
+            q = (np.where(step != 0, np.rint(sub / step), 0) + 32).clip(0, 63).astype(np.uint8)
+        q = q.reshape(n, 256)
+        ql = np.zeros((n, 128), dtype=np.uint8)
+        qh = np.zeros((n, 64), dtype=np.uint8)
+        for v in range(256):
+            h, r = divmod(v, 128)
+            ql[:, h * 64 + r % 64] |= (q[:, v] & 15) << (4 * (r // 64))
+            qh[:, h * 32 + r % 32] |= (q[:, v] >> 4) << (2 * (r // 32))
+        out = np.concatenate([ql, qh, sc.astype(np.int8).view(np.uint8), _f16(d)], axis=1)
+    else:
+        raise ValueError(kind)
+    return out.reshape(rows, -1)
+
+
+def quantize(values: np.ndarray, kind: str) -> np.ndarray:
+    """values [rows, k] as blocks of `kind` (uint8 [rows, bytes]); F32 / F16 as themselves."""
+    import gguf
+
+    if kind in K_TYPES:
+        return quantize_k(values, kind)
+    if kind == "F32":
+        return values.astype(np.float32)
+    if kind == "F16":
+        return values.astype(np.float16)
+    return gguf.quants.quantize(values.astype(np.float32), gguf.GGMLQuantizationType[kind])
+
+
+def _more_bits(layer: int, layers: int) -> bool:
+    """llama.cpp's `use_more_bits`: the first and last eighth, and every third between."""
+    return layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2
+
+
+def mixture_type(gguf_name: str, kind: str, layers: int) -> str:
+    """The type of one tensor in a file of `kind` ("Q4_K_M" mixes; others are uniform)."""
+    if kind != "Q4_K_M":
+        return kind
+    if gguf_name in ("output.weight", "token_embd.weight"):
+        return "Q6_K"
+    if gguf_name.endswith(("attn_v.weight", "ffn_down.weight")):
+        return "Q6_K" if _more_bits(int(gguf_name.split(".")[1]), layers) else "Q4_K"
+    return "Q4_K"
+
+
+def permute_rows(weights: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's q/k row order (a reader undoes it)."""
+    rows = weights.shape[0]
+    return (
+        weights.reshape(heads, 2, rows // heads // 2, *weights.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(weights.shape)
+    )
+
+
+def write_llama(path: Path, config, tensors, kind: str, tokenizer_fields) -> Path:
+    """A llama GGUF at `path`: `tensors` yields (hf name, float32 numpy array) one at a time
+    (a large model is never whole in memory); 2-D weights in `kind` (or its mixture), norms in
+    F32; `tokenizer_fields(writer)` adds the tokenizer's metadata."""
+    import gguf
+
+    layers, heads, kv = (
+        config.num_hidden_layers,
+        config.num_attention_heads,
+        config.num_key_value_heads,
+    )
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(f"swiftwriter-test-{kind.lower()}")
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv)
+    writer.add_rope_dimension_count(config.hidden_size // heads)
+    writer.add_rope_freq_base(float(getattr(config, "rope_theta", 10000.0)))
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_vocab_size(config.vocab_size)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M if kind == "Q4_K_M" else 0)
+    tokenizer_fields(writer)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, layers)
+    for hf_name, data in tensors:
+        name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
+        if name is None:
+            continue
+        if name.endswith("attn_q.weight"):
+            data = permute_rows(data, heads)
+        elif name.endswith("attn_k.weight"):
+            data = permute_rows(data, kv)
+        if data.ndim != 2:
+            writer.add_tensor(name, data.astype(np.float32))
+            continue
+        chosen = mixture_type(name, kind, layers)
+        if chosen in K_TYPES and data.shape[1] % 256:
+            chosen = "Q8_0"  # as llama.cpp falls back where a row is not whole super-blocks
+        blocks = quantize(data, chosen)
+        if chosen in ("F32", "F16"):
+            writer.add_tensor(name, blocks)
+        else:
+            qtype = gguf.GGMLQuantizationType[chosen]
+            writer.add_tensor(name, blocks, raw_shape=blocks.shape, raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -1,0 +1,187 @@
+"""Weights kept in the GGUF file's blocks (engine/passes/quant.py, quant_linear.cpp): every type
+de-quantizes exactly as the gguf package does, a row's product is the same bits whatever else
+the pass holds (1 to 64 rows, other rows random) on every path this machine runs, the paths
+agree with each other, and speculation on a model built from a GGUF of each type writes plain
+decoding's text, greedy and sampled."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from gguf import GGMLQuantizationType, quants
+from swiftwriter.engine.passes import QUANT_TYPES, QuantLinear, QuantWeight, merge_projections
+from swiftwriter.engine.passes import quant as quant_mod
+
+pytestmark = pytest.mark.skipif(not quant_mod.available(), reason="no C++ compiler here")
+
+TYPES = list(QUANT_TYPES)
+K = 512  # two super-blocks of the K types, 16 blocks of the others
+
+
+def fp16_bytes(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.float16).view(np.uint8).reshape(*values.shape, 2)
+
+
+def random_blocks(kind: str, rows: int, k: int = K, seed: int = 0) -> np.ndarray:
+    """Random stored blocks whose scales are finite: random codes cover every value, and the
+    scales include the largest and a subnormal float16."""
+    rng = np.random.default_rng(seed)
+    qtype = QUANT_TYPES[kind]
+    per = quant_mod.block_size(qtype)
+    _, _, _, size = quant_mod.group_spec(qtype)
+    raw = rng.integers(0, 256, size=(rows, k // per, size), dtype=np.uint8)
+    scales = rng.uniform(1e-3, 2e-2, size=(rows, k // per)) * rng.choice([-1, 1], (rows, k // per))
+    scales.flat[0], scales.flat[1] = 65504.0, 6e-8  # float16's largest, and a subnormal
+    offsets = {"Q4_0": [0], "Q8_0": [0], "Q4_1": [0, 2], "Q4_K": [0, 2], "Q5_K": [0, 2],
+               "Q6_K": [208]}[kind]  # fmt: skip
+    for at in offsets:
+        raw[..., at : at + 2] = fp16_bytes(scales)
+    return raw.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_dequantization_matches_gguf_bit_for_bit(kind):
+    raw = random_blocks(kind, rows=37)  # not a whole number of 16-row tiles
+    weight = QuantWeight.from_blocks(raw, QUANT_TYPES[kind], K)
+    want = quants.dequantize(raw, GGMLQuantizationType[kind]).reshape(37, K)
+    got = weight.dense().numpy()
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("path", ["scalar", "best"])
+@pytest.mark.parametrize("kind", TYPES)
+def test_a_rows_product_is_the_same_whatever_shares_the_pass(kind, path):
+    weight = QuantWeight.from_blocks(random_blocks(kind, rows=48), QUANT_TYPES[kind], K)
+    gen = torch.Generator().manual_seed(QUANT_TYPES[kind])
+    row = torch.randn(1, K, generator=gen)
+    alone = weight.linear(row, path=path)
+    for rows in (1, 2, 3, 5, 8, 9, 16, 17, 33, 64):
+        batch = torch.randn(rows, K, generator=gen) * 3
+        at = rows // 2
+        batch[at] = row[0]
+        out = weight.linear(batch, path=path)
+        assert torch.equal(out[at], alone[0]), (rows, path)
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_every_path_this_machine_runs_gives_the_same_bits(kind):
+    weight = QuantWeight.from_blocks(random_blocks(kind, rows=40, seed=3), QUANT_TYPES[kind], K)
+    x = torch.randn(11, K, generator=torch.Generator().manual_seed(5))
+    paths = {
+        name: code for name, code in quant_mod.PATHS.items() if code in quant_mod.kernel().paths()
+    }
+    assert "scalar" in paths and len(paths) >= 2
+    outs = {name: weight.linear(x, path=name) for name in paths}
+    for name, out in outs.items():
+        assert torch.equal(out, outs["scalar"]), name
+    bf16 = weight.linear(x.bfloat16(), float_out=True)
+    assert torch.equal(bf16, weight.linear(x.bfloat16().float(), float_out=True))
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_the_product_is_the_weights_product_within_the_inputs_rounding(kind):
+    """Inputs are rounded to 8 bits per block, as llama.cpp rounds them: within 2% of the
+    exact product over the de-quantized weights."""
+    weight = QuantWeight.from_blocks(random_blocks(kind, rows=64, seed=4), QUANT_TYPES[kind], K)
+    x = torch.randn(6, K, generator=torch.Generator().manual_seed(6))
+    exact = x.double() @ weight.dense().double().T
+    got = weight.linear(x).double()
+    assert float((got - exact).norm() / exact.norm()) < 0.02
+
+
+@pytest.mark.parametrize("kind", ["Q4_1", "Q6_K"])
+def test_rows_taken_and_joined_keep_their_bits(kind):
+    raw = random_blocks(kind, rows=45, seed=8)
+    whole = QuantWeight.from_blocks(raw, QUANT_TYPES[kind], K)
+    order = [44, 3, 3, 17, 0, 31]
+    taken = whole.take(order)
+    assert torch.equal(
+        taken.packed, QuantWeight.from_blocks(raw[order], QUANT_TYPES[kind], K).packed
+    )
+    parts = [
+        QuantWeight.from_blocks(raw[a:b], QUANT_TYPES[kind], K)
+        for a, b in ((0, 7), (7, 32), (32, 45))
+    ]
+    joined = QuantWeight.join(parts)
+    assert joined.n == 45 and torch.equal(joined.packed, whole.packed)
+
+
+# --- models built from GGUF files of each type ---------------------------------------------
+
+
+def tiny_config():
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        vocab_size=256, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=0, eos_token_id=1, tie_word_embeddings=False, rms_norm_eps=1e-5,
+    )  # fmt: skip
+
+
+def tiny_tensors(config, seed: int = 0):
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    with torch.no_grad():
+        model.lm_head.weight.mul_(8.0)  # real preferences, as tests/conftest.py's models
+    return [(name, t.detach().numpy()) for name, t in model.state_dict().items()]
+
+
+_STORED: dict = {}
+
+
+def stored_model(kind: str, tmp_path_factory):
+    if kind not in _STORED:
+        from swiftwriter.bench import ggufgen
+        from swiftwriter.modelstore import gguf_weights
+
+        config = tiny_config()
+        path = tmp_path_factory.mktemp("gguf") / f"tiny-{kind}.gguf"
+        ggufgen.write_llama(path, config, tiny_tensors(config), kind, lambda writer: None)
+        model = gguf_weights.build(config, path, torch.float32).model
+        merge_projections(model)
+        _STORED[kind] = model
+    return _STORED[kind]
+
+
+@pytest.mark.parametrize("kind", TYPES)
+def test_a_model_from_a_gguf_file_keeps_its_blocks(kind, tmp_path_factory):
+    model = stored_model(kind, tmp_path_factory)
+    layer = model.model.layers[0]
+    assert isinstance(layer.self_attn.q_proj, QuantLinear)
+    assert layer.self_attn.q_proj.qweight.name == kind
+    assert isinstance(model.lm_head, QuantLinear)
+    assert not any(p.numel() > 256 * 2 for p in model.parameters())  # no float weight matrix
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("kind", TYPES)
+def test_tokenswift_on_stored_blocks_writes_plain_decodings_text(kind, tmp_path_factory):
+    from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+    from swiftwriter.engine.decoding.history_source import HistorySource
+
+    from tests.engine.wrong_source import WrongAndSlow
+
+    model = stored_model(kind, tmp_path_factory)
+    rng = random.Random(kind)
+    prompt = [rng.randrange(2, 250) for _ in range(24)]
+    drafting = DraftSettings(sources=("ngram", "suffix"), max_nodes=12, adaptive=False)
+
+    def generate(sampling, drafting, sources=()):
+        gen = Generator(model, sampling, drafting, sources=list(sources), calibrate=False)
+        return [t for event in gen.generate(prompt, 48) for t in event.tokens], gen.stats
+
+    greedy = SamplingSettings(greedy=True, penalty=1.1, window=64)
+    sampled = SamplingSettings(greedy=False, penalty=1.1, window=64, min_p=0.05, seed=7)
+    for sampling in (greedy, sampled):
+        plain, _ = generate(sampling, DraftSettings.plain())
+        history = prompt + plain[:30] + [rng.randrange(2, 250) for _ in range(24)]
+        sources = [HistorySource(sequences=[history]), WrongAndSlow("wrong", delay=0.0)]
+        got, stats = generate(sampling, drafting, sources)
+        assert got == plain, sampling.greedy
+        assert stats.accepted_drafts > 0, (sampling.greedy, "no speculation")
