@@ -20,7 +20,10 @@ from swiftwriter.modelstore.registry import ModelEntry
 
 log = logging.getLogger(__name__)
 
+STORED = "stored"  # a GGUF model's weights as the file stores them (modelstore/gguf_weights.py)
 DTYPE_NAMES = {
+    STORED: STORED,
+    "gguf": STORED,
     "float32": "float32",
     "fp32": "float32",
     "bfloat16": "bfloat16",
@@ -42,10 +45,13 @@ class LoadedModel:
     )
     drafter_status: str = "not checked"  # 'present: <folder>', 'missing' or 'mismatched: <why>'
     dtype_why: str = ""  # how `auto` chose the dtype ("" when chosen by hand)
+    stored: str = ""  # weights as stored: their types and the kernel's path
 
     def precision(self) -> str:
-        """'bfloat16 (auto: measured 23 ms vs float32 36 ms per token, 2026-12-05)'."""
-        return f"{self.dtype} ({self.dtype_why})" if self.dtype_why else self.dtype
+        """'bfloat16 (auto: measured 23 ms vs float32 36 ms per token, 2026-12-05)', or
+        'GGUF as stored: Q4_1 x210, Q8_0 x1 on AVX-512 VNNI (auto: ...)'."""
+        name = f"GGUF as stored: {self.stored}" if self.dtype == STORED else self.dtype
+        return f"{name} ({self.dtype_why})" if self.dtype_why else name
 
     def observe_plain(self, seconds_per_token: float) -> str:
         """A take timed plain decoding at this speed: mark the remembered CPU dtype choice
@@ -114,11 +120,16 @@ def _seeded():
 
 def choose_dtype(costs: dict[str, dict]) -> str:
     """The dtype whose one-token plus 8-token pass costs least; bfloat16 must win by 10% to be
-    chosen (it pays only with bf16 matrix units; otherwise float32 is as exact and no slower)."""
+    chosen over float32 (it pays only with bf16 matrix units; otherwise float32 is as exact
+    and no slower); a GGUF's weights as stored, when measured, are chosen when they cost
+    least (they are the file's own weights, and the smallest in memory)."""
     total = {dtype: sum(c.values()) for dtype, c in costs.items()}
+    best = "float32"
     if "bfloat16" in total and total["bfloat16"] < 0.9 * total.get("float32", float("inf")):
-        return "bfloat16"
-    return "float32"
+        best = "bfloat16"
+    if STORED in total and total[STORED] <= total.get(best, float("inf")):
+        best = STORED
+    return best
 
 
 def pass_costs(seconds: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -143,7 +154,7 @@ def implausible_passes(seconds: dict[str, float]) -> str:
         if cost.get("8", 1.0) < 0.5 * cost.get("1", 0.0):
             return f"{dtype}'s 8-token pass cheaper than half its one-token pass"
     totals = [sum(c.values()) for c in costs.values()]
-    if len(totals) == 2 and max(totals) > DTYPES_APART * max(min(totals), 1e-9):
+    if len(totals) >= 2 and max(totals) > DTYPES_APART * max(min(totals), 1e-9):
         return f"the dtypes' passes {max(totals) / max(min(totals), 1e-9):.0f}x apart"
     return ""
 
@@ -155,17 +166,18 @@ def dtype_key(entry: ModelEntry) -> str:
     from swiftwriter.engine.passes import native_identity
 
     attention = native_identity() or "sdpa"
-    return f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}"
+    return f"dtype-pass-4|{entry.id}|{_machine_key()}|{attention}"
 
 
 def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:
     """The CPU dtype for `auto` (`.value`): the loaded model's real passes timed in float32 and
-    bfloat16 (both exact: every pass is batch-invariant), in two rounds of a few seconds, and
-    remembered per machine and model when they hold up."""
+    bfloat16, and for a GGUF model with its weights as stored (all exact: every pass is
+    batch-invariant), in two rounds of a few seconds, and remembered per machine and model
+    when they hold up."""
 
     def measure() -> dict:
         samples = {}
-        for dtype in ("float32", "bfloat16"):
+        for dtype in ("float32", "bfloat16", *([STORED] if not can_store(entry) else [])):
             # timing only: a folder stored in the other dtype serves as it is
             loaded = load(entry, device="cpu", dtype=dtype, with_drafter=False, exact=False)
             for n, times in time_passes(loaded.model).items():
@@ -201,9 +213,10 @@ def dtype_reason(found: measurements.Measured) -> str:
     (the one-token passes; a measurement not remembered says why)."""
     costs = pass_costs(found.seconds)
     chosen = str(found.value)
-    other = "float32" if chosen == "bfloat16" else "bfloat16"
-    if "1" not in costs.get(chosen, {}) or "1" not in costs.get(other, {}):
+    others = [d for d in costs if d != chosen and "1" in costs[d]]
+    if "1" not in costs.get(chosen, {}) or not others:
         return "auto: measured"
+    other = min(others, key=lambda d: costs[d]["1"])  # the runner-up
     when = found.date if found.remembered else "now, not remembered: " + found.unquiet[0]
     return (
         f"auto: measured {ms(costs[chosen]['1'])} vs {other} {ms(costs[other]['1'])} per token, "
@@ -315,7 +328,9 @@ def pick_dtype_why(entry: ModelEntry, device: str, dtype: str = "auto") -> tuple
             native = "computes" if dtype == "bfloat16" else "has no"
             why = f"auto: this GPU {native} bfloat16 natively"
     if dtype not in DTYPE_NAMES:
-        raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
+        raise UserError(
+            f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)"
+        )
     return DTYPE_NAMES[dtype], why
 
 
@@ -420,6 +435,8 @@ def load(
     device = pick_device(device)
     chosen = dtype == "auto"
     dtype, why = pick_dtype_why(entry, device, dtype)
+    if dtype == STORED:
+        return _load_stored(entry, device, why, with_drafter, device_map)
     folder: Path = provision.folder_for(entry, dtype) if exact else entry.folder()
     log.debug(
         "loading %s from %s on %s in %s (%s), device map %s",
@@ -473,6 +490,55 @@ def load(
         type(model).__name__,
         loaded.drafter_status if with_drafter else "not asked",
     )
+    return loaded
+
+
+def can_store(entry: ModelEntry) -> str:
+    """Why `entry` cannot run its weights as stored here ("" when it can)."""
+    if entry.source not in provision.GGUF_SOURCES:
+        return f"{entry.name} is not a GGUF model: only a GGUF file's weights run as stored"
+    from swiftwriter.engine.passes import quant_available, quant_unavailable
+
+    if not quant_available():
+        return f"the stored-weights kernel cannot be built here ({quant_unavailable()})"
+    return ""
+
+
+def _load_stored(entry: ModelEntry, device: str, why: str, with_drafter: bool, device_map):
+    """The model computing from its GGUF file's blocks (modelstore/gguf_weights.py), on the
+    CPU, its activations in float32."""
+    import torch
+    from transformers import AutoConfig, AutoTokenizer
+
+    from swiftwriter.engine.passes import merge_projections, quant_path, set_exact
+    from swiftwriter.modelstore import gguf_weights
+
+    if device != "cpu" or device_map is not None:
+        raise UserError("GGUF weights run as stored on the CPU only: choose bfloat16 or float16")
+    refused = can_store(entry)
+    if refused:
+        raise UserError(refused)
+    folder, gguf = entry.folder(), provision.locate_gguf(entry)
+    kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+        config = AutoConfig.from_pretrained(folder, **kwargs)
+        built = gguf_weights.build(config, gguf, torch.float32)
+    except (OSError, ValueError) as exc:
+        raise UserError(f"Could not load model '{entry.id}' from {gguf}: {exc}") from exc
+    if built.note():
+        log.info("%s: %s", entry.id, built.note())
+    model = built.model
+    merge_projections(model)
+    set_exact(model, True)  # the kernel is row-invariant for any row count: exact costs nothing
+    kinds = ", ".join(f"{k} x{n}" for k, n in sorted(built.stored.items(), key=lambda kv: -kv[1]))
+    loaded = LoadedModel(
+        entry=entry, model=model, tokenizer=tokenizer, device="cpu", dtype=STORED,
+        dtype_why=why, stored=f"{kinds} on {quant_path()}",
+    )  # fmt: skip
+    if with_drafter:
+        loaded.drafter, loaded.drafter_status = load_drafter(loaded)
+    log.debug("loaded %s as stored: %s", entry.id, loaded.stored)
     return loaded
 
 

@@ -46,6 +46,7 @@ from swiftwriter.engine.passes.quant import (
 )
 from swiftwriter.engine.passes.quant import available as quant_available
 from swiftwriter.engine.passes.quant import path_name as quant_path
+from swiftwriter.engine.passes.quant import unavailable as quant_unavailable
 from swiftwriter.engine.passes.tree import Trie
 from swiftwriter.engine.passes.verify import ModelRunner, execution_device, to_host
 
@@ -77,6 +78,7 @@ __all__ = [
     "precision_line",
     "quant_available",
     "quant_path",
+    "quant_unavailable",
     "quantized_model",
     "row_classes",
     "row_values",

@@ -52,6 +52,13 @@ def available() -> bool:
     return kernel() is not None
 
 
+def unavailable() -> str | None:
+    """Why the kernel cannot be used here (None when it can, or was not asked for yet)."""
+    return native.extension_error(SOURCE_NAME) or (
+        f"switched off ({native.DISABLE_ENV}=0)" if native.disabled() else None
+    )
+
+
 def path_name() -> str:
     """The product path this machine runs (e.g. "AVX-512 VNNI"), for the precision line."""
     module = kernel()
