@@ -22,7 +22,7 @@ TORCH_ARGS  := "$(TORCH)"$(if $(strip $(TORCH_INDEX)), --extra-index-url "$(stri
 TORCH_ID    := $(shell printf '%s' '$(TORCH) $(TORCH_INDEX)' | cksum | cut -d' ' -f1)
 STAMP       := $(VENV)/.swiftwriter-installed-$(TORCH_ID)
 
-.PHONY: run test test-fast venv model lint format bench clean-venv
+.PHONY: run test test-fast venv model compare lint format bench clean-venv
 
 run: model
 	$(VENV)/bin/swiftwriter
@@ -50,8 +50,13 @@ $(STAMP): pyproject.toml
 
 model: venv
 	$(VENV)/bin/swiftwriter models prepare
-	# the tree-attention kernel, compiled once into the user's cache (falls back if it cannot)
+	# the native kernels (tree attention, products on GGUF blocks), compiled once into the
+	# user's cache (each falls back if it cannot be built)
 	$(PY) -c 'from swiftwriter.engine.passes import native; native.main()'
+
+# llama.cpp beside us in the bench (`bench --methods llamacpp,ar,tokenswift`): compiled here
+compare: venv
+	$(PIP) install -e ".[compare]"
 
 lint: venv
 	$(VENV)/bin/ruff check app tests experiments

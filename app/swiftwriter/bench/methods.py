@@ -35,6 +35,7 @@ from swiftwriter.engine.decoding.logits import LogitsPipeline, PipelineLogitsPro
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 
 METHODS = (
+    "llamacpp",
     "hf",
     "hf-lookup",
     "ar",
@@ -102,6 +103,14 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
         forward_passes=None if lookup else n,
         times=clock.times,
     )
+
+
+def _llamacpp(llama, prompt, n, sampling: SamplingSettings) -> MethodResult:
+    """llama.cpp's plain decoding on the same file (bench/llamacpp.py)."""
+    if llama is None:
+        raise ValueError("llamacpp needs the model's GGUF file loaded in llama.cpp")
+    tokens, seconds, times = llama.generate(list(prompt), n, sampling)
+    return MethodResult("llamacpp", tokens, seconds, n, extra={"note": llama.note()}, times=times)
 
 
 def _ours(
@@ -205,6 +214,7 @@ def start_method(
     context: ContextSettings | None = None,
     partial_budget: int | None = None,
     context_limit: int | None = None,
+    llama=None,
 ):
     """One of our methods as a `Run` not yet started (transformers' methods, which cannot
     pause, run whole and return their `MethodResult`).
@@ -214,7 +224,10 @@ def start_method(
     context-limit policy of our methods (`hf` cannot slide a window: it stops at the limit);
     `partial_budget`: tokenswift's drafter fed by the draft-pass experiment on a partial cache
     of that size (None: fused drafting, as in the app); `context_limit`: a window smaller
-    than the model's context, for our methods."""
+    than the model's context, for our methods; `llama`: the file loaded in llama.cpp, for
+    `llamacpp` (bench/llamacpp.py)."""
+    if method == "llamacpp":
+        return _llamacpp(llama, prompt, n, sampling)
     if context is not None and context.policy == "slide" and method.startswith("hf"):
         raise ValueError(f"{method} has no sliding context window")
     name = method  # "-legacy": the same method on the earlier, non-invariant passes
@@ -320,6 +333,7 @@ def run_bench(
     turns: int = 0,
     segments: marathon.Segments | None = None,
     context_limit: int | None = None,
+    llama=None,
 ) -> dict:
     """Run each method `repeat` times (interleaved); keep the fastest run of each. `turns`:
     our methods take turns of that many tokens each (`Run`), instead of one after another.
@@ -356,6 +370,7 @@ def run_bench(
                 context=context,
                 partial_budget=partial_budget,
                 context_limit=context_limit,
+                llama=llama,
             )
             if not turns and segments is None:
                 runs[method] = _finish(runs[method])
@@ -427,8 +442,12 @@ def _ratio(reference: MethodResult | None, res: MethodResult, comparable: bool) 
     return round(reference.seconds / res.seconds, 3)
 
 
+def _per_token(res: MethodResult) -> float:
+    return res.seconds / max(1, len(res.tokens))
+
+
 def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
-    hf, ar = best.get("hf"), best.get("ar")
+    hf, ar, llama = best.get("hf"), best.get("ar"), best.get("llamacpp")
     report = {}
     for method, res in best.items():
         same_as_hf = None if hf is None else res.tokens == hf.tokens
@@ -442,7 +461,9 @@ def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
             "accepted_by_source": res.accepted_by_source,
             "output_sha256": output_hash(res.tokens),
         }
-        if sampling.greedy:
+        if method == "llamacpp":  # its own rounding: compared by time per token only
+            pass
+        elif sampling.greedy:
             row["identical_to_hf"] = same_as_hf
             row["identical_to_ar"] = same_as_ar
             row["speedup_vs_hf"] = _ratio(hf, res, bool(same_as_hf))
@@ -466,6 +487,8 @@ def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
                 round(hf.seconds / res.seconds, 3) if hf is not None and res.seconds else None
             )
             row["speedup_vs_ar"] = _ratio(ar, res, bool(same_as_ar))
+        if llama is not None:  # another engine's own text: compared by time per token
+            row["speedup_vs_llamacpp"] = round(_per_token(llama) / _per_token(res), 3)
         row["quality"] = quality.summary(res.tokens)
         row["curve"] = curves.curve(
             res.times,
@@ -500,6 +523,7 @@ def run_seeds(
     turns: int = 0,
     segments: marathon.Segments | None = None,
     context_limit: int | None = None,
+    llama=None,
 ) -> dict[int, dict]:
     """One `run_bench` per seed, every method sampling with that seed: {seed: report}
     (`warmup`: warm the kernels before the first seed; a suite warms before its first prompt)."""
@@ -523,6 +547,7 @@ def run_seeds(
             turns=turns,
             segments=segments,
             context_limit=context_limit,
+            llama=llama,
         )
     return runs
 
@@ -608,14 +633,16 @@ def format_table(report: dict) -> str:
     lines = [
         f"{'method':18} {'tokens':>6} {'seconds':>8} {'tok/s':>7} {'tau':>6} "
         f"{'ms/step host+model':>18} {'vs ar':>10} "
-        f"{'vs hf':>10} {'=ar':>4} {'=hf':>4} {'distinct-1/2/3/4':>19} {'rep4':>5}  "
-        "accepted by source"
+        f"{'vs hf':>10} {'vs llama':>9} {'=ar':>4} {'=hf':>4} {'distinct-1/2/3/4':>19} "
+        f"{'rep4':>5}  accepted by source"
     ]
     for method, row in report.items():
+        llama = row.get("speedup_vs_llamacpp")
         lines.append(
             f"{method:18} {row['tokens']:6d} {row['seconds']:8.2f} {row['tokens_per_s']:7.2f} "
             f"{(row['tau'] or 0):6.2f} {_step_cell(row):>18} "
             f"{_speed_cell(row, 'ar'):>10} {_speed_cell(row, 'hf'):>10} "
+            f"{'-' if llama is None else f'{llama:.2f}x':>9} "
             f"{_same_cell(row.get('identical_to_ar'), 'ar' in report):>4} "
             f"{_same_cell(row.get('identical_to_hf'), 'hf' in report):>4} "
             f"{_quality_cells(row)}  {row['accepted_by_source'] or ''}"
@@ -626,6 +653,7 @@ def format_table(report: dict) -> str:
         for method, row in report.items()
         if (d := row.get("first_divergence")) and d.get("gap") is not None
     ]
+    notes += [f"{method}: {row['note']}" for method, row in report.items() if row.get("note")]
     return "\n".join(lines + notes)
 
 

@@ -405,6 +405,7 @@ def run(args: argparse.Namespace) -> int:
             "allowed_length": args.dry_allowed_length,
         },
     }
+    llama = _llamacpp(entry, methods, prompts, args.max_new_tokens, meta)
     meta["segment"] = args.segment or None
     meta["context_limit"] = args.context_limit
     meta["slide_mode"] = args.slide_mode if args.context_policy == "slide" else None
@@ -448,6 +449,7 @@ def run(args: argparse.Namespace) -> int:
             turns=args.turns,
             segments=segments,
             context_limit=args.context_limit,
+            llama=llama,
         )
         for seed, seed_report in runs.items():
             if len(runs) > 1:
@@ -644,6 +646,31 @@ def _verify_cost(entry, args) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2))
     return 0
+
+
+def _llamacpp(entry, methods: list[str], prompts, max_new_tokens: int, meta: dict):
+    """The model's GGUF file loaded in llama.cpp when `llamacpp` is asked for, on our thread
+    count; where it cannot run, the method is dropped and one line says why."""
+    if "llamacpp" not in methods:
+        return None
+    import torch
+
+    from swiftwriter.bench import llamacpp
+    from swiftwriter.modelstore import provision
+
+    why = llamacpp.unavailable()
+    if not why and entry.source not in provision.GGUF_SOURCES:
+        why = f"{entry.name} is not a GGUF model: llama.cpp needs its file"
+    if why:
+        methods.remove("llamacpp")
+        print(f"llamacpp: {why}", file=sys.stderr)
+        meta["llamacpp"] = why
+        return None
+    context = max(len(prompt) for _, prompt in prompts) + max_new_tokens + 16
+    llama = llamacpp.LlamaCpp(provision.locate_gguf(entry), context, torch.get_num_threads())
+    meta["llamacpp"] = llama.note()
+    print(f"llamacpp: {llama.note()}", file=sys.stderr)
+    return llama
 
 
 def _verify_curve(entry, args) -> int:

@@ -373,3 +373,6 @@ def main() -> None:
         print("tree-attention kernel: ready")
     elif notice() is None:  # a failed build has said why already (tree_attention)
         print(f"tree-attention kernel: unavailable ({unavailable()})")
+    source = "quant_linear.cpp"
+    built = extension(source) is not None
+    print(f"GGUF-block kernel: {'ready' if built else f'unavailable ({extension_error(source)})'}")
