@@ -328,9 +328,7 @@ def pick_dtype_why(entry: ModelEntry, device: str, dtype: str = "auto") -> tuple
             native = "computes" if dtype == "bfloat16" else "has no"
             why = f"auto: this GPU {native} bfloat16 natively"
     if dtype not in DTYPE_NAMES:
-        raise UserError(
-            f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)"
-        )
+        raise UserError(f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)")
     return DTYPE_NAMES[dtype], why
 
 

@@ -57,9 +57,11 @@ class ModelRunner:
         self.lazy_head = self.backend.lazy_head  # else the model's own head runs in the pass
         self.device = execution_device(self.lm_head if self.lm_head is not None else model)
         self.input_device = execution_device(model.get_input_embeddings())
-        self.dtype = compute_dtype(model) if hasattr(model, "get_decoder") else next(
-            model.parameters()
-        ).dtype
+        self.dtype = (
+            compute_dtype(model)
+            if hasattr(model, "get_decoder")
+            else next(model.parameters()).dtype
+        )
         self.prefill_chunk = prefill_chunk
         self.cache = growing_cache(self.config)
         # True when every row of a pass equals the one-token pass bit for bit (invariant.py);
