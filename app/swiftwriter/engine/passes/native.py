@@ -22,6 +22,7 @@ import logging
 import os
 import platform
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,9 @@ PAIRS_ENV = "SWIFTWRITER_NATIVE_PAIRS"
 # "0" builds the kernel without it (for comparing the two)
 AMX_ENV = "SWIFTWRITER_NATIVE_AMX"
 
-_loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
+# "module" -> the built module, or "error" -> why not; "distrusted": a build found and not
+# loaded (not this user's alone, or not the file that was built), said once the build ends
+_loaded: dict[str, object] = {}
 
 
 def _cpu_flags() -> str:
@@ -119,13 +122,19 @@ def tree_attention():
         module = _build()
         _self_check(module)
     except Exception as exc:  # no compiler, a failed build, a wrong result: fall back
-        _loaded["error"] = f"{type(exc).__name__}: {exc}".strip()[:500]
+        error = f"{type(exc).__name__}: {exc}".strip()
+        if "distrusted" in _loaded:
+            error = f"{_loaded['distrusted']}, and building it again failed: {error}"
+        _loaded["error"] = error[:800]
         # the log file keeps it; the writer gets one line, once (the error is remembered)
         log.info("tree-attention kernel unavailable: %s", _loaded["error"])
         print(f"swiftwriter: {notice()}", file=sys.stderr, flush=True)
         return None
     _loaded["module"] = module
     _loaded["name"] = getattr(module, "__name__", "native")
+    if "distrusted" in _loaded:
+        print(f"swiftwriter: tree-attention kernel: {_loaded['distrusted']}; built it again",
+              file=sys.stderr, flush=True)  # fmt: skip
     return module.tree_attention
 
 
@@ -232,10 +241,10 @@ def _build_with(cflags: list[str], ldflags: list[str]):
     from torch.utils.cpp_extension import load
 
     name = _name(cflags)
-    directory = build_dir() / name
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = _own_build_dir() / name
     with _one_builder(directory):
-        return load(
+        _distrust_planted(directory / f"{name}.so")
+        module = load(
             name=name,
             sources=[str(SOURCE)],
             extra_cflags=cflags,
@@ -243,6 +252,83 @@ def _build_with(cflags: list[str], ldflags: list[str]):
             build_directory=str(directory),
             verbose=False,
         )
+        _record(directory / f"{name}.so")
+        return module
+
+
+def _own_build_dir() -> Path:
+    """The kernels' folder, made for this user alone (0700). One an earlier version made under
+    umask 000 is closed to others (what it holds is checked before anything is loaded); one
+    that is not this user's own is never built in nor loaded from."""
+    folder = paths.own_folder(build_dir())
+    if hasattr(os, "geteuid"):
+        info = os.lstat(folder)
+        if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+            raise OSError(f"{folder} is not this user's own folder: no kernel is loaded from it")
+        if info.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+    return folder
+
+
+def _distrust_planted(library: Path) -> None:
+    """A build found in the kernel's folder is loaded only when no other user can have written
+    it and it is the very file this program's build recorded (its SHA-256, kept beside it).
+    Otherwise the folder is emptied for the builder to make it again, and one line says so
+    once the build has ended (in the notice where it failed)."""
+    directory = library.parent
+    if not os.path.lexists(directory):
+        paths.own_folder(directory)
+        return
+    why = paths.unsafe_to_load(library if os.path.lexists(library) else directory, build_dir())
+    if why is None and os.path.lexists(library):
+        why = _unrecorded(library)
+    if why is None:
+        return
+    log.info("tree-attention kernel: %s not loaded (%s)", library, why)
+    _loaded.setdefault("distrusted", f"{library} was not loaded ({why})")
+    if directory.is_symlink():
+        directory.unlink()
+    else:
+        shutil.rmtree(directory)
+    paths.own_folder(directory)
+
+
+def _checksum_file(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _recorded(library: Path) -> str | None:
+    try:
+        return _checksum_file(library).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _unrecorded(library: Path) -> str | None:
+    """Why `library` is not the file this program's build recorded, or None when it is."""
+    recorded = _recorded(library)
+    if recorded is None:
+        return "no checksum was recorded when it was built"
+    return None if recorded == _sha256(library) else "it is not the file that was built"
+
+
+def _record(library: Path) -> None:
+    """After a build: the library this user's alone, and its SHA-256 kept beside it."""
+    os.chmod(library, 0o700)  # the linker's mode passes through the umask (0777 with 000)
+    digest = _sha256(library)
+    if _recorded(library) != digest:
+        record = _checksum_file(library)
+        partial = record.with_name(record.name + ".partial")
+        partial.write_text(digest + "\n", encoding="ascii")
+        os.replace(partial, record)
 
 
 # how long a process waits for another one's build of the same kernel (a build takes about a
