@@ -118,6 +118,6 @@ def test_a_template_past_its_bounds_is_stopped_in_one_line(word_tokenizer, name)
 
 
 def test_a_template_too_long_is_refused(word_tokenizer):
-    tokenizer = with_template(word_tokenizer, "{# " + "x" * (1 << 20) + " #}")
-    with pytest.raises(UserError, match=r"has 1,048,582 characters \(limit 1,048,576\)"):
+    tokenizer = with_template(word_tokenizer, "{# " + "x" * (64 << 10) + " #}")
+    with pytest.raises(UserError, match=r"has 65,542 characters \(limit 65,536\)"):
         render_chat(tokenizer, MESSAGES, **CONTINUE)
