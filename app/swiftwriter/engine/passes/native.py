@@ -7,8 +7,9 @@ row and still computes each row as a function of its own keys alone, so a tree p
 little more than a one-token pass, and the one-token pass itself is no slower than SDPA.
 
 It is built with PyTorch's extension builder and the machine's C++ compiler into the user's
-cache (once per source, CPU and torch version; about a minute on two cores) and checked
-against PyTorch's attention before use. ninja comes with the package (found without PATH).
+cache (once per source, CPU and torch version; about a minute on two cores), loaded only when
+it is this user's alone and the very file that build recorded (anything else in the cache is
+built again), and checked against PyTorch's attention before use. ninja comes with the package (found without PATH).
 Without a compiler, or with SWIFTWRITER_NATIVE=0, `tree_attention()` returns None and the
 passes use PyTorch's attention: exact still, slower for trees (a failed build says why in one
 line, once). Which one a model uses is decided once, when its decoder is set up, so a run
