@@ -96,6 +96,8 @@ HOSTILE = {
                  "{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "~ would make"),
     "one string many times": ("{% set l = ['x' * 900000] * 100000 %}{{ l | join }}",
                               r"\|join would make"),
+    "joined generator": ("{% set l = ['x' * 900000] * 100000 %}{{ ''.join(l | select) }}",
+                         r"join\(\) would make"),
     "block of literals": ("{% macro m() %}{% for i in range(100000) %}" + "y" * 10000
                           + "{% endfor %}{% endmacro %}{% set v = m() %}", "a block would make"),
     "power": ("{{ 2 ** 1000000000 }}", r"int \*\* int would make"),

@@ -267,6 +267,10 @@ def _call_room(target, args, kwargs, limit: int) -> int | None:
     return None
 
 
+def _is_str_method(target, name: str) -> bool:
+    return isinstance(getattr(target, "__self__", None), str) and target.__name__ == name
+
+
 class _BoundedCode(CodeGenerator):
     """Jinja's code generator, with every loop's iterable counted item by item and `a ~ b`
     measured before it is joined."""
@@ -325,6 +329,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         if isinstance(__obj, LoopContext) and args:  # a recursive loop's next level
             args = (_each(args[0]), *args[1:])
         target = getattr(__obj, "__wrapped__", __obj)  # str.format, as the sandbox wraps it
+        if _is_str_method(target, "join") and args and not isinstance(args[0], (list, tuple)):
+            iterable = args[0]  # made a list, to be measured (a generator's items counted)
+            args = (list(iterable if isinstance(iterable, (str, dict)) else _each(iterable)),)
         room = _call_room(target, args, kwargs, budget.room)
         if room is not None:
             budget.allow(room, f"{getattr(target, '__name__', 'a call')}()")
