@@ -11,7 +11,7 @@ import sys
 
 from swiftwriter import __version__
 from swiftwriter.commands import bench, export, generate, heads, models, project
-from swiftwriter.errors import UsageError, UserError, printable
+from swiftwriter.errors import UsageError, UserError, is_native_panic, printable
 
 COMMANDS = [generate, models, heads, bench, export, project]
 
@@ -94,7 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except Exception as exc:  # noqa: BLE001 - one line here, the traceback in the log
+    except BaseException as exc:  # noqa: BLE001 - one line here, the traceback in the log
+        if not isinstance(exc, Exception) and not is_native_panic(exc):
+            raise  # SystemExit and the like
         from swiftwriter import logs
 
         line = logs.unexpected(args.command or "SwiftWriter", exc)

@@ -29,3 +29,11 @@ def _escape(match: re.Match) -> str:
     if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for a byte that is not UTF-8
         return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def is_native_panic(exc: BaseException) -> bool:
+    """A Rust library's panic surfaced by pyo3 (the tokenizers' regex engine giving up on a
+    pattern that backtracks without end): a BaseException, so `except Exception` misses it, yet
+    it means only that one call failed, not that the program must stop."""
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"

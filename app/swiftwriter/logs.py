@@ -15,7 +15,7 @@ from pathlib import Path
 
 import platformdirs
 
-from swiftwriter.paths import APP_NAME
+from swiftwriter.paths import APP_NAME, own_folder
 
 LOG_NAME = "swiftwriter.log"
 log = logging.getLogger("swiftwriter")
@@ -44,7 +44,7 @@ def setup() -> Path | None:
             log.removeHandler(handler)
             handler.close()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        own_folder(path.parent)
         handler = logging.handlers.RotatingFileHandler(
             path, maxBytes=1 << 20, backupCount=5, encoding="utf-8"
         )

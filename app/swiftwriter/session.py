@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
+from swiftwriter.chat_template import has_chat_template, template_ids
 from swiftwriter.context import STORY_MODES, StoryContext, assemble
 from swiftwriter.endings import TakeEnding, parse_stops
 from swiftwriter.engine.decoding.generator import Generator, StepEvent, context_length
@@ -541,18 +542,6 @@ def chat_template_of(tokenizer) -> Callable[[list[dict]], list[int]] | None:
     if not has_chat_template(tokenizer):
         return None
     return lambda messages: template_ids(tokenizer, messages, continue_final_message=True)
-
-
-def has_chat_template(tokenizer) -> bool:
-    return bool(getattr(tokenizer, "chat_template", None)) and hasattr(
-        tokenizer, "apply_chat_template"
-    )
-
-
-def template_ids(tokenizer, messages: list[dict], **options) -> list[int]:
-    """The ids of `messages` laid out by the tokenizer's chat template."""
-    out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=False, **options)
-    return list(out["input_ids"] if isinstance(out, dict) else out)
 
 
 def generate_into_document(

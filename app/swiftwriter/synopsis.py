@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from swiftwriter.chat_template import has_chat_template, template_ids
 from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.errors import UserError
-from swiftwriter.session import encoder_of, has_chat_template, template_ids
+from swiftwriter.session import encoder_of
 from swiftwriter.take import Take, TakeRequest
 
 SYSTEM = (

@@ -17,6 +17,7 @@ from swiftwriter import paths
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import measurements, provision
 from swiftwriter.modelstore.registry import ModelEntry
+from swiftwriter.modelstore.remote_code import check_remote_code
 
 log = logging.getLogger(__name__)
 
@@ -448,6 +449,8 @@ def load(
     if dtype == "float16" and device == "cpu" and device_map is None:
         check_cpu_float16(entry)
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
+    if entry.trust_remote_code:
+        check_remote_code(entry.id, folder)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
         model = _from_pretrained(
@@ -583,6 +586,8 @@ def load_placed(entry: ModelEntry, placement, dtype: str = "auto", context: int 
     if placement.max_memory:
         from transformers import AutoConfig
 
+        if entry.trust_remote_code:
+            check_remote_code(entry.id, entry.folder())
         config = AutoConfig.from_pretrained(
             entry.folder(), local_files_only=True, trust_remote_code=entry.trust_remote_code
         )

@@ -7,7 +7,7 @@ import threading
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal
 
-from swiftwriter.errors import UserError
+from swiftwriter.errors import UserError, is_native_panic
 
 
 class StoppableWorker(QObject):
@@ -34,7 +34,9 @@ class StoppableWorker(QObject):
             self._run()
         except UserError as exc:
             self.failed.emit(str(exc))
-        except Exception as exc:  # noqa: BLE001 - shown to the writer, never a crash
+        except BaseException as exc:  # noqa: BLE001 - shown to the writer, never a crash
+            if not isinstance(exc, Exception) and not is_native_panic(exc):
+                raise
             from swiftwriter import logs
 
             self.failed.emit(logs.unexpected(f"The {self.what}", exc))

@@ -1,16 +1,19 @@
 """The kernel's build tools: the venv's ninja is found when PATH does not lead to it (a venv
-used without activating it), a build that cannot happen says why in one line, once, and a
-build killed halfway does not hold every later start."""
+used without activating it), a build that cannot happen says why in one line, once, a build
+killed halfway does not hold every later start, and a build is loaded only when it is this
+user's alone and the very file that was built (its checksum recorded then)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from swiftwriter import paths
 from swiftwriter.engine.passes import native
 
 
@@ -107,6 +110,8 @@ def test_a_build_killed_halfway_does_not_hold_later_starts(tmp_path):
     done = child(code, tmp_path)  # a hang fails here (the child's timeout)
     assert done.returncode == 0, done.stderr
     assert not (folder / "lock").exists()
+    library = folder / f"{folder.name}.so"  # what was loaded is recorded, for this user alone
+    assert native._unrecorded(library) is None and stat.S_IMODE(library.stat().st_mode) == 0o700
 
 
 def test_a_live_build_is_waited_for_and_its_lock_left_alone(tmp_path):
@@ -123,3 +128,70 @@ def test_a_live_build_is_waited_for_and_its_lock_left_alone(tmp_path):
         holder.wait()
     with native._one_builder(folder, wait_s=10):
         assert not (folder / "lock").exists()  # its holder died: the mark was stale
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def small_library(path: Path, answer: int = 42) -> Path:
+    """A tiny shared object made by the system's C compiler (the kernel needs one too)."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    source = path.with_name(f"{path.stem}-{answer}.c")
+    source.write_text(f"int answer(void) {{ return {answer}; }}\n")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(path), str(source)], check=True)
+    source.unlink()
+    return path
+
+
+@pytest.fixture
+def kernel_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWIFTWRITER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(native, "_loaded", {})
+    return paths.own_folder(native._own_build_dir() / "swiftwriter_tree_test")
+
+
+def test_a_recorded_build_of_this_users_own_is_loaded(kernel_folder):
+    library = small_library(kernel_folder / "swiftwriter_tree_test.so")
+    os.chmod(library, 0o777)  # as the linker makes it under umask 000
+    native._record(library)
+    assert mode(library) == 0o700 and native._unrecorded(library) is None
+    native._distrust_planted(library)
+    assert library.is_file() and "distrusted" not in native._loaded
+
+
+@pytest.mark.parametrize("change", ["unrecorded", "replaced", "writable", "open folder", "foreign"])
+def test_any_other_build_is_removed_before_it_can_be_loaded(kernel_folder, change, monkeypatch):
+    library = small_library(kernel_folder / "swiftwriter_tree_test.so")
+    native._record(library)
+    (kernel_folder / "tree_attention.o").write_bytes(b"")  # its objects go too
+    if change == "unrecorded":
+        native._checksum_file(library).unlink()
+    elif change == "replaced":
+        small_library(library, answer=7)
+    elif change == "writable":
+        os.chmod(library, 0o722)
+    elif change == "open folder":
+        os.chmod(kernel_folder, 0o777)
+    else:
+        monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)
+    native._distrust_planted(library)
+    assert list(kernel_folder.iterdir()) == [] and mode(kernel_folder) == 0o700
+    why = {"unrecorded": "no checksum was recorded when it was built",
+           "replaced": "it is not the file that was built",
+           "writable": f"{library} can be written by other users",
+           "open folder": f"{kernel_folder} can be written by other users",
+           "foreign": f"{library} belongs to another user"}[change]  # fmt: skip
+    assert native._loaded["distrusted"] == f"{library} was not loaded ({why})"
+
+
+def test_the_kernels_folder_is_this_users_alone(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWIFTWRITER_CACHE_DIR", str(tmp_path / "cache"))
+    folder = native.build_dir()
+    folder.mkdir(parents=True)
+    os.chmod(folder, 0o777)  # as an earlier version made it under umask 000
+    assert native._own_build_dir() == folder and mode(folder) == 0o700
+    monkeypatch.setattr(os, "geteuid", lambda: os.getuid() + 1)
+    with pytest.raises(OSError, match="is not this user's own folder"):
+        native._own_build_dir()

@@ -7,8 +7,9 @@ row and still computes each row as a function of its own keys alone, so a tree p
 little more than a one-token pass, and the one-token pass itself is no slower than SDPA.
 
 It is built with PyTorch's extension builder and the machine's C++ compiler into the user's
-cache (once per source, CPU and torch version; about a minute on two cores) and checked
-against PyTorch's attention before use. ninja comes with the package (found without PATH).
+cache (once per source, CPU and torch version; about a minute on two cores), loaded only when
+it is this user's alone and the very file that build recorded (anything else in the cache is
+built again), and checked against PyTorch's attention before use. ninja comes with the package (found without PATH).
 Without a compiler, or with SWIFTWRITER_NATIVE=0, `tree_attention()` returns None and the
 passes use PyTorch's attention: exact still, slower for trees (a failed build says why in one
 line, once). Which one a model uses is decided once, when its decoder is set up, so a run
@@ -22,6 +23,7 @@ import logging
 import os
 import platform
 import shutil
+import stat
 import sys
 import time
 from pathlib import Path
@@ -49,7 +51,9 @@ PAIRS_ENV = "SWIFTWRITER_NATIVE_PAIRS"
 # "0" builds the kernel without it (for comparing the two)
 AMX_ENV = "SWIFTWRITER_NATIVE_AMX"
 
-_loaded: dict[str, object] = {}  # "module" -> the built module, or "error" -> why not
+# "module" -> the built module, or "error" -> why not; "distrusted": a build found and not
+# loaded (not this user's alone, or not the file that was built), said once the build ends
+_loaded: dict[str, object] = {}
 
 
 def _cpu_flags() -> str:
@@ -77,7 +81,12 @@ def _name(flags: list[str] | None = None, source: Path = SOURCE) -> str:
     for part in (source.read_bytes(), _cpu_flags().encode(), torch.__version__.encode()):
         digest.update(part)
     digest.update(" ".join(flags).encode())
-    return f"swiftwriter_{_STEMS.get(source.name, source.stem)}_{digest.hexdigest()[:12]}"
+    return f"{_family(source)}_{digest.hexdigest()[:12]}"
+
+
+def _family(source: Path) -> str:
+    """A kernel's build name without the digest of its source, flags, CPU and torch."""
+    return f"swiftwriter_{_STEMS.get(source.name, source.stem)}"
 
 
 # the build names' stems: the tree kernel keeps the name its builds always had
@@ -123,17 +132,24 @@ def tree_attention():
         module = _build()
         _self_check(module)
     except Exception as exc:  # no compiler, a failed build, a wrong result: fall back
-        _loaded["error"] = f"{type(exc).__name__}: {exc}".strip()[:500]
+        error = f"{type(exc).__name__}: {exc}".strip()
+        if "distrusted" in _loaded:
+            error = f"{_loaded['distrusted']}, and building it again failed: {error}"
+        _loaded["error"] = error[:800]
         # the log file keeps it; the writer gets one line, once (the error is remembered)
         log.info("tree-attention kernel unavailable: %s", _loaded["error"])
         print(f"swiftwriter: {notice()}", file=sys.stderr, flush=True)
         return None
     _loaded["module"] = module
     _loaded["name"] = getattr(module, "__name__", "native")
+    if "distrusted" in _loaded:
+        print(f"swiftwriter: tree-attention kernel: {_loaded['distrusted']}; built it again",
+              file=sys.stderr, flush=True)  # fmt: skip
     return module.tree_attention
 
 
 _extensions: dict[str, object] = {}  # source name -> the built module, or the error's text
+_rebuilt: dict[str, str] = {}  # an extension's `_family` -> the untrusted build it replaced
 
 
 def extension(source_name: str):
@@ -145,13 +161,18 @@ def extension(source_name: str):
     found = _extensions.get(source_name)
     if found is not None:
         return None if isinstance(found, str) else found
+    source = SOURCE.with_name(source_name)
     try:
-        module = _build(SOURCE.with_name(source_name))
+        module = _build(source)
     except Exception as exc:  # no compiler, a failed build: the caller falls back
         _extensions[source_name] = f"{type(exc).__name__}: {exc}".strip()[:500]
         log.info("%s unavailable: %s", source_name, _extensions[source_name])
         return None
     _extensions[source_name] = module
+    replaced = _rebuilt.pop(_family(source), None)
+    if replaced:
+        print(f"swiftwriter: {source.stem} kernel: {replaced}; built it again",
+              file=sys.stderr, flush=True)  # fmt: skip
     return module
 
 
@@ -263,10 +284,10 @@ def _build_with(cflags: list[str], ldflags: list[str], source: Path = SOURCE):
     from torch.utils.cpp_extension import load
 
     name = _name(cflags, source)
-    directory = build_dir() / name
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = _own_build_dir() / name
     with _one_builder(directory):
-        return load(
+        _distrust_planted(directory / f"{name}.so")
+        module = load(
             name=name,
             sources=[str(source)],
             extra_cflags=cflags,
@@ -274,6 +295,87 @@ def _build_with(cflags: list[str], ldflags: list[str], source: Path = SOURCE):
             build_directory=str(directory),
             verbose=False,
         )
+        _record(directory / f"{name}.so")
+        return module
+
+
+def _own_build_dir() -> Path:
+    """The kernels' folder, made for this user alone (0700). One an earlier version made under
+    umask 000 is closed to others (what it holds is checked before anything is loaded); one
+    that is not this user's own is never built in nor loaded from."""
+    folder = paths.own_folder(build_dir())
+    if hasattr(os, "geteuid"):
+        info = os.lstat(folder)
+        if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+            raise OSError(f"{folder} is not this user's own folder: no kernel is loaded from it")
+        if info.st_mode & 0o077:
+            os.chmod(folder, 0o700)
+    return folder
+
+
+def _distrust_planted(library: Path) -> None:
+    """A build found in the kernel's folder is loaded only when no other user can have written
+    it and it is the very file this program's build recorded (its SHA-256, kept beside it).
+    Otherwise the folder is emptied for the builder to make it again, and one line says so
+    once the build has ended (in the notice where it failed)."""
+    directory = library.parent
+    if not os.path.lexists(directory):
+        paths.own_folder(directory)
+        return
+    why = paths.unsafe_to_load(library if os.path.lexists(library) else directory, build_dir())
+    if why is None and os.path.lexists(library):
+        why = _unrecorded(library)
+    if why is None:
+        return
+    log.info("%s not loaded (%s)", library, why)
+    family = library.name.rsplit("_", 1)[0]  # the build's name without its digest
+    if family == _family(SOURCE):
+        _loaded.setdefault("distrusted", f"{library} was not loaded ({why})")
+    else:  # another kernel's (extension): said when it has been built again
+        _rebuilt.setdefault(family, f"{library} was not loaded ({why})")
+    if directory.is_symlink():
+        directory.unlink()
+    else:
+        shutil.rmtree(directory)
+    paths.own_folder(directory)
+
+
+def _checksum_file(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _recorded(library: Path) -> str | None:
+    try:
+        return _checksum_file(library).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _unrecorded(library: Path) -> str | None:
+    """Why `library` is not the file this program's build recorded, or None when it is."""
+    recorded = _recorded(library)
+    if recorded is None:
+        return "no checksum was recorded when it was built"
+    return None if recorded == _sha256(library) else "it is not the file that was built"
+
+
+def _record(library: Path) -> None:
+    """After a build: the library this user's alone, and its SHA-256 kept beside it."""
+    os.chmod(library, 0o700)  # the linker's mode passes through the umask (0777 with 000)
+    digest = _sha256(library)
+    if _recorded(library) != digest:
+        record = _checksum_file(library)
+        partial = record.with_name(record.name + ".partial")
+        partial.write_text(digest + "\n", encoding="ascii")
+        os.replace(partial, record)
 
 
 # how long a process waits for another one's build of the same kernel (a build takes about a
