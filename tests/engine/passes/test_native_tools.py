@@ -44,7 +44,7 @@ def test_the_builder_gets_ninja_on_its_path_only_while_building(monkeypatch, tmp
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(native, "_compiler", lambda: "/usr/bin/c++")
     seen = []
-    monkeypatch.setattr(native, "_build_threaded", lambda: seen.append(os.environ["PATH"]))
+    monkeypatch.setattr(native, "_build_threaded", lambda source: seen.append(os.environ["PATH"]))
     native._build()
     folder = os.path.dirname(native.find_ninja())
     assert seen == [os.pathsep.join([folder, str(tmp_path)])]
