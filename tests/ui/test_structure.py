@@ -33,7 +33,8 @@ def test_add_inside_a_chapter_makes_a_scene_that_exports_as_one(qtbot, window, m
     assert item.text(1) == "scene"  # the Kind column
     manuscript = manuscript_from_project(window.project)
     assert [(s.kind, s.level) for s in manuscript.sections][:2] == [("chapter", 1), ("scene", 2)]
-    assert "## New scene" in render_markdown(manuscript)  # under the chapter, not beside it
+    report = render_markdown(manuscript, style="report")
+    assert "## New scene" in report  # under the chapter, not beside it
     novel = build_document(manuscript, style="novel")  # a novel's scene: a break, no heading
     styles = [(p.style.name, p.text) for p in novel.paragraphs]
     assert ("Heading 2", "New scene") not in styles and ("Heading 1", "Chapter 1") in styles
