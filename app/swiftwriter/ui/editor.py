@@ -192,6 +192,16 @@ class Editor(QPlainTextEdit):
         self.document().contentsChange.connect(self._on_change)
         self.textChanged.connect(self._schedule_count)
 
+    def _marked_misspelt(self, cursor: QTextCursor) -> bool:
+        """Whether the word `cursor` selects is one the spell check underlines (the same rule:
+        a capitalised word is checked at the start of a sentence only)."""
+        speller = self.highlighter.speller
+        if speller is None:
+            return False
+        block = cursor.block().text()
+        start = len(text_before(block, cursor.selectionStart() - cursor.block().position()))
+        return any(a == start for a, _ in speller.misspelt(block))
+
     def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         self.context_menu(event.pos()).exec(event.globalPos())
 
@@ -201,10 +211,9 @@ class Editor(QPlainTextEdit):
         cursor = self.cursorForPosition(pos)
         cursor.select(QTextCursor.SelectionType.WordUnderCursor)
         word = cursor.selectedText()
-        speller = self.highlighter.speller
-        if speller is not None and word and not speller.known(word) and not word[0].isupper():
+        if word and self._marked_misspelt(cursor):
             first = menu.actions()[0] if menu.actions() else None
-            for suggestion in speller.suggestions(word) or []:
+            for suggestion in self.highlighter.speller.suggestions(word) or []:
                 action = menu.addAction(suggestion)
                 action.triggered.connect(lambda _=False, c=cursor, s=suggestion: c.insertText(s))
                 menu.insertAction(first, action)

@@ -440,6 +440,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.notes.set_project(project)
         apply_state(self.panel, load_project_state(project))
         self.panel.set_stop_sequences(project.stop_sequences)
+        self.spelling.learn_names(project)  # before a document is shown and checked
         self.tree.set_project(project)
         if self.doc_id is None:
             self.editor.set_text("")
