@@ -493,6 +493,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if not self.project.readonly:
             self.backup_now()
         self.takes.reset()
+        self.stats_dock.reset()  # the last take's figures belong to this project
         project, self.project, self.doc_id = self.project, None, None
         self.tree.set_project(None)
         self.notes.set_project(None)

@@ -263,8 +263,11 @@ class StatsDock(QDockWidget):
         self.updates = 0
 
     def reset(self) -> None:
+        """Back to dashes: a new take starts, or the project it measured is closed."""
         for label in self.labels.values():
             label.setText("–")
+            label.setToolTip("")
+        self.summary.setText("")
         self.chart.clear()
         self.last = None
         self.updates = 0
