@@ -85,3 +85,21 @@ def test_the_outline_goes_with_its_project(qtbot, window, make_project):
     outline._set_kind(doc_id, "part")
     assert planning.statuses(window.project) == {}
     assert [d.kind for d in window.project.documents()] == ["chapter", "chapter"]
+
+
+def test_a_chapters_outline_row_counts_its_scenes(qtbot, window, tmp_path):
+    """A chapter whose text is all in its scenes showed 0 words in the Outline (issue 63)."""
+    from swiftwriter.store import Project
+
+    path = tmp_path / "Scenes.swiftwriter"
+    with Project.create(path, title="Scenes") as project:
+        part = project.add_document("Part One", "", kind="part")
+        chapter = project.add_document("Chapter 1", "Dawn.", parent_id=part.id, kind="chapter")
+        for text in ("The boat came in.", "Elena waited on the wall."):
+            project.add_document("Scene", text, parent_id=chapter.id, kind="scene")
+        project.add_document("Chapter 2", "one two", parent_id=part.id, kind="chapter")
+    window.open_project(path)
+    outline = window.open_outline()
+    words = [outline.table.item(r, WORDS).text() for r in range(outline.table.rowCount())]
+    assert words == ["12", "10", "4", "5", "2"]  # part, chapter 1 with its scenes, ...
+    outline.close()
