@@ -21,17 +21,18 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QCheckBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from swiftwriter.export.mdparse import MarkdownParser
+from swiftwriter.ui.fitting import FoldingRow
 from swiftwriter.words import count_words
 
 
@@ -464,25 +465,19 @@ class FindBar(QWidget):
         prev_btn = QPushButton("Previous")
         replace_btn = QPushButton("Replace")
         all_btn = QPushButton("Replace all")
-        close_btn = QPushButton("×")
-        close_btn.setFlat(True)
-        row = QHBoxLayout()
-        row.setContentsMargins(8, 4, 8, 4)
+        close_btn = QToolButton(text="×", toolTip="Close (Esc)", autoRaise=True)
         for edit in (self.find_edit, self.replace_edit):
             edit.setMinimumWidth(110)
-        row.addWidget(self.find_edit, 2)
-        for w in (prev_btn, next_btn):
-            row.addWidget(w)
-        row.addWidget(self.replace_edit, 2)
-        for w in (replace_btn, all_btn):
-            row.addWidget(w)
-        row.addWidget(self.case)
-        row.addWidget(self.whole)
-        row.addWidget(self.status, 1)
-        row.addWidget(close_btn)
+        # one line where the editor is wide; three where it is not (focus mode's column, a
+        # small screen): the bar never makes the window wider than its screen
+        row = FoldingRow([
+            [(self.find_edit, 2), (prev_btn, 0), (next_btn, 0)],
+            [(self.replace_edit, 2), (replace_btn, 0), (all_btn, 0)],
+            [(self.case, 0), (self.whole, 0), (self.status, 1), (close_btn, 0)],
+        ])  # fmt: skip
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
+        layout.addWidget(row)
         self.find_edit.returnPressed.connect(self.find_next)
         next_btn.clicked.connect(self.find_next)
         prev_btn.clicked.connect(lambda: self.find_next(backward=True))
