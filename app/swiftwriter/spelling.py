@@ -2,8 +2,9 @@
 likeliest corrections. Dictionaries come with pyspellchecker (English, German, French,
 Spanish, Italian, Portuguese, Dutch, Russian, ...); the writer's own words (names, invented
 places) are kept in a word list. English accepts British spellings (colour, realise, centre,
-travelled) where the American form is in the dictionary. Capitalised words are left alone:
-in fiction they are mostly names."""
+travelled) where the American form is in the dictionary. A capitalised word is taken for a
+name (and left alone) where it stands inside a sentence, or where the project uses it as one;
+at the start of a sentence it is checked like any other, so 'Teh first boat' is caught."""
 
 from __future__ import annotations
 
@@ -13,6 +14,14 @@ from pathlib import Path
 
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ru")
 WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+# Before a sentence's first word: space, opening quotes, brackets, emphasis, a heading's or a
+# list item's mark; after the end of the one before: its mark and closing quotes or brackets.
+_OPENING = r"[\s\"'“‘«(\[*_#>\-–—\d.)]*"
+_PARAGRAPH_START = re.compile(_OPENING)
+_SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]*_]*\s" + _OPENING + "$")
+# Words a full stop follows without ending the sentence (Mr. Pender, St. Ives).
+_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "mt", "prof", "capt", "col", "gen", "lt", "sgt",
+                  "rev", "fr", "jr", "sr"}  # fmt: skip
 _BRITISH = (  # British ending -> American ending, tried when a word is unknown
     ("our", "or"),
     ("ours", "ors"),
@@ -39,6 +48,7 @@ class Speller:
     def __init__(self, language: str = "en", own_words: Iterable[str] = ()):
         self.language = language
         self.own = {w.lower() for w in own_words if w.strip()}
+        self.names: set[str] = set()  # the project's names (learn_names), lower case
         self.problem = ""
         self._checker = None
         try:
@@ -55,9 +65,7 @@ class Speller:
         return self._checker is not None
 
     def known(self, word: str) -> bool:
-        low = word.lower().replace("’", "'")
-        if low.endswith("'s"):  # the harbour's, Elena's
-            low = low[:-2]
+        low = _base(word)
         if low in self.own or not self._checker:
             return True
         if low in self._checker:
@@ -69,17 +77,30 @@ class Speller:
         return False
 
     def misspelt(self, text: str) -> list[tuple[int, int]]:
-        """(start, end) of each misspelt word of `text`, in order."""
+        """(start, end) of each misspelt word of `text` (a paragraph), in order."""
         if not self.ready:
             return []
         out = []
-        for m in WORD.finditer(text):
+        for m, starts_sentence in words_of(text):
             word = m.group(0)
-            if word[0].isupper() or len(word) < 2:
-                continue  # names, and the first word of a sentence written as a name would be
+            if len(word) < 2 or (word[0].isupper() and self._is_name(word, starts_sentence)):
+                continue
             if not self.known(word):
                 out.append((m.start(), m.end()))
         return out
+
+    def _is_name(self, word: str, starts_sentence: bool) -> bool:
+        return not starts_sentence or _base(word) in self.names
+
+    def learn_names(self, text: str, every_capital: bool = False) -> None:
+        """Take the capitalised words inside the sentences of `text` for names (all of them
+        with `every_capital`: a cast list starts its lines with names), so they pass at the
+        start of a sentence too."""
+        for paragraph in text.splitlines():
+            for m, starts_sentence in words_of(paragraph):
+                word = m.group(0)
+                if word[0].isupper() and (every_capital or not starts_sentence):
+                    self.names.add(_base(word))
 
     def suggestions(self, word: str, limit: int = 5) -> list[str]:
         """The likeliest corrections, most frequent first, in the word's own case."""
@@ -94,6 +115,32 @@ class Speller:
 
     def add(self, word: str) -> None:
         self.own.add(word.lower())
+
+
+def _base(word: str) -> str:
+    """The word as the dictionaries list it: lower case, without a possessive 's."""
+    low = word.lower().replace("’", "'")
+    return low[:-2] if low.endswith("'s") else low  # the harbour's, Elena's
+
+
+def words_of(text: str):
+    """Each word of a paragraph (a WORD match) with whether it starts a sentence: the first
+    word, or one after a sentence's end (not after an abbreviation or an initial)."""
+    previous, end = "", 0
+    for m in WORD.finditer(text):
+        gap = text[end : m.start()]
+        if not previous:
+            starts = _PARAGRAPH_START.fullmatch(gap) is not None
+        else:
+            starts = _SENTENCE_END.search(gap) is not None and not (
+                gap[:1] == "." and (previous.lower() in _ABBREVIATIONS or _is_initial(previous))
+            )
+        yield m, starts
+        previous, end = m.group(0), m.end()
+
+
+def _is_initial(word: str) -> bool:
+    return len(word) == 1 and word.isupper()
 
 
 def load_words(path: Path) -> set[str]:

@@ -101,7 +101,11 @@ def test_cli_exports_a_store_project_to_both_formats(tmp_path, capsys):
     text = md.read_text(encoding="utf-8")
     assert text.startswith('---\ntitle: "Store Book"\nauthor: "Store Author"\n---')
     assert "# Part A\n\n## Chapter A\n\nHello *there*." in text
-    assert "### Scene\n\nInside the scene." in text
+    # the novel style (the default), as in Word: the scene is set apart, not titled
+    assert "Bye.\n\n* * *\n\nInside the scene." in text and "Scene\n" not in text
+    report = tmp_path / "report.md"
+    assert main(["export", str(path), "--out", str(report), "--style", "report"]) == 0
+    assert "### Scene\n\nInside the scene." in report.read_text(encoding="utf-8")
     out = tmp_path / "out.docx"
     args = ["export", str(path), "--out", str(out), "--style", "report", "--page-breaks"]
     assert main(args) == 0

@@ -64,7 +64,7 @@ def test_report_round_trip_keeps_headings_paragraphs_and_emphasis(manuscript, tm
         ("Body Text", "The end of the chapter."),
         ("Heading 3", "Arrival"),
         ("Body Text", "She arrived at dawn."),
-        ("Heading 3", "Untitled"),
+        ("Scene Break", "* * *"),  # untitled: set apart, as in Markdown, not 'Untitled'
         ("Body Text", "He was late."),
         ("Heading 2", "Morning"),
         ("Body Text", "Coffee, then work."),

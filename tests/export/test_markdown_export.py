@@ -10,7 +10,7 @@ from swiftwriter.export.model import Manuscript, Section
 
 
 def test_headings_from_the_tree_and_bodies_verbatim(manuscript):
-    text = render_markdown(manuscript)
+    text = render_markdown(manuscript, style="report")
     assert text.startswith('---\ntitle: "The Long Night"\nauthor: "Ada Writer"\n---\n\n')
     lines = text.split("\n")
     headings = [line for line in lines if line.startswith("#")]
@@ -71,3 +71,24 @@ def test_emoji_rtl_and_control_characters(tmp_path):
 def test_windows_line_ends_become_unix():
     ms = Manuscript(sections=[Section(1, "A", "one\r\ntwo\r\n")])
     assert render_markdown(ms) == "# A\n\none\ntwo\n"
+
+
+@pytest.mark.parametrize("style", ["novel", "manuscript", "report"])
+def test_markdown_and_word_set_scenes_by_one_rule(manuscript, tmp_path, style):
+    """A titled scene in a novel: Word showed only '* * *', Markdown '### Arrival' (issue 63).
+    Both formats now ask model.opens_with_scene_break, in every style."""
+    import docx
+    from swiftwriter.export.request import ExportRequest, export_manuscript
+
+    md, word = tmp_path / "book.md", tmp_path / "book.docx"
+    export_manuscript(manuscript, md, ExportRequest(fmt="md", style=style))
+    export_manuscript(manuscript, word, ExportRequest(fmt="docx", style=style))
+    text = md.read_text(encoding="utf-8")
+    md_headings = [line.lstrip("#").strip() for line in text.splitlines() if line[:1] == "#"]
+    paragraphs = docx.Document(str(word)).paragraphs
+    word_headings = [p.text for p in paragraphs if p.style.name.startswith("Heading")]
+    assert md_headings == word_headings
+    titled = style == "report"
+    assert ("Arrival" in md_headings) == titled and "Untitled" not in md_headings
+    breaks = "She arrived at *dawn*.\n\n* * *\n\nHe was **late**."
+    assert breaks in text and ("The end of the chapter.\n\n* * *\n\nShe arrived" in text) != titled

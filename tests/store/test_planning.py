@@ -39,3 +39,13 @@ def test_kinds_and_statuses(tmp_path):
             planning.set_status(project, chapter, "done-ish")
         planning.set_status(project, chapter, "")
         assert planning.statuses(project) == {}
+
+
+def test_words_with_what_is_below_add_up_the_tree(tmp_path):
+    with Project.create(tmp_path / "w.swiftwriter", title="W") as project:
+        part = project.add_document("Part", "a", kind="part")
+        chapter = project.add_document("Ch", "b c", parent_id=part.id, kind="chapter")
+        scene = project.add_document("Sc", "d e f", parent_id=chapter.id, kind="scene")
+        alone = project.add_document("Alone", "g")
+        totals = planning.words_with_what_is_below(project.documents())
+    assert totals == {part.id: 6, chapter.id: 5, scene.id: 3, alone.id: 1}

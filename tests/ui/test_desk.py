@@ -110,6 +110,24 @@ def test_notes_pin_to_the_prompt(qtbot, window, make_project):
     assert window.project.note(added).pinned is False
 
 
+def test_a_new_notes_text_box_takes_what_is_typed(qtbot, window, make_project):
+    """+, name the note, click its text box, type: the box stayed disabled and the typing went
+    nowhere (issue 63). What a writer types into a new note is stored."""
+    from PySide6.QtCore import Qt
+
+    window.open_project(make_project())
+    notes = window.notes
+    qtbot.mouseClick(notes.add_button, Qt.MouseButton.LeftButton)
+    note_id = notes.current_id()
+    assert notes.list.count() == 2 and window.project.note(note_id).title == "New note"
+    notes.list.currentItem().setText("Places")  # named in place, as a double click edits it
+    qtbot.mouseClick(notes.text.viewport(), Qt.MouseButton.LeftButton)
+    qtbot.keyClicks(notes.text, "Aldermouth, a fishing town")
+    assert notes.save()
+    note = window.project.note(note_id)
+    assert (note.title, note.text) == ("Places", "Aldermouth, a fishing town")
+
+
 def test_find_and_replace(qtbot, window, make_project):
     window.open_project(make_project(docs=(("A", "the sea, the Sea, the wall"),)))
     bar = window.find_bar

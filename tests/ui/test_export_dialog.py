@@ -51,7 +51,7 @@ def test_markdown_and_office_formats(qtbot, window, make_project, tmp_path):
     window.open_project(make_project(docs=DOCS))
     dialog = window.export_dialog()
     dialog.format.setCurrentIndex(dialog.format.findData("md"))
-    assert not dialog.style.isEnabled() and not dialog.template.isEnabled()
+    assert dialog.style.isEnabled() and not dialog.template.isEnabled()  # it sets scenes
     out = tmp_path / "book.md"
     with qtbot.waitSignal(window.export_done, timeout=20000):
         assert dialog.export_to(out)
@@ -88,3 +88,22 @@ def test_exporting_over_the_open_project_is_refused_and_saves_still_land(
 
     with Project.open(path, readonly=True) as proj:
         assert "Chapter 4" in [d.title for d in proj.documents()]
+
+
+def test_the_author_typed_is_kept_for_the_next_export(qtbot, window, make_project, tmp_path):
+    """Typed once, the author (and a manuscript's contact) is the project's from then on: the
+    dialog used to open with an empty field every time (issue 63)."""
+    path = make_project(docs=DOCS)
+    window.open_project(path)
+    dialog = window.export_dialog()
+    assert dialog.author.text() == ""
+    dialog.author.setText("  Elena Marsh ")
+    dialog.contact.setPlainText("Elena Marsh\nThe Lighthouse, Aldermouth")
+    with qtbot.waitSignal(window.export_done, timeout=20000):
+        assert dialog.export_to(tmp_path / "first.docx")
+    window.close_project()
+    window.open_project(path)
+    again = window.export_dialog()
+    assert again.author.text() == "Elena Marsh"
+    assert again.contact.toPlainText() == "Elena Marsh\nThe Lighthouse, Aldermouth"
+    again.reject()

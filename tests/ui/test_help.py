@@ -47,3 +47,15 @@ def test_help_menu_opens_the_manual_shortcuts_and_about(window, qtbot, tmp_path)
         assert str(folder) in text
     assert "torch " in text and "transformers " in text and "Apache" in text
     box.close()
+
+
+def test_about_names_the_qt_binding_this_process_runs():
+    """PySide6 may come as the PySide6_Essentials distribution, with no 'PySide6' of its own:
+    About said 'PySide6 not installed' while the app ran on it (issue 63)."""
+    import PySide6
+    from PySide6.QtCore import qVersion
+    from swiftwriter.ui.help import about_text
+
+    text = about_text()
+    assert f"PySide6 {PySide6.__version__}<br>" in text and f"Qt {qVersion()}" in text
+    assert "PySide6 not installed" not in text

@@ -20,6 +20,34 @@ def test_long_takes_keep_writing_by_default_and_a_choice_by_hand_sticks(qtbot, w
     assert not panel.keep_writing.isChecked()
 
 
+def test_keep_writing_follows_the_length_after_reopening(qtbot, window, make_project):
+    """A project whose last take was 300 words long, reopened and set to 500: the saved False
+    was read as chosen by hand, so it stayed off, and the next take saved it off at 500 words
+    (issue 63). Only a choice made by hand sticks, across reopening too."""
+    from swiftwriter.ui.panel_state import apply_state, save_project_state, state_of
+
+    path = make_project()
+    panel = window.panel
+    panel.set_target(300, "words")
+    with Project.open(path) as project:  # what the 300-word take kept
+        save_project_state(project, state_of(panel))
+    assert window.open_project(path) and not panel.keep_writing.isChecked()
+    panel.set_target(500, "words")
+    assert panel.keep_writing.isChecked()
+    save_project_state(window.project, state_of(panel))  # the next take keeps it
+    window.close_project()
+    panel.set_target(40, "tokens")
+    assert window.open_project(path) and panel.keep_writing.isChecked()
+    panel.keep_writing.click()  # the writer turns it off: that sticks, reopened and longer
+    save_project_state(window.project, state_of(panel))
+    window.close_project()
+    assert window.open_project(path) and not panel.keep_writing.isChecked()
+    panel.set_target(2000, "words")
+    assert not panel.keep_writing.isChecked()
+    apply_state(panel, {"length": 500, "unit": "words", "keep_writing": False})  # kept before
+    assert panel.keep_writing.isChecked()  # the flag: the length decides
+
+
 def test_keep_writing_reaches_the_length_when_the_model_would_end_early(
     qtbot, window, make_project
 ):

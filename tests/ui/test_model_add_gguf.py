@@ -75,7 +75,8 @@ def test_cancel_and_a_refused_file_leave_nothing(qtbot, window, tmp_path, monkey
     notes.write_text("not a model")
     dialog.add_folder(str(notes), "notes")
     adding = _finish(qtbot, dialog)
-    assert (
-        adding.outcome == "Not added: notes.gguf is not a GGUF file (it does not start with 'GGUF')"
-    )
+    refusal = "notes.gguf is not a GGUF file (it does not start with 'GGUF')"
+    assert adding.outcome == f"Not added: {refusal}"
+    shown = adding.status.text() + "\n" + adding.log.toPlainText()
+    assert shown.count(refusal) == 1  # it stood in the dialog twice (issue 63)
     assert _models() == [] and "notes" not in registry.load_registry()

@@ -79,3 +79,16 @@ def test_marks_land_on_their_word_after_an_emoji(qtbot, window, make_project):
 
     assert marked(lambda f: f.underlineStyle() == WAVY) == ["teh"]
     assert marked(lambda f: f.fontItalic()) == ["*sea*"]
+
+
+def test_a_sentence_start_is_checked_and_the_projects_names_pass(qtbot, window, make_project):
+    """'Teh first boat' was not underlined (capitalised words were all taken for names, issue
+    63); a name of the project's own at the start of a sentence still passes."""
+    docs = (("A", "Teh first boat came to Aldermouth. Aldermouth slept. Qwertz waited."),)
+    window.open_project(make_project(docs=docs, notes=(("Cast", "Qwertz: harbour master", True),)))
+    assert underlined(window) == ["Teh"]
+    editor = window.editor
+    cursor = editor.textCursor()
+    cursor.setPosition(1)
+    menu = editor.context_menu(editor.cursorRect(cursor).center())
+    assert menu.actions()[0].text() == "The"  # corrections lead its menu, as any misspelling's

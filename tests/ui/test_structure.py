@@ -33,7 +33,8 @@ def test_add_inside_a_chapter_makes_a_scene_that_exports_as_one(qtbot, window, m
     assert item.text(1) == "scene"  # the Kind column
     manuscript = manuscript_from_project(window.project)
     assert [(s.kind, s.level) for s in manuscript.sections][:2] == [("chapter", 1), ("scene", 2)]
-    assert "## New scene" in render_markdown(manuscript)  # under the chapter, not beside it
+    report = render_markdown(manuscript, style="report")
+    assert "## New scene" in report  # under the chapter, not beside it
     novel = build_document(manuscript, style="novel")  # a novel's scene: a break, no heading
     styles = [(p.style.name, p.text) for p in novel.paragraphs]
     assert ("Heading 2", "New scene") not in styles and ("Heading 1", "Chapter 1") in styles
@@ -84,3 +85,21 @@ def test_the_outline_goes_with_its_project(qtbot, window, make_project):
     outline._set_kind(doc_id, "part")
     assert planning.statuses(window.project) == {}
     assert [d.kind for d in window.project.documents()] == ["chapter", "chapter"]
+
+
+def test_a_chapters_outline_row_counts_its_scenes(qtbot, window, tmp_path):
+    """A chapter whose text is all in its scenes showed 0 words in the Outline (issue 63)."""
+    from swiftwriter.store import Project
+
+    path = tmp_path / "Scenes.swiftwriter"
+    with Project.create(path, title="Scenes") as project:
+        part = project.add_document("Part One", "", kind="part")
+        chapter = project.add_document("Chapter 1", "Dawn.", parent_id=part.id, kind="chapter")
+        for text in ("The boat came in.", "Elena waited on the wall."):
+            project.add_document("Scene", text, parent_id=chapter.id, kind="scene")
+        project.add_document("Chapter 2", "one two", parent_id=part.id, kind="chapter")
+    window.open_project(path)
+    outline = window.open_outline()
+    words = [outline.table.item(r, WORDS).text() for r in range(outline.table.rowCount())]
+    assert words == ["12", "10", "4", "5", "2"]  # part, chapter 1 with its scenes, ...
+    outline.close()

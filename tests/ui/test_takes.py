@@ -365,3 +365,18 @@ def test_the_stats_dock_says_when_passes_decoded_plainly(qtbot):
     dock.show_summary({"generation_id": 1, "status": "finished", "stats": ended})
     summary = dock.summary.text()  # said in full: the status bar cuts its line short
     assert "Stopped where the text broke down" in summary and "Undo removes the take" in summary
+
+
+def test_the_speed_dock_forgets_the_last_take_with_its_project(qtbot, window, make_project):
+    """Closed and reopened, a project showed the last take's figures as if they were new
+    (issue 63): they belong to the take, and go with the project."""
+    open_doc(window, make_project)
+    path = window.project.path
+    window.takes.measure_baseline = False
+    generate(qtbot, window)
+    dock = window.stats_dock
+    assert dock.labels["tokens"].text() != "–" and dock.summary.text() and dock.chart.rates
+    window.close_project()
+    assert window.open_project(path)
+    assert {label.text() for label in dock.labels.values()} == {"–"}
+    assert dock.summary.text() == "" and dock.chart.rates == []

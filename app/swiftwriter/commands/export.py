@@ -39,9 +39,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--style",
         choices=("novel", "report", "manuscript"),
         default="novel",
-        help="DOCX look: novel (indented paragraphs, scene breaks), report (numbered headings, "
-        "table of contents) or manuscript (Standard Manuscript Format for agents and "
-        "publishers); default novel",
+        help="the look: novel (indented paragraphs, scenes set apart by scene breaks), report "
+        "(numbered headings, table of contents, titled scenes as headings) or manuscript "
+        "(Standard Manuscript Format for agents and publishers); default novel. Markdown "
+        "follows it for scenes",
     )
     parser.add_argument(
         "--page-breaks",

@@ -43,7 +43,15 @@ from swiftwriter.export.layout import (
     rounded_word_count,
 )
 from swiftwriter.export.mdparse import Block, MarkdownParser, Span
-from swiftwriter.export.model import CHAPTER_KINDS, Manuscript, Section, check_text, fallback_title
+from swiftwriter.export.model import (
+    BOOK_STYLES,
+    CHAPTER_KINDS,
+    Manuscript,
+    Section,
+    check_text,
+    fallback_title,
+    opens_with_scene_break,
+)
 from swiftwriter.words import count_words
 
 STYLES = ("novel", "report", "manuscript")
@@ -125,8 +133,9 @@ class _Writer:
     ) -> None:  # fmt: skip
         self.ms = manuscript
         self.check = job.check if job is not None else lambda: None  # Cancel, between sections
+        self.style = style
         self.smf = style == "manuscript"
-        self.novel = style in ("novel", "manuscript")  # scenes as breaks, indented paragraphs
+        self.novel = style in BOOK_STYLES  # indented paragraphs, no contents page
         self.page_breaks = page_breaks
         self.page = page
         self.templated = template is not None
@@ -325,7 +334,7 @@ class _Writer:
             chapterish = (
                 section.kind in CHAPTER_KINDS if has_chapters else section.level == 1
             ) and section.kind != "scene"
-            if self.novel and section.kind == "scene":
+            if opens_with_scene_break(section, self.style):
                 if self.text_since_heading:
                     self._scene_break()
             else:

@@ -1,8 +1,9 @@
 """Manuscript to one Markdown file: headings from the tree, each text's own Markdown untouched.
 
 Title and author go into a YAML front-matter block (read by Pandoc, static-site tools and this
-package's importer). A scene without a title gets a scene break instead of an 'Untitled'
-heading, the way writers separate scenes by hand."""
+package's importer). A scene opens with a scene break instead of a heading wherever the Word
+export sets one (model.opens_with_scene_break: every scene in the book styles, an untitled one
+in any), the way writers separate scenes by hand."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 
 from swiftwriter.export.files import write_atomically
 from swiftwriter.export.mdparse import mark_scene_breaks
-from swiftwriter.export.model import Manuscript, check_text, fallback_title
+from swiftwriter.export.model import (
+    Manuscript,
+    check_text,
+    fallback_title,
+    opens_with_scene_break,
+)
 
 SCENE_BREAK = "* * *"
 _TITLE_SPECIALS = re.compile(r"([\\`*_\[\]#])")
@@ -27,7 +33,7 @@ def escape_title(title: str) -> str:
     return _TAG_LIKE.sub("&lt;", text)
 
 
-def render_markdown(manuscript: Manuscript) -> str:
+def render_markdown(manuscript: Manuscript, style: str = "novel") -> str:
     parts: list[str] = []
     meta = [(k, v) for k, v in (("title", manuscript.title), ("author", manuscript.author)) if v]
     if meta:
@@ -39,7 +45,7 @@ def render_markdown(manuscript: Manuscript) -> str:
     text_since_heading = False
     for section in manuscript.sections:
         counters[section.kind] = counters.get(section.kind, 0) + 1
-        if section.kind == "scene" and not section.title.strip():
+        if opens_with_scene_break(section, style):
             if text_since_heading:
                 parts.append(SCENE_BREAK)
         else:
@@ -56,11 +62,13 @@ def render_markdown(manuscript: Manuscript) -> str:
     return "\n\n".join(parts) + "\n" if parts else ""
 
 
-def export_markdown(manuscript: Manuscript, out: Path | str, strict: bool = False, job=None) -> int:
+def export_markdown(
+    manuscript: Manuscript, out: Path | str, strict: bool = False, job=None, style: str = "novel"
+) -> int:
     """Write `out` as UTF-8; returns how many control characters were dropped. `job` (an
     ExportJob) may cancel it before the file is replaced."""
     clean, removed = check_text(manuscript, strict=strict)
-    text = render_markdown(clean)
+    text = render_markdown(clean, style)
 
     def write(tmp: str) -> None:
         Path(tmp).write_text(text, encoding="utf-8", newline="\n")

@@ -12,6 +12,7 @@ from swiftwriter.errors import UserError
 
 # Kinds the store gives a document; importers leave the neutral "section".
 CHAPTER_KINDS = ("part", "chapter")
+BOOK_STYLES = ("novel", "manuscript")  # the looks of a printed book: scenes carry no heading
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,14 @@ def manuscript_from_project(proj, doc_ids=None) -> Manuscript:
     return Manuscript(
         title=meta.get("title") or "", author=meta.get("author") or "", sections=sections
     )
+
+
+def opens_with_scene_break(section: Section, style: str) -> bool:
+    """Whether a section opens with a scene break (after text) instead of a heading: every
+    scene in a book style, as a printed novel sets scenes apart without titles, and an
+    untitled scene in any style (an 'Untitled' heading says nothing). The one rule of every
+    exporter, so a Markdown file and a Word document of the same book agree."""
+    return section.kind == "scene" and (style in BOOK_STYLES or not section.title.strip())
 
 
 def fallback_title(section: Section, number: int) -> str:

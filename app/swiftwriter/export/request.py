@@ -61,7 +61,7 @@ def export_manuscript(
         from swiftwriter.export.markdown_out import export_markdown
 
         job.stage("Writing the Markdown file…")
-        return export_markdown(manuscript, out, strict=request.strict, job=job)
+        return export_markdown(manuscript, out, strict=request.strict, job=job, style=request.style)
     from swiftwriter.export.docx_out import export_docx
 
     options = dict(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from swiftwriter.store.records import ProjectError
+from swiftwriter.words import count_words
 
 MAX_TARGET = 10_000_000
 STATUSES = ("", "draft", "revised", "final")
@@ -68,3 +69,13 @@ def set_status(project, doc_id: int, status: str) -> None:
     else:
         current.pop(int(doc_id), None)
     project.update_meta(document_status=json.dumps({str(k): v for k, v in current.items()}))
+
+
+def words_with_what_is_below(documents) -> dict[int, int]:
+    """Each document's words with those of every document below it (a chapter counts its
+    scenes), from `documents` in the project's depth-first order (children after parents)."""
+    totals = {doc.id: count_words(doc.text) for doc in documents}
+    for doc in reversed(documents):
+        if doc.parent_id in totals:
+            totals[doc.parent_id] += totals[doc.id]
+    return totals

@@ -21,17 +21,18 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import (
     QCheckBox,
-    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
     QTextEdit,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from swiftwriter.export.mdparse import MarkdownParser
+from swiftwriter.ui.fitting import FoldingRow
 from swiftwriter.words import count_words
 
 
@@ -192,6 +193,16 @@ class Editor(QPlainTextEdit):
         self.document().contentsChange.connect(self._on_change)
         self.textChanged.connect(self._schedule_count)
 
+    def _marked_misspelt(self, cursor: QTextCursor) -> bool:
+        """Whether the word `cursor` selects is one the spell check underlines (the same rule:
+        a capitalised word is checked at the start of a sentence only)."""
+        speller = self.highlighter.speller
+        if speller is None:
+            return False
+        block = cursor.block().text()
+        start = len(text_before(block, cursor.selectionStart() - cursor.block().position()))
+        return any(a == start for a, _ in speller.misspelt(block))
+
     def contextMenuEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         self.context_menu(event.pos()).exec(event.globalPos())
 
@@ -201,10 +212,9 @@ class Editor(QPlainTextEdit):
         cursor = self.cursorForPosition(pos)
         cursor.select(QTextCursor.SelectionType.WordUnderCursor)
         word = cursor.selectedText()
-        speller = self.highlighter.speller
-        if speller is not None and word and not speller.known(word) and not word[0].isupper():
+        if word and self._marked_misspelt(cursor):
             first = menu.actions()[0] if menu.actions() else None
-            for suggestion in speller.suggestions(word) or []:
+            for suggestion in self.highlighter.speller.suggestions(word) or []:
                 action = menu.addAction(suggestion)
                 action.triggered.connect(lambda _=False, c=cursor, s=suggestion: c.insertText(s))
                 menu.insertAction(first, action)
@@ -455,25 +465,19 @@ class FindBar(QWidget):
         prev_btn = QPushButton("Previous")
         replace_btn = QPushButton("Replace")
         all_btn = QPushButton("Replace all")
-        close_btn = QPushButton("×")
-        close_btn.setFlat(True)
-        row = QHBoxLayout()
-        row.setContentsMargins(8, 4, 8, 4)
+        close_btn = QToolButton(text="×", toolTip="Close (Esc)", autoRaise=True)
         for edit in (self.find_edit, self.replace_edit):
             edit.setMinimumWidth(110)
-        row.addWidget(self.find_edit, 2)
-        for w in (prev_btn, next_btn):
-            row.addWidget(w)
-        row.addWidget(self.replace_edit, 2)
-        for w in (replace_btn, all_btn):
-            row.addWidget(w)
-        row.addWidget(self.case)
-        row.addWidget(self.whole)
-        row.addWidget(self.status, 1)
-        row.addWidget(close_btn)
+        # one line where the editor is wide; three where it is not (focus mode's column, a
+        # small screen): the bar never makes the window wider than its screen
+        row = FoldingRow([
+            [(self.find_edit, 2), (prev_btn, 0), (next_btn, 0)],
+            [(self.replace_edit, 2), (replace_btn, 0), (all_btn, 0)],
+            [(self.case, 0), (self.whole, 0), (self.status, 1), (close_btn, 0)],
+        ])  # fmt: skip
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
+        layout.addWidget(row)
         self.find_edit.returnPressed.connect(self.find_next)
         next_btn.clicked.connect(self.find_next)
         prev_btn.clicked.connect(lambda: self.find_next(backward=True))

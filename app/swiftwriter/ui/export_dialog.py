@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from swiftwriter.export import docx_out, office  # noqa: F401
 from swiftwriter.export.layout import PageSetup, default_page_size, rounded_word_count
 from swiftwriter.export.request import ExportRequest
+from swiftwriter.store import ProjectError
 from swiftwriter.ui.project_tree import tree_parent
 from swiftwriter.words import count_words
 
@@ -37,6 +38,7 @@ FORMAT_NAMES = {"md": "Markdown (.md)", "docx": "Word (.docx)", "odt": "OpenDocu
                 "pdf": "PDF (.pdf)"}  # fmt: skip
 STYLE_NAMES = {"novel": "Novel", "report": "Report", "manuscript": "Standard Manuscript Format"}
 ID_ROLE = Qt.ItemDataRole.UserRole
+CONTACT_KEY = "export_contact"  # the project's metadata: the manuscript title page's contact
 
 
 class ExportDialog(QDialog):
@@ -68,7 +70,7 @@ class ExportDialog(QDialog):
         template_row.addWidget(browse)
         self.title = QLineEdit(meta.get("title") or project.path.stem)
         self.author = QLineEdit(meta.get("author") or "")
-        self.contact = QPlainTextEdit()
+        self.contact = QPlainTextEdit(meta.get(CONTACT_KEY) or "")
         self.contact.setPlaceholderText("Name, address, e-mail, phone (manuscript title page)")
         self.contact.setMaximumHeight(80)
         self.documents = QTreeWidget()
@@ -137,8 +139,8 @@ class ExportDialog(QDialog):
         self._update()
 
     def _update(self) -> None:
-        word_doc = self.format.currentData() != "md"
-        for widget in (self.style, self.page_breaks, self.page_size, self.template, self.contact):
+        word_doc = self.format.currentData() != "md"  # the style sets Markdown's scenes too
+        for widget in (self.page_breaks, self.page_size, self.template, self.contact):
             widget.setEnabled(word_doc)
         self.contact.setEnabled(word_doc and self.style.currentData() == "manuscript")
         chosen = self.chosen_ids()
@@ -167,6 +169,21 @@ class ExportDialog(QDialog):
             self.words.setText("Tick at least one document to export")
             return False
         if self.window.export_to(path, self.request(), chosen):
+            self._remember_title_page()
             self.accept()
             return True
         return False
+
+    def _remember_title_page(self) -> None:
+        """The author and contact typed here become the project's, so the next export (and
+        the command line's) starts from them instead of an empty field."""
+        project = self.window.project
+        typed = {"author": self.author.text(), CONTACT_KEY: self.contact.toPlainText()}
+        kept = project.meta
+        changed = {k: v.strip() for k, v in typed.items() if v.strip() != (kept.get(k) or "")}
+        if not changed or project.readonly:
+            return
+        try:
+            project.update_meta(**changed)
+        except ProjectError as exc:  # the export goes on; the writer hears why
+            self.window.statusBar().showMessage(f"The title page was not kept: {exc}", 10000)

@@ -90,8 +90,7 @@ class AddGgufDialog(QDialog):
     def _finished(self) -> None:
         self.thread_ = None
         self.bar.hide()
-        self.status.setText(self.outcome)
-        self.log.appendPlainText(self.outcome)
+        self.status.setText(self.outcome)  # said once, above the steps (never again in them)
         self.buttons.setStandardButtons(QDialogButtonBox.StandardButton.Close)
         self.buttons.setEnabled(True)
         self.ended.emit()

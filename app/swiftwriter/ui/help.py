@@ -5,6 +5,7 @@ the folders where SwiftWriter keeps things, for a bug report)."""
 from __future__ import annotations
 
 import platform
+import sys
 from importlib import metadata
 
 from PySide6.QtGui import QAction
@@ -76,10 +77,21 @@ def show_shortcuts(parent: QWidget | None, actions: dict[str, QAction]) -> QDial
 
 
 def _version(package: str) -> str:
+    """The version of the module this process imported where it is loaded: a distribution's
+    name need not be the module's (PySide6 comes as PySide6_Essentials, for one)."""
+    version = getattr(sys.modules.get(package), "__version__", None)
+    if version:
+        return str(version)
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def qt_version() -> str:
+    from PySide6.QtCore import qVersion
+
+    return qVersion()
 
 
 def about_text() -> str:
@@ -87,6 +99,7 @@ def about_text() -> str:
 
     versions = [f"SwiftWriter {__version__}", f"Python {platform.python_version()}"]
     versions += [f"{name} {_version(name)}" for name in PACKAGES]
+    versions.append(f"Qt {qt_version()}")
     folders = [
         ("Data (models, backups, unsaved text)", paths.data_dir()),
         ("Settings and registered models", paths.config_dir()),

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
-    QScrollArea,
+    QSizePolicy,
     QStackedWidget,
     QVBoxLayout,
     QWidget,
@@ -32,6 +32,7 @@ from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
 from swiftwriter.ui import help as help_windows
 from swiftwriter.ui.editor import Editor, FindBar
+from swiftwriter.ui.fitting import EDITOR_SHARE, ElidedLabel, fit_to_screen, scrolled
 from swiftwriter.ui.focus import FocusMode
 from swiftwriter.ui.model_worker import start_loader
 from swiftwriter.ui.notes import NotesPanel
@@ -48,17 +49,7 @@ from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 from swiftwriter.ui.wordcount import TargetsDialog, WordCounter
 
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
-
-
-def scrolled(widget: QWidget) -> QScrollArea:
-    """A panel in a scroll area, so a small screen can still fit the window (it scrolls)."""
-    area = QScrollArea()
-    area.setWidget(widget)
-    area.setWidgetResizable(True)
-    area.setFrameShape(QScrollArea.Shape.NoFrame)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-    area.setMinimumWidth(widget.minimumSizeHint().width() + 12)
-    return area
+IGNORED = QSizePolicy.Policy.Ignored
 
 
 class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
@@ -92,7 +83,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self._loading_doc = False
         self._histories: dict = {}
         self._last_deleted: int | None = None
-        self._docks_sized = False
+        self._layout_kept = False  # the docks' sizes came from the last session
+        self._desk_laid_out = False
         self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
         self.takes = TakeController(self)
         self.presets = Presets(self.settings.qs)
@@ -103,7 +95,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.spelling = SpellingControl(self)
         self.spelling.apply()
         self._build_menus()
-        self._docks_sized = self.settings.restore_layout(self)
+        self._layout_kept = self.settings.restore_layout(self)
+        fit_to_screen(self)  # a window kept from a larger screen, or one that outgrew this one
         self._update_actions()
         if project:
             self.open_project(project)
@@ -237,7 +230,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.word_counter = WordCounter(self)
         self.words_label = self.word_counter.label
         self.save_label = QLabel("")
-        self.model_label = QLabel("No model", self)
+        self.model_label = ElidedLabel("No model", self)  # a model's name may be long
         for label in (self.word_counter, self.save_label, self.model_label):
             self.statusBar().addPermanentWidget(label)
         self.undo_delete_button = QPushButton("Undo delete")
@@ -306,14 +299,24 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     def _show_page(self) -> None:
         has_project = self.project is not None
         self.stack.setCurrentIndex(1 if has_project else 0)
+        for i in range(self.stack.count()):  # the page not shown asks for no room
+            policy = QSizePolicy.Policy.Preferred if i == self.stack.currentIndex() else IGNORED
+            self.stack.widget(i).setSizePolicy(policy, policy)
         for dock in self.docks.values():
             dock.setVisible(has_project)
-        if has_project and not self._docks_sized:  # first time shown, unless a layout was kept
-            self._docks_sized = True
+        if has_project and not self._desk_laid_out:  # first time shown
+            self._desk_laid_out = True
             QTimer.singleShot(0, self._size_docks)  # once the shown docks are laid out
 
     def _size_docks(self) -> None:
-        self.resizeDocks([self.docks["project"], self.docks["generate"]], [250, 310],
+        """The docks' sizes, unless the last session's were kept and leave the editor its
+        share of the window (a layout kept from a window that had outgrown its screen, with
+        docks as wide as the editor should be, is not)."""
+        if self._layout_kept and self.stack.width() >= EDITOR_SHARE * self.width():
+            return
+        width = self.width()  # on a small screen the docks go down to their least width
+        self.resizeDocks([self.docks["project"], self.docks["generate"]],
+                         [min(250, width // 5), min(310, width // 4)],
                          Qt.Orientation.Horizontal)  # fmt: skip
         self.resizeDocks([self.docks["generate"], self.stats_dock], [320, 480],
                          Qt.Orientation.Vertical)  # fmt: skip
@@ -440,6 +443,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.notes.set_project(project)
         apply_state(self.panel, load_project_state(project))
         self.panel.set_stop_sequences(project.stop_sequences)
+        self.spelling.learn_names(project)  # before a document is shown and checked
         self.tree.set_project(project)
         if self.doc_id is None:
             self.editor.set_text("")
@@ -492,6 +496,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if not self.project.readonly:
             self.backup_now()
         self.takes.reset()
+        self.stats_dock.reset()  # the last take's figures belong to this project
         project, self.project, self.doc_id = self.project, None, None
         self.tree.set_project(None)
         self.notes.set_project(None)

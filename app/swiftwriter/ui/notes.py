@@ -66,6 +66,7 @@ class NotesPanel(QWidget):
         the text box are cleared, so a save still waiting for its delay would lose it."""
         if save_shown and not self._loading:
             self.save()
+        chosen = None
         self._loading = True
         try:
             self.list.clear()
@@ -86,11 +87,15 @@ class NotesPanel(QWidget):
                 )
                 self.list.addItem(item)
                 if note.id == select:
-                    self.list.setCurrentItem(item)
+                    chosen = item
+            chosen = chosen or self.list.currentItem() or self.list.item(0)
+            if chosen is not None:
+                self.list.setCurrentItem(chosen)
         finally:
             self._loading = False
-        if self.list.currentItem() is None and self.list.count():
-            self.list.setCurrentRow(0)
+        # shown here, not by the selection's signal, which loading silences: a new note chosen
+        # while loading kept its text box disabled, and what was typed at it went nowhere
+        self._show(self.list.currentItem())
 
     def current_id(self) -> int | None:
         item = self.list.currentItem()
@@ -155,6 +160,10 @@ class NotesPanel(QWidget):
                     self.project.update_note(prev_id, text=text)
             except ProjectError as exc:
                 self._failed(prev_id, previous.text(), text, str(exc))
+        self._show(current)
+
+    def _show(self, current) -> None:
+        """The note `current` in the text box, open to typing (none: the box empty and shut)."""
         self._save_timer.stop()
         self._loading = True
         try:

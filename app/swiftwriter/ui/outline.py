@@ -1,5 +1,6 @@
 """The Outline (View > Outline): every document in one table (title, kind, synopsis, words,
-status), edited in place. Each change goes to the store at once and the project tree follows."""
+status), edited in place. Each change goes to the store at once and the project tree follows.
+A document's words include those of the documents below it: a chapter counts its scenes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from PySide6.QtWidgets import QComboBox, QDialog, QTableWidget, QTableWidgetItem
 
 from swiftwriter.store import ProjectError, planning
 from swiftwriter.store.records import DOCUMENT_KINDS
-from swiftwriter.words import count_words
 
 COLUMNS = ("Title", "Kind", "Synopsis", "Words", "Status")
 TITLE, KIND, SYNOPSIS, WORDS, STATUS = range(5)
@@ -47,6 +47,7 @@ class OutlineDialog(QDialog):
             docs = project.documents() if project is not None else []
             status = planning.statuses(project) if project is not None else {}
             readonly = project is None or project.readonly
+            words_of = planning.words_with_what_is_below(docs)
             self.table.setRowCount(len(docs))
             for row, doc in enumerate(docs):
                 title = QTableWidgetItem(doc.title)
@@ -54,7 +55,7 @@ class OutlineDialog(QDialog):
                 title.setData(Qt.ItemDataRole.ToolTipRole, f"Level {doc.depth + 1}")
                 self.table.setItem(row, TITLE, title)
                 self.table.setItem(row, SYNOPSIS, QTableWidgetItem(doc.synopsis or ""))
-                words = QTableWidgetItem(f"{count_words(doc.text):,}")
+                words = QTableWidgetItem(f"{words_of[doc.id]:,}")
                 words.setFlags(words.flags() & ~Qt.ItemFlag.ItemIsEditable)
                 words.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.table.setItem(row, WORDS, words)

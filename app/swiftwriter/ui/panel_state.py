@@ -49,6 +49,7 @@ def state_of(panel) -> dict:
         "dry": panel.dry.value(),
         "seed": panel.seed.value(),
         "keep_writing": panel.keep_writing.isChecked(),
+        "keep_writing_by_hand": panel.keep_writing_by_hand,
         "stops": panel.stop_sequences(),
         "story": panel.story()[1],
         "context_policy": panel.context_policy.currentText(),
@@ -85,8 +86,11 @@ def apply_state(panel, state: dict) -> list[str]:
                       ("seed", int)):  # fmt: skip
         number(key, getattr(panel, key), kind)
     if isinstance(state.get("keep_writing"), bool):
-        panel.keep_writing.setChecked(state["keep_writing"])
-        panel._keep_set_by_hand = True
+        # Only a choice saved as made by hand sticks; a value the length chose (and every value
+        # kept before this flag, read as by hand, which left a 500-word take off) follows the
+        # length again
+        by_hand = state.get("keep_writing_by_hand") is True
+        panel.set_keep_writing(state["keep_writing"], by_hand)
         applied.append("keep_writing")
     if isinstance(state.get("stops"), list) and all(isinstance(s, str) for s in state["stops"]):
         panel.set_stop_sequences(state["stops"])

@@ -1,6 +1,7 @@
 """Spell checking in the window: on or off (View > Check spelling, F7), the language from the
-settings, the writer's own word list in the config folder, and a missing dictionary said once
-in the status bar (never an error)."""
+settings, the writer's own word list in the config folder, the open project's names (so a name
+that starts a sentence is not taken for a misspelling), and a missing dictionary said once in
+the status bar (never an error)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,22 @@ class SpellingControl(QObject):
                     self._told.add(self.speller.problem)
                     self.window.statusBar().showMessage(self.speller.problem, 10000)
                 self.speller = None
+            else:
+                self.learn_names(self.window.project)
         editor.highlighter.set_speller(self.speller)
+
+    def learn_names(self, project) -> None:
+        """The names `project` uses: capitalised words inside its documents' sentences, and
+        every capitalised word of its notes (a cast list starts its lines with names)."""
+        if self.speller is None:
+            return
+        self.speller.names.clear()
+        if project is None:
+            return
+        for doc in project.documents():
+            self.speller.learn_names(doc.text)
+        for note in project.notes():
+            self.speller.learn_names(f"{note.title}\n{note.text}", every_capital=True)
 
     def toggle(self, on: bool) -> None:
         self.window.settings.spelling = on

@@ -11,6 +11,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import QDockWidget, QFormLayout, QLabel, QVBoxLayout, QWidget
 
+from swiftwriter.ui.fitting import WrappedLabel, scrolled
+
 if TYPE_CHECKING:
     from swiftwriter.take import LiveStats
 
@@ -245,26 +247,29 @@ class StatsDock(QDockWidget):
             ("elapsed", "Elapsed"),
             ("eta", "Remaining"),
         ):
-            label = QLabel("–")
+            # wrapped (the dock scrolls when they need more height than it has): a measured
+            # sentence, Precision's on a busy machine, no longer widens the window
+            label = WrappedLabel("–")
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            label.setWordWrap(False)  # explicit line breaks: wrapped labels get clipped in forms
             self.labels[key] = label
             form.addRow(title, label)
         layout.addLayout(form)
         self.chart = SpeedChart()
         layout.addWidget(self.chart)
-        self.summary = QLabel("")
-        self.summary.setWordWrap(True)
+        self.summary = WrappedLabel("")
         self.summary.setStyleSheet("color: palette(mid);")
         layout.addWidget(self.summary)
         layout.addStretch(1)
-        self.setWidget(body)
+        self.setWidget(scrolled(body))
         self.last: LiveStats | None = None
         self.updates = 0
 
     def reset(self) -> None:
+        """Back to dashes: a new take starts, or the project it measured is closed."""
         for label in self.labels.values():
             label.setText("–")
+            label.setToolTip("")
+        self.summary.setText("")
         self.chart.clear()
         self.last = None
         self.updates = 0

@@ -226,6 +226,18 @@ class TakePanel(QWidget):
             words = self.length.value() * (1 if self.unit.currentText() == "words" else 0.75)
             self.keep_writing.setChecked(words >= LONG_TAKE_WORDS)
 
+    @property
+    def keep_writing_by_hand(self) -> bool:
+        return self._keep_set_by_hand
+
+    def set_keep_writing(self, on: bool, by_hand: bool) -> None:
+        """A kept setting: a choice made by hand sticks; otherwise the length decides."""
+        self._keep_set_by_hand = by_hand
+        if by_hand:
+            self.keep_writing.setChecked(on)
+        else:
+            self._default_keep_writing()
+
     def story(self) -> tuple[str, str]:
         """(direction, story mode) for the next take."""
         return self.direction.text().strip(), STORY_LABELS[self.story_mode.currentText()]

@@ -9,13 +9,13 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QHBoxLayout,
-    QLabel,
     QProgressBar,
     QSpinBox,
     QWidget,
 )
 
 from swiftwriter.store import planning
+from swiftwriter.ui.fitting import ElidedLabel
 from swiftwriter.words import count_words
 
 
@@ -26,7 +26,7 @@ class WordCounter(QWidget):
     def __init__(self, window):
         super().__init__(window)
         self.window = window
-        self.label = QLabel("")
+        self.label = ElidedLabel("")  # targets and the session make a long line
         self.bar = QProgressBar()
         self.bar.setMaximumWidth(120)
         self.bar.setTextVisible(True)
