@@ -13,6 +13,7 @@ from swiftwriter.cli import main
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import adding, gguf_file, loader, provision, registry
 
+from tests.modelstore import hostile_models
 from tests.modelstore.tiny_gguf import CHAT, tiny_model, write_gguf
 
 
@@ -138,9 +139,32 @@ def _text(folder, tiny):
     return path
 
 
+def _bare(folder, tiny):
+    """A llama header and nothing else."""
+    path = folder / "bare.gguf"
+    path.write_bytes(hostile_models.gguf_bytes([hostile_models.LLAMA]))
+    return path
+
+
+def _huge_vocabulary_size(folder, tiny):
+    import gguf
+
+    path = write_gguf(folder / "vocab.gguf", tiny)
+    reader = gguf.GGUFReader(path, "r+")
+    reader.fields["llama.vocab_size"].parts[-1][0] = 3_000_000
+    reader.data.flush()
+    return path
+
+
 REFUSED = [
     (_text, "is not a GGUF file"),
     (_truncated, "is truncated"),
+    (_bare, "bare.gguf holds no tensors"),
+    (lambda folder, tiny: hostile_models.overlapping(folder / "o.gguf", tiny),
+     "o.gguf: tensor 'blk.0.ffn_norm.weight' overlaps tensor 'blk.0.attn_norm.weight'"),
+    (lambda folder, tiny: hostile_models.non_utf8_architecture(folder / "a.gguf", tiny),
+     "a.gguf: general.architecture is not UTF-8 text"),
+    (_huge_vocabulary_size, "a vocabulary of 3,000,000 tokens (llama.vocab_size), more than"),
     (lambda folder, tiny: write_gguf(folder / "odd.gguf", tiny, arch="frobnicator"),
      "cannot read the architecture 'frobnicator'"),
     (lambda folder, tiny: write_gguf(folder / "i8.gguf", tiny, qtype="I8"),
@@ -148,7 +172,10 @@ REFUSED = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("make, why", REFUSED, ids=["text", "truncated", "arch", "quant"])
+IDS = ["text", "truncated", "bare", "overlap", "utf8", "vocabulary", "arch", "quant"]
+
+
+@pytest.mark.parametrize("make, why", REFUSED, ids=IDS)
 def test_a_refused_file_is_one_line_and_leaves_nothing(user_dirs, tiny, capsys, make, why):
     path = make(user_dirs, tiny)
     before = _leftovers()
