@@ -152,6 +152,9 @@ def is_plain_id(model_id: str) -> bool:
 
 
 _PLAIN = "letters, digits, '-', '_' and '.', not starting with '.'"
+# A new model's name is its folder's, and '.NAME.partial-PID' beside it while it converts must
+# fit a file name too (255 bytes on common file systems): checked before anything is read.
+MAX_ID = 100
 
 
 def _entries_from(table: dict, user: bool, where: Path) -> dict[str, ModelEntry]:
@@ -247,6 +250,10 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
 def check_new_id(model_id: str, replace_user: bool = False) -> None:
     """A name a new user model may take: plain, not a shipped model's, and (unless a user
     entry may be replaced, as a folder's may) not taken yet."""
+    if len(model_id) > MAX_ID:
+        raise UserError(
+            f"Model name '{model_id[:40]}…' is {len(model_id)} characters long: at most {MAX_ID}"
+        )
     if not is_plain_id(model_id):
         raise UserError(f"Model name '{model_id}' may use only {_PLAIN}")
     known = load_registry()
