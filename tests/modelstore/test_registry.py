@@ -36,6 +36,10 @@ def test_user_model_round_trip(user_dirs, tiny_llama):
         (lambda d: d.mkdir(), "no config.json"),
         (lambda d: (d.mkdir(), (d / "config.json").write_text("{oops")), "not valid JSON"),
         (lambda d: (d.mkdir(), (d / "config.json").write_text("{}")), "no weights"),
+        (
+            lambda d: (d.mkdir(), (d / "config.json").write_text(" " * (1 << 20) + "{}")),
+            "config.json is 1,048,578 bytes, more than the 1,048,576 allowed",
+        ),
     ],
 )
 def test_unusable_folders_are_refused(user_dirs, setup, message):
