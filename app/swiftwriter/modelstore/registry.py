@@ -13,6 +13,7 @@ from pathlib import Path
 
 from swiftwriter import atomic, paths
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore import sizing
 
 MANIFEST = "swiftwriter-manifest.json"
 
@@ -217,16 +218,6 @@ def resolve(name_or_path: str | None) -> ModelEntry:
     )
 
 
-MAX_CONFIG = 1 << 20  # bytes of config.json (a model's is a few kB)
-
-
-def check_config_size(config: Path) -> None:
-    """A config.json is read whole: one past MAX_CONFIG is refused before it is."""
-    size = config.stat().st_size
-    if size > MAX_CONFIG:
-        raise UserError(f"{config} is {size:,} bytes, more than the {MAX_CONFIG:,} allowed")
-
-
 def validate_folder(folder: Path) -> None:
     """Cheap checks that a folder holds a Hugging Face causal LM, before anything loads it."""
     if not folder.is_dir():
@@ -234,7 +225,7 @@ def validate_folder(folder: Path) -> None:
     config = folder / "config.json"
     if not config.is_file():
         raise UserError(f"{folder} is not a Hugging Face model folder (no config.json)")
-    check_config_size(config)
+    sizing.check_config_size(config)
     try:
         json.loads(config.read_text())
     except ValueError as exc:
@@ -252,8 +243,6 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
     except (OSError, RuntimeError) as exc:  # missing, or a loop of symbolic links
         raise UserError(f"Cannot use {folder} as a model folder: {exc}") from exc
     validate_folder(folder)
-    from swiftwriter.modelstore import sizing
-
     sizing.check_addable(folder, trust_remote_code)
     settings: dict = {"name": model_id, "source": "folder", "path": str(folder)}
     if trust_remote_code:

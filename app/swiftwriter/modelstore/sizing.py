@@ -19,6 +19,14 @@ from pathlib import Path
 from swiftwriter.errors import UserError
 
 MAX_LAYERS = 1024  # the largest real models have under 200
+MAX_CONFIG = 1 << 20  # bytes of config.json (a model's is a few kB)
+
+
+def check_config_size(config: Path) -> None:
+    """A config.json is read whole: one past MAX_CONFIG is refused before it is."""
+    size = config.stat().st_size
+    if size > MAX_CONFIG:
+        raise UserError(f"{config} is {size:,} bytes, more than the {MAX_CONFIG:,} allowed")
 
 
 def machine_memory() -> int | None:
@@ -55,10 +63,10 @@ def weights_bytes(folder: Path, dtype: str, trust_remote_code: bool = False) -> 
     None when transformers cannot read that config (the load then says why)."""
     from transformers import AutoConfig
 
-    from swiftwriter.modelstore import placement, registry
+    from swiftwriter.modelstore import placement
 
     try:
-        registry.check_config_size(folder / "config.json")
+        check_config_size(folder / "config.json")
         config = AutoConfig.from_pretrained(
             folder, local_files_only=True, trust_remote_code=trust_remote_code
         )
