@@ -6,17 +6,21 @@ empty (meta) copy of the model, so no weight is read or allocated; the copy is b
 for at most MAX_LAYERS layers, which bounds what the estimate itself costs.
 
 A load on one device is refused when the weights alone exceed that device's memory (the RAM,
-or the GPU's); adding a folder, when they exceed all of the machine's memory together even in
-bfloat16 (the model may be spread later). Either is a load that cannot succeed: a model that
-might fit is never refused."""
+or the GPU's): it cannot succeed. Adding a folder is refused when even its bfloat16 weights
+exceed all of the machine's memory together (RAM and GPUs, since it may be spread later): only
+offloading most of it to disk could run it. A config transformers cannot build a model from
+is not sized (its load fails on its own)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
 from swiftwriter.errors import UserError
+
+log = logging.getLogger(__name__)
 
 MAX_LAYERS = 1024  # the largest real models have under 200
 MAX_CONFIG = 1 << 20  # bytes of config.json (a model's is a few kB)
@@ -60,23 +64,29 @@ def all_memory() -> int | None:
 
 def weights_bytes(folder: Path, dtype: str, trust_remote_code: bool = False) -> int | None:
     """Bytes the weights of the model in `folder` take in `dtype`, from its config.json alone;
-    None when transformers cannot read that config (the load then says why)."""
+    None when transformers cannot read that config or build the model from it (the load then
+    says why: an estimate that fails refuses nothing)."""
     from transformers import AutoConfig
 
     from swiftwriter.modelstore import placement
 
+    check_config_size(folder / "config.json")
     try:
-        check_config_size(folder / "config.json")
         config = AutoConfig.from_pretrained(
             folder, local_files_only=True, trust_remote_code=trust_remote_code
         )
-        layers = getattr(config.get_text_config(), "num_hidden_layers", 0)
-        if isinstance(layers, int) and layers > MAX_LAYERS:
-            raise UserError(
-                f"{folder / 'config.json'}: {layers:,} layers, more than the {MAX_LAYERS:,} allowed"
-            )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.debug("no size for %s: %s", folder, exc)
+        return None
+    layers = getattr(config.get_text_config(), "num_hidden_layers", 0)
+    if isinstance(layers, int) and layers > MAX_LAYERS:
+        raise UserError(
+            f"{folder / 'config.json'}: {layers:,} layers, more than the {MAX_LAYERS:,} allowed"
+        )
+    try:
         return placement.estimate(config, dtype, 0).total()
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except Exception as exc:  # noqa: BLE001 - any architecture's own error: no estimate
+        log.debug("no size for %s: %s", folder, exc)
         return None
 
 
