@@ -23,6 +23,17 @@ CLI = [sys.executable, "-m", "swiftwriter"]
 BASE = "Chapter one, written and saved before anything went wrong."
 
 
+def child_env(root: Path) -> dict:
+    """The environment of a child whose data, config and log folders are under `root`."""
+    return {
+        **os.environ,
+        "SWIFTWRITER_DATA_DIR": str(root / "data"),
+        "SWIFTWRITER_MODELS_DIR": str(root / "data" / "models"),
+        "SWIFTWRITER_CONFIG_DIR": str(root / "config"),
+        "SWIFTWRITER_LOG_DIR": str(root / "logs"),
+    }
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

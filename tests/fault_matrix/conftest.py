@@ -3,23 +3,15 @@ data, config and log folders are the test's own."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from swiftwriter.store import Project
 
-from tests.fault_matrix.common import BASE
+from tests.fault_matrix.common import BASE, child_env
 
 
 @pytest.fixture
 def env(tmp_path):
-    return {
-        **os.environ,
-        "SWIFTWRITER_DATA_DIR": str(tmp_path / "data"),
-        "SWIFTWRITER_MODELS_DIR": str(tmp_path / "data" / "models"),
-        "SWIFTWRITER_CONFIG_DIR": str(tmp_path / "config"),
-        "SWIFTWRITER_LOG_DIR": str(tmp_path / "logs"),
-    }
+    return child_env(tmp_path)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ rollback journal (shared checks in `common.py`)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sqlite3
 import subprocess
@@ -172,7 +173,10 @@ def test_models_add_writes_through_a_symlinked_registry(env, tmp_path):
     link.symlink_to(real)
     folder = tmp_path / "tiny"
     folder.mkdir()
-    (folder / "config.json").write_text('{"model_type": "llama"}')
+    small = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 256}  # fmt: skip
+    # sized when added: llama's defaults declare 6.7 billion parameters, more than some hold
+    (folder / "config.json").write_text(json.dumps(small))
     (folder / "model.safetensors").write_bytes(b"")
     result = subprocess.run([*CLI, "models", "add", "tiny", str(folder)], env=env,
                             capture_output=True, text=True, timeout=60)  # fmt: skip

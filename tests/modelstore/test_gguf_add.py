@@ -5,14 +5,17 @@ refused in one line (leaving nothing) when it cannot be read, and cancelled with
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 
 import pytest
 import torch
 from swiftwriter import paths
 from swiftwriter.cli import main
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import adding, gguf_file, loader, provision, registry
+from swiftwriter.modelstore import adding, gguf_file, loader, provision, registry, sizing
 
+from tests.modelstore import hostile_models
 from tests.modelstore.tiny_gguf import CHAT, tiny_model, write_gguf
 
 
@@ -138,9 +141,32 @@ def _text(folder, tiny):
     return path
 
 
+def _bare(folder, tiny):
+    """A llama header and nothing else."""
+    path = folder / "bare.gguf"
+    path.write_bytes(hostile_models.gguf_bytes([hostile_models.LLAMA]))
+    return path
+
+
+def _huge_vocabulary_size(folder, tiny):
+    import gguf
+
+    path = write_gguf(folder / "vocab.gguf", tiny)
+    reader = gguf.GGUFReader(path, "r+")
+    reader.fields["llama.vocab_size"].parts[-1][0] = 3_000_000
+    reader.data.flush()
+    return path
+
+
 REFUSED = [
     (_text, "is not a GGUF file"),
     (_truncated, "is truncated"),
+    (_bare, "bare.gguf holds no tensors"),
+    (lambda folder, tiny: hostile_models.overlapping(folder / "o.gguf", tiny),
+     "o.gguf: tensor 'blk.0.ffn_norm.weight' overlaps tensor 'blk.0.attn_norm.weight'"),
+    (lambda folder, tiny: hostile_models.non_utf8_architecture(folder / "a.gguf", tiny),
+     "a.gguf: general.architecture is not UTF-8 text"),
+    (_huge_vocabulary_size, "a vocabulary of 3,000,000 tokens (llama.vocab_size), more than"),
     (lambda folder, tiny: write_gguf(folder / "odd.gguf", tiny, arch="frobnicator"),
      "cannot read the architecture 'frobnicator'"),
     (lambda folder, tiny: write_gguf(folder / "i8.gguf", tiny, qtype="I8"),
@@ -148,7 +174,10 @@ REFUSED = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("make, why", REFUSED, ids=["text", "truncated", "arch", "quant"])
+IDS = ["text", "truncated", "bare", "overlap", "utf8", "vocabulary", "arch", "quant"]
+
+
+@pytest.mark.parametrize("make, why", REFUSED, ids=IDS)
 def test_a_refused_file_is_one_line_and_leaves_nothing(user_dirs, tiny, capsys, make, why):
     path = make(user_dirs, tiny)
     before = _leftovers()
@@ -173,6 +202,36 @@ def test_cancel_leaves_nothing(user_dirs, tiny, at):
         adding.add_gguf("cancel-me", path, dtype="float32", cancelled=cancelled)
     assert len(asked) == at
     assert _leftovers() == [] and "cancel-me" not in registry.load_registry()
+
+
+def test_a_conversion_larger_than_this_machine_is_refused_before_anything_is_written(
+    user_dirs, tiny, monkeypatch
+):
+    path = write_gguf(user_dirs / "big.gguf", tiny)
+    need = gguf_file.inspect(path).conversion_memory()
+    monkeypatch.setattr(sizing, "machine_memory", lambda: need - 1)
+    with pytest.raises(UserError, match=r"big.gguf: converting it needs about .* of memory, more"):
+        adding.add_gguf("big", path, dtype="float32")
+    assert _leftovers() == [] and "big" not in registry.load_registry()
+
+
+def test_what_killed_conversions_left_is_removed_whatever_their_name(user_dirs, tiny):
+    """A conversion killed by the system runs no cleanup: the next one removes its folder, but
+    never one whose process still runs."""
+    models = paths.models_dir()
+    gone = _finished_pid()
+    for name in (f".old.partial-{gone}", f".other.partial-{gone}", f".live.partial-{os.getppid()}"):
+        (models / name).mkdir(parents=True)
+    path = write_gguf(user_dirs / "c.gguf", tiny)
+    with pytest.raises(provision.Cancelled):  # the second check: after the cleanup
+        adding.add_gguf("new", path, dtype="float32", cancelled=iter([False, True]).__next__)
+    assert _leftovers() == [f".live.partial-{os.getppid()}"]
+
+
+def _finished_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
 
 
 def test_a_taken_name_is_refused_before_anything_is_read(user_dirs, tiny):

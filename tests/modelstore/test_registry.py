@@ -36,6 +36,10 @@ def test_user_model_round_trip(user_dirs, tiny_llama):
         (lambda d: d.mkdir(), "no config.json"),
         (lambda d: (d.mkdir(), (d / "config.json").write_text("{oops")), "not valid JSON"),
         (lambda d: (d.mkdir(), (d / "config.json").write_text("{}")), "no weights"),
+        (
+            lambda d: (d.mkdir(), (d / "config.json").write_text(" " * (1 << 20) + "{}")),
+            "config.json is 1,048,578 bytes, more than the 1,048,576 allowed",
+        ),
     ],
 )
 def test_unusable_folders_are_refused(user_dirs, setup, message):
@@ -49,5 +53,9 @@ def test_unusable_folders_are_refused(user_dirs, setup, message):
 def test_bad_names_and_unknown_models(user_dirs):
     with pytest.raises(UserError, match="letters"):
         registry.add_user_model("no spaces/please", user_dirs)
+    with pytest.raises(UserError, match="is 250 characters long: at most 100") as refused:
+        registry.add_user_model("m" * 250, user_dirs / "not-even-looked-at")
+    assert "m" * 41 not in str(refused.value)
+    registry.check_new_id("m" * 100)
     with pytest.raises(UserError, match="Unknown model"):
         registry.resolve("does-not-exist")

@@ -1,8 +1,9 @@
 """What a GGUF file holds, read from its header before anything is converted: architecture,
 parameter count, tensor types, context length and chat template, and one line naming why a
-file is refused (not GGUF, truncated or damaged, an architecture or quantisation transformers
-cannot read). The `gguf` reader maps the file and reads no weights, so this is quick and needs
-no torch."""
+file is refused (not GGUF, truncated or damaged, past a budget, an architecture or
+quantisation transformers cannot read). The header is read by our own bounded scan
+(gguf_header), never by the `gguf` package's reader, and no weights are read, so this is quick,
+small and needs no torch."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore import gguf_header
 
-MAGIC = b"GGUF"
 BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+# The `gguf` reader's numpy views of one metadata element (0.7 kB; a string's 1.4 kB), with
+# the tokenizer transformers builds from them: measured on gguf 0.19.
+READER_BYTES_PER_ELEMENT = 2048
 # Names llama.cpp gives architectures that transformers knows under another (its GGUF loader
 # renames them the same way).
 RENAMED = {"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "gpt-oss": "gpt_oss",
@@ -28,10 +32,16 @@ class GgufInfo:
     types: dict[str, int]  # tensor type -> how many tensors
     context_length: int | None
     chat_template: str | None
+    metadata_elements: int = 0  # in all its metadata arrays
 
     def memory(self, dtype: str) -> int:
         """Bytes the weights take once loaded in `dtype` (parameters x bytes per value)."""
         return self.parameters * BYTES.get(dtype, 4)
+
+    def conversion_memory(self) -> int:
+        """What converting takes at least: the weights de-quantised to float32 twice (as read,
+        and the model saved from them) and the `gguf` reader's views of the metadata."""
+        return 2 * self.memory("float32") + self.metadata_elements * READER_BYTES_PER_ELEMENT
 
     def describe(self) -> str:
         kinds = ", ".join(f"{n} {t}" for t, n in sorted(self.types.items(), key=lambda x: -x[1]))
@@ -61,41 +71,20 @@ def supported_architectures() -> set[str]:
     return set(GGUF_SUPPORTED_ARCHITECTURES)
 
 
-def _field(reader, key: str):
-    field = reader.fields.get(key)
-    if field is None:
-        return None
-    try:
-        return field.contents()
-    except (ValueError, IndexError, TypeError, UnicodeDecodeError):
-        return None
-
-
 def inspect(path: Path) -> GgufInfo:
-    """Read `path`'s header and tensor table, or raise a UserError naming why it is refused."""
+    """Read `path`'s header and tensor table within their budget (gguf_header), or raise a
+    UserError naming why it is refused."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise UserError(f"{path} is not a file")
     try:
-        with path.open("rb") as fh:
-            magic = fh.read(4)
+        header = gguf_header.read(path)
         total = path.stat().st_size
     except OSError as exc:
         raise UserError(f"Cannot read {path}: {exc.strerror or exc}") from exc
-    if magic != MAGIC:
-        raise UserError(f"{path.name} is not a GGUF file (it does not start with 'GGUF')")
-    import gguf
-
-    try:
-        reader = gguf.GGUFReader(path)
-        end = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
-    except Exception as exc:  # noqa: BLE001 - the reader's errors are all "cannot parse"
-        raise UserError(f"{path.name} is truncated or damaged: {exc}") from exc
-    if end > total or not reader.tensors:
-        raise UserError(
-            f"{path.name} is truncated: its tensors end at byte {end}, the file at {total}"
-        )
-    architecture = str(_field(reader, "general.architecture") or "")
+    if not header.tensors:
+        raise UserError(f"{path.name} holds no tensors")
+    architecture = header.values.get("general.architecture")
     if not architecture:
         raise UserError(f"{path.name} does not say its architecture (general.architecture)")
     known = supported_architectures()
@@ -103,23 +92,34 @@ def inspect(path: Path) -> GgufInfo:
         raise UserError(
             f"{path.name}: transformers cannot read the architecture '{architecture}' from GGUF"
         )
+    vocabulary = _whole(header.values.get(f"{architecture}.vocab_size"))
+    if vocabulary is not None and vocabulary > gguf_header.MAX_VOCABULARY:
+        raise UserError(
+            f"{path.name}: a vocabulary of {vocabulary:,} tokens ({architecture}.vocab_size), "
+            f"more than the {gguf_header.MAX_VOCABULARY:,} allowed"
+        )
     types: dict[str, int] = {}
-    for tensor in reader.tensors:
-        name = tensor.tensor_type.name
-        types[name] = types.get(name, 0) + 1
+    for tensor in header.tensors:
+        types[tensor.kind] = types.get(tensor.kind, 0) + 1
     unreadable = sorted(set(types) - readable_types())
     if unreadable:
         raise UserError(
             f"{path.name}: transformers cannot de-quantise its {', '.join(unreadable)} tensors"
         )
-    context = _field(reader, f"{architecture}.context_length")
-    template = _field(reader, "tokenizer.chat_template")
+    context = _whole(header.values.get(f"{architecture}.context_length"))
+    template = header.values.get("tokenizer.chat_template")
     return GgufInfo(
         path=path.resolve(),
         size=total,
         architecture=architecture,
-        parameters=sum(int(t.n_elements) for t in reader.tensors),
+        parameters=sum(t.elements for t in header.tensors),
         types=types,
-        context_length=int(context) if isinstance(context, int) and context > 0 else None,
-        chat_template=template if isinstance(template, str) and template else None,
+        context_length=context if context else None,
+        chat_template=template or None,
+        metadata_elements=header.elements,
     )
+
+
+def _whole(value: object) -> int | None:
+    """A whole number from the header (a bool is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import measurements, provision
+from swiftwriter.modelstore import measurements, provision, sizing
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.modelstore.remote_code import check_remote_code
 
@@ -432,6 +432,10 @@ def load(
         )
         raise UserError(f"Model '{entry.id}' is not ready ({entry.status()}): {hint}")
     device = pick_device(device)
+    if device_map is None:  # before `auto` measures: that loads the model too
+        sizing.check_loadable(
+            entry.folder(), device, DTYPE_NAMES.get(dtype, "bfloat16"), entry.trust_remote_code
+        )
     chosen = dtype == "auto"
     dtype, why = pick_dtype_why(entry, device, dtype)
     if dtype == STORED:

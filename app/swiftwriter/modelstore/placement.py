@@ -93,13 +93,14 @@ def kv_bytes_per_token(config, dtype: str) -> int:
 def module_bytes(config, dtype: str) -> dict[str, int]:
     """Bytes per block as accelerate places them: each decoder layer ('model.layers.3') and
     the modules beside the layers ('model.embed_tokens', 'model.norm', 'lm_head'), counted on
-    an empty (meta) copy of the model: no weights load."""
+    an empty (meta) copy of the model: no weights load, and none is even allocated (plain
+    init_empty_weights allocates each weight before moving it to meta, which a config larger
+    than the machine's memory makes fail)."""
     import torch
-    from accelerate import init_empty_weights
     from accelerate.utils import compute_module_sizes
     from transformers import AutoModelForCausalLM
 
-    with init_empty_weights():
+    with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
     sizes = compute_module_sizes(model, dtype=getattr(torch, dtype))
     blocks: dict[str, int] = {}

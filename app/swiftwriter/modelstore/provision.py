@@ -40,6 +40,7 @@ from pathlib import Path
 from swiftwriter import paths
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore.registry import MANIFEST, ModelEntry, is_plain_id
+from swiftwriter.store.lock import pid_alive
 
 Progress = Callable[[str], None]
 # what `auto` stores, measured on the float32 folder just written: (dtype, how it was chosen)
@@ -90,8 +91,14 @@ def own_folder(entry: ModelEntry) -> Path:
     return final
 
 
-def _remove_partials(final: Path) -> None:
-    for stale in final.parent.glob(f".{final.name}.partial-*"):
+def _remove_partials(folder: Path) -> None:
+    """Remove what conversions stopped midway left in `folder`: a conversion that fails or is
+    cancelled removes its own, but one killed (by the operating system, out of memory) runs
+    no cleanup, so every '.NAME.partial-PID' whose process is gone goes, whatever its name."""
+    for stale in folder.glob(".*.partial-*"):
+        pid = stale.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and pid_alive(int(pid)):
+            continue  # another conversion is writing it
         if stale.is_symlink():  # a link's target is not ours to remove
             stale.unlink()
         else:
@@ -152,6 +159,7 @@ def convert_into(
         raise ValueError("converting without a dtype needs auto's choice (auto_convert.convert)")
     info = gguf_file.inspect(gguf)
     say(info.describe())
+    _check_memory(info)
     planned = dtype
     if planned:
         say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
@@ -159,7 +167,7 @@ def convert_into(
         say(f"In memory: {gguf_file.size(info.memory('float32'))} in float32 or "
             f"{gguf_file.size(info.memory('bfloat16'))} in bfloat16 (auto measures which "
             "runs faster here once the weights are read)")  # fmt: skip
-    _remove_partials(final)
+    _remove_partials(final.parent)
     tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
     tmp.mkdir(parents=True)
     try:
@@ -189,6 +197,18 @@ def convert_into(
         if tmp.exists():  # failed or cancelled: nothing half-written stays
             shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _check_memory(info) -> None:
+    """Refuse before anything is written a conversion that cannot fit this machine's memory."""
+    from swiftwriter.modelstore import gguf_file, sizing
+
+    need, have = info.conversion_memory(), sizing.machine_memory()
+    if have is not None and need > have:
+        raise UserError(
+            f"{info.path.name}: converting it needs about {gguf_file.size(need)} of memory, "
+            f"more than the {gguf_file.size(have)} this machine has"
+        )
 
 
 def check_cancel(cancelled: Callable[[], bool] | None) -> None:

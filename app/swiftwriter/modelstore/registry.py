@@ -13,6 +13,7 @@ from pathlib import Path
 
 from swiftwriter import atomic, paths
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore import sizing
 
 MANIFEST = "swiftwriter-manifest.json"
 
@@ -152,6 +153,9 @@ def is_plain_id(model_id: str) -> bool:
 
 
 _PLAIN = "letters, digits, '-', '_' and '.', not starting with '.'"
+# A new model's name is its folder's, and '.NAME.partial-PID' beside it while it converts must
+# fit a file name too (255 bytes on common file systems): checked before anything is read.
+MAX_ID = 100
 
 
 def _entries_from(table: dict, user: bool, where: Path) -> dict[str, ModelEntry]:
@@ -221,6 +225,7 @@ def validate_folder(folder: Path) -> None:
     config = folder / "config.json"
     if not config.is_file():
         raise UserError(f"{folder} is not a Hugging Face model folder (no config.json)")
+    sizing.check_config_size(config)
     try:
         json.loads(config.read_text())
     except ValueError as exc:
@@ -238,6 +243,7 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
     except (OSError, RuntimeError) as exc:  # missing, or a loop of symbolic links
         raise UserError(f"Cannot use {folder} as a model folder: {exc}") from exc
     validate_folder(folder)
+    sizing.check_addable(folder, trust_remote_code)
     settings: dict = {"name": model_id, "source": "folder", "path": str(folder)}
     if trust_remote_code:
         settings["trust_remote_code"] = True
@@ -247,6 +253,10 @@ def add_user_model(model_id: str, folder: Path, trust_remote_code: bool = False)
 def check_new_id(model_id: str, replace_user: bool = False) -> None:
     """A name a new user model may take: plain, not a shipped model's, and (unless a user
     entry may be replaced, as a folder's may) not taken yet."""
+    if len(model_id) > MAX_ID:
+        raise UserError(
+            f"Model name '{model_id[:40]}…' is {len(model_id)} characters long: at most {MAX_ID}"
+        )
     if not is_plain_id(model_id):
         raise UserError(f"Model name '{model_id}' may use only {_PLAIN}")
     known = load_registry()
