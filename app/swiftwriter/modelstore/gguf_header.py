@@ -51,6 +51,8 @@ class TensorInfo:
     elements: int
     start: int  # byte offset in the file
     size: int  # bytes
+    shape: tuple[int, ...] = ()  # ggml's order: the innermost (row) dimension first
+    type_id: int = 0  # ggml's number for `kind`
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,9 @@ class _Scan:
                     f"{self.name} is truncated: tensor '{name}' ends at byte "
                     f"{start + offset + size:,}, the file at {len(self.data):,}"
                 )
-            tensors.append(TensorInfo(name, ggml.name, elements, start + offset, size))
+            tensors.append(
+                TensorInfo(name, ggml.name, elements, start + offset, size, tuple(shape), kind)
+            )
         ordered = sorted(tensors, key=lambda t: (t.start, t.size))
         for before, after in itertools.pairwise(ordered):
             if after.start < before.start + before.size:

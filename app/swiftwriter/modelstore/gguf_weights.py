@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from swiftwriter.modelstore import gguf_header
+
 log = logging.getLogger(__name__)
 
 STORED = "stored"  # the precision name of a model computing from the file's blocks
@@ -45,8 +47,8 @@ class Built:
 
 def _read(handle, tensor) -> np.ndarray:
     """One tensor's bytes from the file (never a mapping of the whole file)."""
-    handle.seek(int(tensor.data_offset))
-    raw = np.empty(int(tensor.n_bytes), dtype=np.uint8)
+    handle.seek(tensor.start)
+    raw = np.empty(tensor.size, dtype=np.uint8)
     if handle.readinto(memoryview(raw)) != raw.size:
         raise ValueError(f"{tensor.name}: the file ends inside its data")
     return raw
@@ -70,19 +72,15 @@ def _row_order(processor, name: str, rows: int):
 
 
 def _dequantized(processor, tensor, raw: np.ndarray, name: str) -> np.ndarray:
-    from gguf import dequantize
+    from gguf import GGMLQuantizationType, dequantize
 
-    shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))
-    values = dequantize(raw.view(_numpy_dtype(tensor)), tensor.tensor_type).reshape(shape)
+    kind = GGMLQuantizationType(tensor.type_id)
+    values = dequantize(raw.view(_NUMPY.get(tensor.kind, np.uint8)), kind)
+    values = values.reshape(tuple(reversed(tensor.shape)))
     return np.asarray(processor.process(weights=values, name=name).weights)
 
 
-def _numpy_dtype(tensor):
-    from gguf import GGMLQuantizationType as T
-
-    return {T.F32: np.float32, T.F16: np.float16, T.BF16: np.uint16}.get(
-        tensor.tensor_type, np.uint8
-    )
+_NUMPY = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}  # as gguf's reader views them
 
 
 def _names(model, arch: str, layers: int) -> dict[str, str]:
@@ -121,15 +119,14 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
     their blocks (else every weight is de-quantized into `dtype`)."""
     import torch
     from accelerate import init_empty_weights
-    from gguf import GGUFReader
     from torch import nn
     from transformers import AutoModelForCausalLM
     from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
 
     from swiftwriter.engine.passes import QUANT_TYPES, QuantEmbedding, QuantLinear, QuantWeight
 
-    reader = GGUFReader(str(gguf_path))
-    arch = str(bytes(reader.fields["general.architecture"].parts[-1]), "utf-8")
+    header = gguf_header.read(Path(gguf_path))  # bounded: a hostile header is refused here
+    arch = str(header.values.get("general.architecture", ""))
     with init_empty_weights(include_buffers=False):
         model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     processor = TENSOR_PROCESSORS.get(arch, TensorProcessor)(config=config.to_dict())
@@ -137,14 +134,14 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
     built = Built(model)
     stored_embedding = None
     with open(gguf_path, "rb") as handle:
-        for tensor in reader.tensors:
+        for tensor in header.tensors:
             hf_name = names.get(tensor.name)
             if hf_name is None:
                 continue
             raw = _read(handle, tensor)
             path, _, kind = hf_name.rpartition(".")
             module = _module_at(model, path)
-            qtype, type_name = int(tensor.tensor_type), tensor.tensor_type.name
+            qtype, type_name = tensor.type_id, tensor.kind
             k = int(tensor.shape[0])  # GGML's order: the innermost dimension first
             rows = int(np.prod(tensor.shape[1:])) if len(tensor.shape) > 1 else 1
             blocks_ok = keep_stored and kind == "weight" and qtype in QUANT_TYPES.values()
