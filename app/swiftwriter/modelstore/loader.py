@@ -56,12 +56,18 @@ class LoadedModel:
 
 
 def pick_device(device: str = "auto") -> str:
+    from swiftwriter.modelstore.placement import check_device
+
+    check_device(device)
     import torch
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("CUDA was asked for but no GPU is available to torch")
+    count = torch.cuda.device_count() if device.startswith("cuda") else 0
+    if device.startswith("cuda") and int(device.partition(":")[2] or 0) >= count:
+        raise UserError(f"{device} was asked for, but torch sees {count} GPU" + "s" * (count != 1))
     if device == "mps" and not torch.backends.mps.is_available():
         raise UserError("mps (Apple GPU) was asked for but torch cannot use one here")
     return device
