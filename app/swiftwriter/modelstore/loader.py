@@ -154,6 +154,9 @@ def implausible_passes(seconds: dict[str, float]) -> str:
     return ""
 
 
+DTYPE_KEY = "dtype-pass-3"
+
+
 def dtype_key(entry: ModelEntry) -> str:
     """The remembered dtype choice's key: the passes' attention decides what a tree pass
     costs, so one taken with the other attention (the kernel built since, or no longer
@@ -161,7 +164,20 @@ def dtype_key(entry: ModelEntry) -> str:
     from swiftwriter.engine.passes import native_identity
 
     attention = native_identity() or "sdpa"
-    return f"dtype-pass-3|{entry.id}|{_machine_key()}|{attention}"
+    return f"{DTYPE_KEY}|{entry.id}|{_machine_key()}|{attention}"
+
+
+def remembered_pass(entry: ModelEntry) -> tuple[str, float] | None:
+    """The dtype `auto` chose for `entry` on this CPU and the seconds of its one-token pass, as
+    an earlier load measured and remembered them (with whatever torch or kernel build), or
+    None: read only, without torch, for the speed a bigger model would have here."""
+    prefix = f"{DTYPE_KEY}|{entry.id}|{_cpu_name()}|{platform.machine()}|"
+    for found in measurements.stored_under(prefix):
+        chosen = str(found.get("value"))
+        one = pass_costs(found.get("seconds") or {}).get(chosen, {}).get("1")
+        if not found.get("stale") and isinstance(one, (int, float)) and one > 0:
+            return chosen, float(one)
+    return None
 
 
 def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:
