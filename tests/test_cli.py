@@ -65,6 +65,34 @@ def test_bad_input_is_one_clear_line(args, message, status, tmp_path):
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
+def test_export_help_names_every_format_it_writes(capsys):
+    from swiftwriter.export import FORMAT_NAMES
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    for name in FORMAT_NAMES.values():
+        assert helped.count(name) >= 2, name  # the command list's line and export's own
+    assert "Markdown or DOCX" not in helped
+
+
+def test_the_command_line_checks_its_options_without_loading_torch():
+    """The parser, the app's modes and drafting strategies and the checks of the values given
+    load no torch: a refused value costs a fraction of a second, not the seconds torch takes."""
+    code = (
+        "import sys\n"
+        "from swiftwriter.cli import build_parser\n"
+        "build_parser()\n"
+        "from swiftwriter.engine.decoding.settings import MODES, STRATEGIES, SamplingSettings\n"
+        "from swiftwriter.modelstore import placement\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result
+
+
 def test_models_list_shows_default(tmp_path):
     import os
 
@@ -98,7 +126,7 @@ def test_the_global_model_loads_a_registered_user_model(tmp_path, monkeypatch, c
         loader, "load", lambda *a, **k: loaded.append(real_load(*a, **k)) or loaded[-1]
     )
     argv = ["generate", "--prompt-file", prompt_file, "--max-new-tokens", "4", "--exact-length"]
-    assert main(["--model", "tiny-user", *argv, "--dtype", "float32"]) == 0
+    assert main(["--model", "tiny-user", *argv, "--dtype", "float32", "--preset", "precise"]) == 0
     (model,) = loaded
     assert model.entry.id == "tiny-user" and model.entry.path == folder.resolve()
     assert model.model.config.vocab_size == 16  # the tiny model's weights, not the default's
@@ -210,7 +238,7 @@ def test_device_and_dtype_default_to_auto_everywhere():
 
 def test_generate_samples_with_the_app_s_modes_unless_told_otherwise():
     """`generate` without --penalty or --dry writes with the app's Precise or Creative
-    settings, as --sampling says; given, they win."""
+    settings, as --preset says; given, they win."""
     from swiftwriter.cli import build_parser
     from swiftwriter.commands.generate import _sampling
     from swiftwriter.engine.decoding.settings import MODES
@@ -218,11 +246,11 @@ def test_generate_samples_with_the_app_s_modes_unless_told_otherwise():
     def sampling(*extra):
         return _sampling(build_parser().parse_args(["generate", "--prompt-file", "x", *extra]))
 
-    greedy, creative = sampling(), sampling("--sampling", "sample")
+    greedy, creative = sampling("--preset", "precise"), sampling("--preset", "creative")
     assert (greedy.penalty, greedy.dry_multiplier) == (MODES["precise"].penalty, 0.0)
     assert (creative.penalty, creative.dry_multiplier) == (
         MODES["creative"].penalty,
         MODES["creative"].dry_multiplier,
     )
-    mine = sampling("--sampling", "sample", "--penalty", "1.3", "--dry", "0")
+    mine = sampling("--preset", "creative", "--penalty", "1.3", "--dry", "0")
     assert (mine.penalty, mine.dry_multiplier) == (1.3, 0.0)

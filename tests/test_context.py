@@ -143,7 +143,7 @@ def test_the_cli_stops_at_a_stop_sequence_and_keeps_writing(tiny_cli, capsys):
 
     path, _, three = tiny_cli
     base = ["generate", "--project", str(path), "--doc", "Chapter 3", "--no-history",
-            "--exact-length"]  # fmt: skip
+            "--exact-length", "--preset", "precise"]  # fmt: skip
     assert main([*base, "--max-new-tokens", "60"]) == 0
     free = capsys.readouterr().out.rstrip("\n")
     stop = free[20:23]

@@ -66,6 +66,15 @@ def _global_model(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
     args.model = model
 
 
+def _no_empty_model(args: argparse.Namespace) -> None:
+    """`--model ''` (a script's unset variable) is refused, never taken for the default model."""
+    if "" in (args.global_model, getattr(args, "model", None)):
+        raise UserError(
+            "--model is empty: name a registered model or a model folder, or leave --model out "
+            "for the default model"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -75,6 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--project opens a project in the app: it does not go with `{args.command}`")
     _global_model(parser, args)
     try:
+        _no_empty_model(args)
         if args.command is None:
             from swiftwriter.commands.common import renamed
             from swiftwriter.ui.app import run_app

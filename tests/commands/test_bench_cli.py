@@ -117,14 +117,16 @@ def test_hf_cannot_slide(small_context_bench, capsys):
 def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qtbot):
     """`--preset creative --strategy fast` takes the app's own settings objects (the panel
     builds its defaults from the same ones), and the names the parser offers are theirs."""
-    from swiftwriter.commands.bench import MODE_NAMES, STRATEGY_NAMES, register
+    from swiftwriter.commands.bench import register
     from swiftwriter.engine.decoding.settings import MODES, STRATEGIES
     from swiftwriter.ui.take_panel import TakePanel
 
-    assert set(MODE_NAMES) == set(MODES) and set(STRATEGY_NAMES) == set(STRATEGIES)
-    # and --help describes the modes as they are now (it once still said penalty 1.2)
     sub = argparse.ArgumentParser().add_subparsers()
     register(sub)
+    options = sub.choices["bench"]._option_string_actions
+    assert options["--preset"].choices == sorted(MODES)
+    assert options["--strategy"].choices == list(STRATEGIES)
+    # and --help describes the modes as they are now (it once still said penalty 1.2)
     helped = " ".join(sub.choices["bench"].format_help().split())
     creative, precise = MODES["creative"], MODES["precise"]
     assert (
@@ -155,6 +157,27 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
 
     assert panel.sampling() == replace(creative, seed=None)
     assert panel.drafting() == STRATEGIES["balanced"]
+
+
+def test_options_given_take_the_place_of_the_preset_s_values(tiny_bench, tmp_path, capsys):
+    """`--preset creative --temperature 0.5 --penalty 1.3` runs Creative with those two values
+    (the preset once overrode them silently); with greedy text a sampler option is refused."""
+    from swiftwriter.engine.decoding.settings import MODES
+
+    out = tmp_path / "report.json"
+    args = ["--methods", "ar", "--preset", "creative", "--temperature", "0.5", "--penalty", "1.3"]
+    assert main([*tiny_bench, *args, "--json", str(out)]) == 0
+    meta = json.loads(out.read_text())["meta"]
+    creative = MODES["creative"]
+    assert (meta["temperature"], meta["penalty"]) == (0.5, 1.3)
+    assert (meta["top_p"], meta["min_p"], meta["window"], meta["dry"]["multiplier"]) == (
+        creative.top_p, creative.min_p, creative.window, creative.dry_multiplier,
+    )  # fmt: skip
+    capsys.readouterr()
+    assert main([*tiny_bench, "--methods", "ar", "--preset", "precise", "--top-p", "0.5"]) == 1
+    assert "--top-p applies to sampled text, and --preset precise is greedy decoding" in (
+        capsys.readouterr().err
+    )
 
 
 def lossy_walk(monkeypatch, at: int = 5):

@@ -111,7 +111,8 @@ def test_a_spread_model_writes_the_same_text_or_says_it_may_differ(tmp_path, cap
 
     def generate(*placement: str) -> tuple[str, str]:
         args = ["--model", "tiny-llama", "generate", "--prompt-file", str(prompt),
-                "--dtype", "bfloat16", "--max-new-tokens", "24", *placement]  # fmt: skip
+                "--dtype", "bfloat16", "--max-new-tokens", "24", "--preset", "precise",
+                *placement]  # fmt: skip
         assert main(args) == 0
         captured = capsys.readouterr()
         return captured.out, captured.err

@@ -224,7 +224,7 @@ def test_generate_into_a_project_document(tmp_path, capsys, monkeypatch):
 
     monkeypatch.setattr(registry, "resolve", lambda name: SimpleNamespace(id="tiny-test"))
     monkeypatch.setattr(loader, "load", lambda entry, device, dtype: fake)
-    argv = ["generate", str(path), "chapter 1", "--max-new-tokens", "12"]
+    argv = ["generate", str(path), "chapter 1", "--max-new-tokens", "12", "--preset", "precise"]
     code, out, err = run(capsys, *argv)
     assert code == 0 and "generation #1: " in err and "appended to 'Chapter 1'" in err
     assert "deprecated" not in err

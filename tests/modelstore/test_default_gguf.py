@@ -36,7 +36,7 @@ def test_the_default_models_gguf_added_writes_the_default_models_text(
 
     def text(model: str, dtype: str) -> str:
         args = ["generate", "--prompt-file", str(prompt), "--model", model, "--dtype", dtype,
-                "--max-new-tokens", "20", "--device", "cpu", "--sampling", "greedy"]  # fmt: skip
+                "--max-new-tokens", "20", "--device", "cpu", "--preset", "precise"]  # fmt: skip
         assert main(args) == 0
         return capsys.readouterr().out
 

@@ -49,7 +49,7 @@ def test_a_gguf_is_converted_registered_and_generates(user_dirs, tiny, capsys):
     prompt = user_dirs / "prompt.txt"
     prompt.write_text("the sea was grey and the")
     args = ["generate", "--prompt-file", str(prompt), "--model", "tiny", "--max-new-tokens", "8",
-            "--dtype", "bfloat16", "--device", "cpu", "--sampling", "greedy"]  # fmt: skip
+            "--dtype", "bfloat16", "--device", "cpu", "--preset", "precise"]  # fmt: skip
     assert main(args) == 0
     assert capsys.readouterr().out.strip()  # the text (test_float32_weights... checks the
     loaded = loader.load(  # weights it comes from bit for bit)

@@ -137,3 +137,22 @@ def test_a_tied_model_loads_on_the_planned_map_and_writes_the_same_text(tmp_path
     alone, _ = _generate(model, prompt, greedy, DraftSettings.plain())
     got, _ = _generate(spread, prompt, greedy, DraftSettings(sources=("ngram",), adaptive=False))
     assert got == alone
+
+
+@pytest.mark.parametrize("device", ["meta", "xpu", "cuda:x", "gpu", "", "CPU"])
+def test_a_device_no_model_runs_on_is_refused_before_anything_loads(device):
+    with pytest.raises(UserError, match="auto, cpu, cuda, cuda:N or mps, not"):
+        placement.Placement(device)
+
+
+def test_a_gpu_index_torch_does_not_see_is_refused(monkeypatch):
+    """On a machine with one GPU, cuda:3 is one clear line, not a failure deep in the load."""
+    from swiftwriter.modelstore import loader
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert loader.pick_device("cuda:0") == "cuda:0" and loader.pick_device("cuda") == "cuda"
+    with pytest.raises(UserError, match="cuda:3 was asked for, but torch sees 1 GPU$"):
+        loader.pick_device("cuda:3")
+    with pytest.raises(UserError, match="not 'meta'"):
+        loader.pick_device("meta")

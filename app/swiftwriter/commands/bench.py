@@ -9,18 +9,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from swiftwriter.commands.common import (
+    add_encoding,
+    modes_help,
     non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
     read_text_file,
     renamed,
+    sampler_overrides,
 )
+from swiftwriter.engine.decoding.settings import MODES, STRATEGIES, SamplingSettings
 from swiftwriter.errors import UserError
 
-# the app's modes and strategies (engine.settings MODES / STRATEGIES, which import torch)
-MODE_NAMES = ("creative", "precise")
-STRATEGY_NAMES = ("conservative", "balanced", "fast")
+TOKENSWIFT_MIN_P = 0.1  # without --preset, sampling is TokenSwift's sampler: temperature 1
 
 PARTIAL_BUDGET = 1024  # --draft-mode pass: KV tokens per head the draft pass attends to
 METHODS = "hf,hf-lookup,ar,tokenswift-noheads,tokenswift"
@@ -41,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "number of tokens, not a lossless comparison (another dtype writes another text)",
     )
     p.add_argument("--prompt-file", help="prompt text (default: a 560-token prose chapter opening)")
+    add_encoding(p)
     p.add_argument(
         "--suite",
         choices=("held-out",),
@@ -51,8 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--prompts", metavar="A,B", help="with --suite: only these prompts (by name, in order)"
     )
     p.add_argument("--max-new-tokens", type=positive_int, default=2048)
-    p.add_argument("--penalty", type=non_negative_float, default=1.2)
-    p.add_argument("--window", type=positive_int, default=1024)
+    p.add_argument("--penalty", type=non_negative_float, help="default: the preset's, else 1.2")
+    p.add_argument("--window", type=positive_int, help="default: the preset's, else 1,024")
     p.add_argument(
         "--context-policy",
         choices=("stop", "slide"),
@@ -91,17 +94,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--sampling",
         choices=("greedy", "sample"),
-        default="greedy",
-        help="greedy (outputs must match hf) or sample: TokenSwift's sampler, temperature 1.0 "
-        "and min-p 0.1 (outputs are compared by Distinct-n instead)",
+        help="greedy (outputs must match hf; the default without --preset) or sample: "
+        "TokenSwift's sampler, temperature 1.0 and min-p 0.1 (outputs are compared by "
+        "Distinct-n instead)",
     )
     p.add_argument(
         "--preset",
-        choices=MODE_NAMES,
-        help="the app's mode exactly (creative: temperature 0.8, top-p 0.95, min-p 0.05, "
-        "penalty 1.1 over 1,024, DRY 0.8; precise: greedy, penalty 1.2 over 1,024); overrides "
-        "--sampling, "
-        "--temperature, --top-p, --min-p, --penalty, --window and --dry",
+        choices=sorted(MODES),
+        help=f"the app's writing mode exactly ({modes_help()}); --sampling, --temperature, "
+        "--top-p, --min-p, --penalty, --window and --dry change one of its values",
     )
     p.add_argument(
         "--uncoupled",
@@ -111,18 +112,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--strategy",
-        choices=STRATEGY_NAMES,
+        choices=list(STRATEGIES),
         default="balanced",
         help="the app's drafting strategy (default balanced, the app's default)",
     )
     p.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
-    p.add_argument("--temperature", type=positive_float, default=1.0, help="with --sampling sample")
-    p.add_argument("--top-p", type=positive_float, default=1.0, help="with --sampling sample")
+    p.add_argument("--temperature", type=positive_float, help="sampled text (default 1.0)")
+    p.add_argument("--top-p", type=positive_float, help="sampled text (default 1.0)")
     p.add_argument(
         "--min-p",
         type=non_negative_float,
-        default=None,
-        help="with --sampling sample (default 0.1, TokenSwift's sampler)",
+        help="sampled text (default 0.1, TokenSwift's sampler)",
     )
     p.add_argument(
         "--seeds",
@@ -132,9 +132,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--dry",
         type=non_negative_float,
-        default=0.0,
         metavar="MULT",
-        help="DRY repetition penalty multiplier (0 = off), over the same window",
+        help="DRY repetition penalty multiplier (0 = off, the default without --preset), over "
+        "the same window",
     )
     p.add_argument(
         "--ban-chatter",
@@ -249,9 +249,49 @@ def _tree(text: str) -> tuple[int, ...]:
     return tree
 
 
+def _sampling(args) -> tuple[list[int], SamplingSettings]:
+    """The seeds and the sampler every method runs: the app's mode (--preset) or, without one,
+    greedy with penalty 1.2 over 1,024 (TokenSwift's sampler with --sampling sample), each
+    value given on the command line in its place. Sets args.sampling, .penalty, .window and
+    .dry to what runs (the report says them)."""
+    base = MODES[args.preset] if args.preset else SamplingSettings()
+    chosen = (
+        f"--sampling {args.sampling}" if args.sampling
+        else f"--preset {args.preset}" if args.preset
+        else "bench's default (--sampling greedy)"
+    )  # fmt: skip
+    greedy = base.greedy if args.sampling is None else args.sampling == "greedy"
+    args.sampling = "greedy" if greedy else "sample"
+    given = sampler_overrides(args, greedy, chosen)
+    if not greedy and not args.preset:
+        given.setdefault("min_p", TOKENSWIFT_MIN_P)
+    seeds = _seeds(args)
+    sampling = replace(base, greedy=greedy, seed=seeds[0] if seeds else None,
+                       dry_base=args.dry_base, dry_allowed_length=args.dry_allowed_length,
+                       **given)  # fmt: skip
+    args.penalty, args.window, args.dry = sampling.penalty, sampling.window, sampling.dry_multiplier
+    return seeds, sampling
+
+
+def _drafting(args):
+    """The app's strategy with the drafting options given (--max-nodes, --head-tree, ...)."""
+    options = {}
+    if args.max_nodes is not None:
+        options["max_nodes"] = args.max_nodes
+    if args.head_tree:
+        options["head_tree"] = _tree(args.head_tree)
+    if args.head_vocab:
+        options["head_vocab"] = args.head_vocab
+    if args.head_grow is not None:
+        options["head_grow"] = args.head_grow
+    if args.uncoupled:
+        options["couple"] = False
+    return replace(STRATEGIES[args.strategy], **options)
+
+
 def _default_or_file(args) -> str:
     if args.prompt_file:
-        return read_text_file(args.prompt_file)
+        return read_text_file(args.prompt_file, args.encoding)
     from swiftwriter import paths
 
     return (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
@@ -267,13 +307,13 @@ def _encode(tokenizer, text: str, name: str | None) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from swiftwriter.modelstore.placement import check_device
+
+    check_device(args.device)  # bad options fail before torch and the model load
+    seeds, sampling = _sampling(args)
+    drafting = _drafting(args)
     from swiftwriter.bench import methods as bench
-    from swiftwriter.engine.decoding.settings import (
-        MODES,
-        STRATEGIES,
-        ContextSettings,
-        SamplingSettings,
-    )
+    from swiftwriter.engine.decoding.settings import ContextSettings
     from swiftwriter.modelstore import loader, registry
 
     args.history = renamed(args.project, args.history, "bench --history PROJECT", "bench PROJECT")
@@ -338,43 +378,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
     elif "tokenswift+history" in methods:
         raise UserError("tokenswift+history needs a PROJECT (`bench PROJECT`)")
-    if args.preset:
-        mode = MODES[args.preset]
-        args.sampling = "greedy" if mode.greedy else "sample"
-        args.penalty, args.window, args.min_p = mode.penalty, mode.window, mode.min_p
-        args.temperature, args.top_p = mode.temperature, mode.top_p
-        args.dry = mode.dry_multiplier
-        args.dry_base, args.dry_allowed_length = mode.dry_base, mode.dry_allowed_length
-    seeds = _seeds(args)
-    sampling = SamplingSettings(
-        greedy=args.sampling == "greedy",
-        penalty=args.penalty,
-        window=args.window,
-        # TokenSwift's sampler by default: temperature 1, min-p 0.1
-        min_p=(0.1 if args.min_p is None else args.min_p) if args.sampling == "sample" else 0.0,
-        temperature=args.temperature if args.sampling == "sample" else 1.0,
-        top_p=min(1.0, args.top_p) if args.sampling == "sample" else 1.0,
-        seed=seeds[0] if seeds else None,
-        dry_multiplier=args.dry,
-        dry_base=args.dry_base,
-        dry_allowed_length=args.dry_allowed_length,
-    )
     if args.ban_chatter:
         from swiftwriter.take import story_only_bans
 
         sampling = replace(sampling, banned_tokens=story_only_bans(loaded, prompts_text))
-    options = {}
-    if args.max_nodes is not None:
-        options["max_nodes"] = args.max_nodes
-    if args.head_tree:
-        options["head_tree"] = _tree(args.head_tree)
-    if args.head_vocab:
-        options["head_vocab"] = args.head_vocab
-    if args.head_grow is not None:
-        options["head_grow"] = args.head_grow
-    if args.uncoupled:
-        options["couple"] = False
-    drafting = replace(STRATEGIES[args.strategy], **options)
     meta = {
         "model": entry.id,
         "drafter": heads_status,

@@ -48,15 +48,80 @@ def positive_float(text: str) -> float:
     return value
 
 
-def read_text_file(path: str) -> str:
+def read_text_file(path: str, encoding: str | None = None) -> str:
     """A prompt or training text file, read as imports read text (UTF-8 or with a byte-order
-    mark, binary refused, the first bad byte named)."""
+    mark, binary refused, the first bad byte named; `encoding` when the writer names one)."""
     from swiftwriter.export.importers import read_text
 
     file = Path(path).expanduser()
     if not file.is_file():
         raise UserError(f"No such file: {file}")
-    return read_text(file)
+    return read_text(file, encoding)
+
+
+def add_encoding(parser: argparse.ArgumentParser) -> None:
+    """--encoding, as `project import` has it: what the refusal of a file that is not UTF-8
+    tells the writer to give."""
+    parser.add_argument(
+        "--encoding",
+        help="the text files' encoding when it is not UTF-8 (for example cp1252, latin-1)",
+    )
+
+
+def mode_words(name: str) -> str:
+    """'temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.1 over 1,024, DRY 0.8', or
+    'greedy, penalty 1.2 over 1,024': an app mode as --help says it."""
+    from swiftwriter.engine.decoding.settings import MODES
+
+    mode = MODES[name]
+    words = (
+        ["greedy"]
+        if mode.greedy
+        else [f"temperature {mode.temperature}", f"top-p {mode.top_p}", f"min-p {mode.min_p}"]
+    )
+    words.append(f"penalty {mode.penalty} over {mode.window:,}")
+    if mode.dry_multiplier:
+        words.append(f"DRY {mode.dry_multiplier}")
+    return ", ".join(words)
+
+
+def modes_help() -> str:
+    """Every app mode for --preset's help: 'creative: temperature 0.8, ...; precise: ...'."""
+    from swiftwriter.engine.decoding.settings import MODES
+
+    return "; ".join(f"{name}: {mode_words(name)}" for name in sorted(MODES))
+
+
+# Sampler options, by the SamplingSettings field each sets: given, one takes the place of the
+# preset's value
+SAMPLER_OPTIONS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "min_p": "min_p",
+    "penalty": "penalty",
+    "window": "window",
+    "dry": "dry_multiplier",
+}
+SAMPLED_ONLY = ("temperature", "top_p", "min_p")  # nothing to greedy decoding
+
+
+def sampler_overrides(args: argparse.Namespace, greedy: bool, chosen: str) -> dict:
+    """The sampler values given on the command line, by SamplingSettings field (top-p above 1
+    is 1); one that only sampling uses is refused when `chosen` (the option that chose, e.g.
+    '--preset precise') is greedy."""
+    if greedy:
+        for option in SAMPLED_ONLY:
+            if getattr(args, option, None) is not None:
+                flag = "--" + option.replace("_", "-")
+                raise UserError(f"{flag} applies to sampled text, and {chosen} is greedy decoding")
+    given = {
+        field: getattr(args, option)
+        for option, field in SAMPLER_OPTIONS.items()
+        if getattr(args, option, None) is not None
+    }
+    if "top_p" in given:
+        given["top_p"] = min(1.0, given["top_p"])
+    return given
 
 
 def renamed(new_value, old_value, old_form: str, new_form: str):

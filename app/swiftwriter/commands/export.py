@@ -1,4 +1,5 @@
-"""`swiftwriter export`: write a project, or some of its documents, as Markdown or DOCX."""
+"""`swiftwriter export`: write a project, or some of its documents, as Markdown, Word (DOCX),
+OpenDocument (ODT) or PDF."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ import time
 from pathlib import Path
 
 from swiftwriter.errors import UserError, printable
-
-FORMATS = ("md", "docx", "odt", "pdf")
+from swiftwriter.export import FORMATS, format_names
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "export",
-        help="export a project to Markdown or DOCX",
+        help=f"export a project to {format_names()}",
         description="Export a whole project, or chosen documents with everything below them, "
-        "to one Markdown or Word (DOCX) file.",
+        f"to one {format_names()} file (ODT and PDF through LibreOffice where it is installed).",
     )
     parser.add_argument("project", metavar="PROJECT", help="project file to export")
     parser.add_argument(

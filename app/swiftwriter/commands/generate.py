@@ -9,11 +9,16 @@ import argparse
 import sys
 
 from swiftwriter.commands.common import (
+    add_encoding,
+    modes_help,
     non_negative_float,
     positive_float,
     positive_int,
     read_text_file,
+    renamed,
+    sampler_overrides,
 )
+from swiftwriter.engine.decoding.settings import DEFAULT_MODE, MODES
 from swiftwriter.errors import UsageError, UserError
 
 
@@ -27,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("project", nargs="?", metavar="PROJECT", help="project file")
     parser.add_argument("doc", nargs="?", metavar="DOC", help="document id or exact title")
     parser.add_argument("--prompt-file", metavar="FILE", help="instead: continue this text file")
+    add_encoding(parser)
     # the old spellings of PROJECT and DOC, kept for writers' scripts
     parser.add_argument("--project", dest="project_option", help=argparse.SUPPRESS)
     parser.add_argument("--doc", dest="doc_option", help=argparse.SUPPRESS)
@@ -62,15 +68,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the full length)",
     )
     parser.add_argument(
-        "--sampling",
-        choices=("greedy", "sample"),
-        default="greedy",
-        help="greedy (the model's most likely text) or sample (Creative)",
+        "--preset",
+        choices=sorted(MODES),
+        help=f"the app's writing mode (default {DEFAULT_MODE}, as in the app): "
+        f"{modes_help()}; --temperature, --top-p, --min-p, --penalty, --window and --dry "
+        "change one of its values",
     )
-    parser.add_argument("--temperature", type=positive_float, default=0.8, help="sample only")
-    parser.add_argument("--top-p", type=positive_float, default=0.95, help="sample only")
-    parser.add_argument("--min-p", type=non_negative_float, default=0.05, help="sample only")
-    parser.add_argument("--seed", type=int, default=None, help="sample only (default: random)")
+    # the old spelling of --preset precise / creative, kept for writers' scripts
+    parser.add_argument("--sampling", choices=("greedy", "sample"), help=argparse.SUPPRESS)
+    parser.add_argument("--temperature", type=positive_float, help="sampled text only")
+    parser.add_argument("--top-p", type=positive_float, help="sampled text only")
+    parser.add_argument("--min-p", type=non_negative_float, help="sampled text only")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="sampled text only (default: random)"
+    )
     parser.add_argument(
         "--exact-length",
         action="store_true",
@@ -106,19 +117,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--penalty",
         type=non_negative_float,
-        default=None,
-        help="contextual repetition penalty theta (1.0 = off; default: the app's Precise or "
-        "Creative mode's, as --sampling says)",
+        help="contextual repetition penalty theta (1.0 = off; default: the preset's)",
     )
     parser.add_argument(
         "--dry",
         type=non_negative_float,
-        default=None,
         metavar="MULT",
-        help="DRY multiplier against passages written again (0 = off; default: the mode's)",
+        help="DRY multiplier against passages written again (0 = off; default: the preset's)",
     )
     parser.add_argument(
-        "--window", type=positive_int, default=1024, help="penalty window W in tokens"
+        "--window", type=positive_int, help="penalty window W in tokens (default: the preset's)"
     )
     parser.add_argument(
         "--context-policy",
@@ -157,18 +165,23 @@ def _source(args: argparse.Namespace) -> None:
         raise UsageError("give a PROJECT and DOC to continue, or --prompt-file FILE (not both)")
     if args.project is None and (args.doc or args.direction or args.show_context):
         raise UsageError("DOC, --direction and --show-context go with a PROJECT")
+    if args.project is not None and args.encoding is not None:
+        raise UsageError("--encoding goes with --prompt-file (a project is always UTF-8)")
     if args.project is not None and args.doc is None:
         raise UsageError("generate PROJECT needs a DOC (a document id or title)")
 
 
 def run(args: argparse.Namespace) -> int:
     _source(args)
+    _preset(args)
     if args.project is not None:
         return run_project(args)
-    prompt = read_text_file(args.prompt_file)
+    _, _, ending = _placement(args), _sampling(args), _ending(args)  # bad options fail early
+    prompt = read_text_file(args.prompt_file, args.encoding)
+    if not prompt.strip():
+        raise UserError(f"{args.prompt_file} holds no text: there is nothing to continue")
     from swiftwriter.modelstore import registry
 
-    ending, _, _ = _ending(args), _sampling(args), _placement(args)  # bad options fail early
     entry = registry.resolve(args.model)
     loaded = _load(args, entry, prompt, ending.limit)
     _say_precision(loaded)
@@ -262,28 +275,24 @@ def _ending(args: argparse.Namespace):
     )
 
 
-def _sampling(args: argparse.Namespace):
-    from swiftwriter.engine.decoding.settings import MODES, SamplingSettings
+def _preset(args: argparse.Namespace) -> None:
+    """The preset from --preset or its old spelling, --sampling (one line saying the new form),
+    else the app's default."""
+    old = {"greedy": "precise", "sample": "creative"}.get(args.sampling)
+    chosen = renamed(args.preset, old, f"--sampling {args.sampling}", f"--preset {old}")
+    args.preset, args.sampling = chosen or DEFAULT_MODE, None
 
-    mode = MODES["precise" if args.sampling == "greedy" else "creative"]
-    penalty = mode.penalty if args.penalty is None else args.penalty
-    dry = mode.dry_multiplier if args.dry is None else args.dry
-    if args.sampling == "greedy":
-        if args.seed is not None:
-            raise UserError("--seed applies to --sampling sample only")
-        return SamplingSettings(
-            greedy=True, penalty=penalty, window=args.window, dry_multiplier=dry
-        )
-    return SamplingSettings(
-        greedy=False,
-        penalty=penalty,
-        window=args.window,
-        dry_multiplier=dry,
-        temperature=args.temperature,
-        top_p=min(1.0, args.top_p),
-        min_p=args.min_p,
-        seed=args.seed,
-    )
+
+def _sampling(args: argparse.Namespace):
+    """The preset's settings (the app's own), with each value given on the command line."""
+    from dataclasses import replace
+
+    name = args.preset or DEFAULT_MODE
+    mode = MODES[name]
+    given = sampler_overrides(args, mode.greedy, f"--preset {name}")
+    if mode.greedy and args.seed is not None:
+        raise UserError(f"--seed applies to sampled text, and --preset {name} is greedy decoding")
+    return replace(mode, **given, seed=args.seed)
 
 
 def run_project(args: argparse.Namespace) -> int:
@@ -291,7 +300,7 @@ def run_project(args: argparse.Namespace) -> int:
     from swiftwriter.commands.project import find_document
     from swiftwriter.store import Project
 
-    ending, _, _ = _ending(args), _sampling(args), _placement(args)
+    _, _, ending = _placement(args), _sampling(args), _ending(args)
     with Project.open(args.project) as proj:
         doc_id = find_document(proj, args.doc)
         from swiftwriter.modelstore import registry

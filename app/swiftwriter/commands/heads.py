@@ -14,7 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from swiftwriter.commands.common import positive_int, read_text_file
+from swiftwriter.commands.common import add_encoding, positive_int, read_text_file
+from swiftwriter.engine.decoding.settings import MODES
 from swiftwriter.errors import UserError
 
 clock = time.monotonic  # the --hours budget's clock (tests replace it)
@@ -27,6 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--model", help="registry id or model folder (default: the default model)")
     t.add_argument("--out", required=True, help="output folder (weights, card, checkpoints)")
     t.add_argument("--text", action="append", default=[], help="UTF-8 training text (repeatable)")
+    add_encoding(t)
     t.add_argument(
         "--self-distill",
         type=int,
@@ -54,7 +56,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="what the drafter learns: the penalised top choice's distribution (greedy), the "
         "distribution --preset samples from, for drafts under its shared noise (coupled), or both",
     )
-    t.add_argument("--preset", default="creative", help="the sampled app mode that coupled learns")
+    t.add_argument(
+        "--preset",
+        choices=sorted(MODES),
+        default="creative",
+        help="the sampled app mode that coupled learns",
+    )
     t.add_argument(
         "--init", default="", metavar="DIR", help="start from this drafter (fine-tuning)"
     )
@@ -153,15 +160,15 @@ def drafting_without(status: str, history: bool = False) -> str | None:
     )
 
 
-def text_rows(tokenizer, paths: list[str], length: int):
-    """Training files cut into rows of `length` token ids."""
+def text_rows(tokenizer, paths: list[str], length: int, encoding: str | None = None):
+    """Training files (in `encoding` where one is named) cut into rows of `length` token ids."""
     import torch
 
     from swiftwriter.engine.decoding.textgen import encode
 
     ids: list[int] = []
     for p in paths:
-        ids.extend(encode(tokenizer, read_text_file(p)))
+        ids.extend(encode(tokenizer, read_text_file(p, encoding)))
     n = len(ids) // length
     if n == 0:
         raise UserError(f"The training text holds {len(ids)} tokens: give at least {length}")
@@ -197,7 +204,11 @@ def train(args: argparse.Namespace) -> int:
     dtype = "float32" if args.dtype == "auto" and device == "cpu" else args.dtype
     loaded = loader.load(entry, device=device, dtype=dtype, with_drafter=False)
     print(f"training on {loaded.device} ({loaded.dtype})", file=sys.stderr)
-    rows = text_rows(loaded.tokenizer, args.text, args.row_length) if args.text else None
+    rows = (
+        text_rows(loaded.tokenizer, args.text, args.row_length, args.encoding)
+        if args.text
+        else None
+    )
     if rows is not None and args.max_rows and args.max_rows < len(rows):
         rows = rows[torch.linspace(0, len(rows) - 1, args.max_rows).long()].contiguous()
     settings = TrainSettings(

@@ -2,7 +2,16 @@
 
 Works on token ids; the tokenizer appears only in `textgen`, at the edge."""
 
-from swiftwriter.engine.decoding.generator import Generator, StepEvent
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 
 __all__ = ["DraftSettings", "Generator", "SamplingSettings", "StepEvent"]
+
+
+def __getattr__(name: str):
+    """The decoding loop on first use: the settings alone load without torch, so the command
+    line refuses a bad option before the model's libraries load (seconds)."""
+    if name in ("Generator", "StepEvent"):
+        from swiftwriter.engine.decoding import generator
+
+        return getattr(generator, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swiftwriter.errors import UserError
+from swiftwriter.export import FORMATS
 from swiftwriter.export.job import ExportJob
 from swiftwriter.export.layout import PageSetup
 from swiftwriter.export.model import Manuscript
 
-FORMATS = ("md", "docx", "odt", "pdf")
 STYLES = ("novel", "report", "manuscript")
 
 

@@ -63,12 +63,18 @@ class LoadedModel:
 
 
 def pick_device(device: str = "auto") -> str:
+    from swiftwriter.modelstore.placement import check_device
+
+    check_device(device)
     import torch
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise UserError("CUDA was asked for but no GPU is available to torch")
+    count = torch.cuda.device_count() if device.startswith("cuda") else 0
+    if device.startswith("cuda") and int(device.partition(":")[2] or 0) >= count:
+        raise UserError(f"{device} was asked for, but torch sees {count} GPU" + "s" * (count != 1))
     if device == "mps" and not torch.backends.mps.is_available():
         raise UserError("mps (Apple GPU) was asked for but torch cannot use one here")
     return device
@@ -160,6 +166,9 @@ def implausible_passes(seconds: dict[str, float]) -> str:
     return ""
 
 
+DTYPE_KEY = "dtype-pass-4"  # 4: GGUF models measure their weights as stored too
+
+
 def dtype_key(entry: ModelEntry) -> str:
     """The remembered dtype choice's key: the passes' attention decides what a tree pass
     costs, so one taken with the other attention (the kernel built since, or no longer
@@ -167,7 +176,20 @@ def dtype_key(entry: ModelEntry) -> str:
     from swiftwriter.engine.passes import native_identity
 
     attention = native_identity() or "sdpa"
-    return f"dtype-pass-4|{entry.id}|{_machine_key()}|{attention}"
+    return f"{DTYPE_KEY}|{entry.id}|{_machine_key()}|{attention}"
+
+
+def remembered_pass(entry: ModelEntry) -> tuple[str, float] | None:
+    """The dtype `auto` chose for `entry` on this CPU and the seconds of its one-token pass, as
+    an earlier load measured and remembered them (with whatever torch or kernel build), or
+    None: read only, without torch, for the speed a bigger model would have here."""
+    prefix = f"{DTYPE_KEY}|{entry.id}|{_cpu_name()}|{platform.machine()}|"
+    for found in measurements.stored_under(prefix):
+        chosen = str(found.get("value"))
+        one = pass_costs(found.get("seconds") or {}).get(chosen, {}).get("1")
+        if not found.get("stale") and isinstance(one, (int, float)) and one > 0:
+            return chosen, float(one)
+    return None
 
 
 def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:

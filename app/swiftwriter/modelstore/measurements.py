@@ -281,6 +281,16 @@ def stored(key: str) -> dict | None:
     return entry if isinstance(entry, dict) and entry.get("format") == FORMAT else None
 
 
+def stored_under(prefix: str) -> list[dict]:
+    """Every current-format entry whose key starts with `prefix`, the newest first."""
+    found = [
+        entry
+        for key, entry in _read().items()
+        if key.startswith(prefix) and isinstance(entry, dict) and entry.get("format") == FORMAT
+    ]
+    return sorted(found, key=lambda e: str((e.get("taken") or {}).get("at", "")), reverse=True)
+
+
 def forget(model_id: str) -> int:
     """Drop every measurement of one model (keys are 'what|model|...'); how many."""
     dropped = []

@@ -26,6 +26,7 @@ _UNITS = {
 }
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _DEVICE = re.compile(r"^(cpu|disk|mps|cuda:\d+|\d+)$")
+_ONE_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
@@ -61,6 +62,15 @@ def parse_max_memory(text: str) -> dict[int | str, int]:
     return out
 
 
+def check_device(device: str) -> str:
+    """A device a model runs on: auto, cpu, cuda, cuda:N or mps. Anything else torch knows
+    (its `meta` device holds no values, `xpu` and the like are untried) is refused here, in
+    one line, before anything loads."""
+    if not _ONE_DEVICE.match(device):
+        raise UserError(f"The device is auto, cpu, cuda, cuda:N or mps, not '{device}'")
+    return device
+
+
 @dataclass
 class Placement:
     """One device, or accelerate's map (`device_map="auto"`) within `max_memory`, offloading
@@ -72,6 +82,7 @@ class Placement:
     offload_folder: str | None = None
 
     def __post_init__(self):
+        check_device(self.device)
         if self.device_map not in (None, "auto"):
             raise UserError(f"--device-map is 'auto' or absent, not {self.device_map!r}")
         if self.max_memory and self.device_map is None:

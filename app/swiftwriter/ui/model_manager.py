@@ -1,4 +1,5 @@
 """The model manager: which models are known and ready, converting the shipped default model,
+what the built-in model is for and which size of model to add here (modelstore/guidance.py),
 adding a local Hugging Face folder (validated before it is registered) or a GGUF file
 (converted in a worker thread with progress and Cancel: ui/gguf_dialog.py), the drafting heads'
 state (present, missing or mismatched; trained here or shipped) with training them, and the
@@ -33,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import adding, registry
+from swiftwriter.modelstore import adding, guidance, registry
 from swiftwriter.modelstore.loader import drafter_dirs
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.ui.heads_training import TrainHeadsDialog, fmt_top1, heads_folder
@@ -132,7 +133,7 @@ class ModelManagerDialog(QDialog):
         self.generation_busy = generation_busy
         self.trainer: TrainHeadsDialog | None = None
         self.setWindowTitle("Models")
-        self.resize(820, 460)
+        self.resize(820, 560)
         self.settings = settings
         self.current = current
         self.entries: list[ModelEntry] = []
@@ -167,6 +168,12 @@ class ModelManagerDialog(QDialog):
         self.progress.hide()
         self.message = QLabel("")
         self.message.setWordWrap(True)
+        advice = guidance.for_this_machine(current)
+        self.guidance = QLabel(advice.choosing_text())
+        self.guidance.setWordWrap(True)
+        self.adding = QLabel(advice.adding_text())
+        self.adding.setWordWrap(True)
+        self.adding.setVisible(bool(advice.adding_text()))
 
         add = QFormLayout()
         self.add_name = QLineEdit(placeholderText="my-model")
@@ -221,12 +228,16 @@ class ModelManagerDialog(QDialog):
         layout.addLayout(row)
         layout.addWidget(self.progress)
         layout.addWidget(self.message)
+        layout.addWidget(QLabel("<b>Which model</b>"))
+        layout.addWidget(self.guidance)
+        layout.addSpacing(6)
         layout.addWidget(
             QLabel(
                 "<b>Add a model</b>: a Hugging Face folder, or a GGUF file "
                 "(converted once into the models folder)"
             )
         )
+        layout.addWidget(self.adding)
         layout.addLayout(add)
         layout.addWidget(QLabel("<b>Loading</b> (auto measures what is fastest here)"))
         layout.addLayout(load)

@@ -1,4 +1,5 @@
-"""The welcome screen (New, Open, Open sample project, recent projects) and the sample project.
+"""The welcome screen (New, Open, Open sample project, what the built-in model is for and
+which model to add on this machine, recent projects) and the sample project.
 
 The sample is written fresh into the user's data folder each time it is asked for and is not
 there yet, so a writer can try the app without any file of their own."""
@@ -20,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter import paths
+from swiftwriter.modelstore import guidance
 from swiftwriter.store import Project
 
 SAMPLE_NAME = "The Harbour (sample).swiftwriter"
@@ -92,6 +94,9 @@ class WelcomePage(QWidget):
         self.new_button.clicked.connect(self.new_requested.emit)
         self.open_button.clicked.connect(self.open_requested.emit)
         self.sample_button.clicked.connect(self.sample_requested.emit)
+        # the first thing a writer meets is the tiny model: what it is for, and what to add
+        self.guidance = QLabel(guidance.for_this_machine().welcome_text())
+        self.guidance.setWordWrap(True)
         self.recent = QListWidget()
         self.recent.setMaximumHeight(200)
         self.recent.itemActivated.connect(
@@ -103,6 +108,8 @@ class WelcomePage(QWidget):
         column.addWidget(subtitle)
         column.addSpacing(18)
         column.addLayout(buttons)
+        column.addSpacing(18)
+        column.addWidget(self.guidance)
         column.addSpacing(18)
         self.recent_label = QLabel("Recent projects")
         column.addWidget(self.recent_label)

@@ -25,6 +25,8 @@ def test_generate_cli_writes_coherent_english():
             str(DATA / "prose_prompt.txt"),
             "--max-new-tokens",
             "120",
+            "--preset",
+            "precise",
         ],
         capture_output=True,
         text=True,

@@ -135,7 +135,11 @@ def test_a_model_off_the_lean_pass_says_its_text_may_differ():
     assert ModelRunner(window, invariant=False).backend.name == "stock"
     backends.set_exact(model, False)
     assert not ModelRunner(model, invariant=False).invariant
-    assert "may differ from plain decoding (passes take" in backends.precision_line("x", model)
+    assert backends.precision_line("x", model) == (
+        "precision: x · may differ from plain decoding (auto chose this CPU's fastest float32 "
+        "kernels over exact passes; --dtype float32 keeps every pass exact)"
+    )
+    assert "(passes take the fastest" in backends.precision_line("x", model, invariant=False)
     assert backends.precision_line("x", model, invariant=True) == "precision: x"
 
 

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 from swiftwriter.errors import UserError
 
+# Below this a draw is greedy decoding in all but name, and far below it the scaled logits
+# overflow (1e-320 is 0 in float32: a take wrote nothing); Precise is the greedy mode.
+MIN_TEMPERATURE = 0.01
+
 
 @dataclass(frozen=True)
 class SamplingSettings:
@@ -35,8 +39,11 @@ class SamplingSettings:
             raise UserError(f"The penalty must be positive, not {self.penalty}")
         if self.window < 1:
             raise UserError(f"The penalty window must be at least 1 token, not {self.window}")
-        if not self.temperature > 0:
-            raise UserError(f"The temperature must be positive, not {self.temperature}")
+        if not self.temperature >= MIN_TEMPERATURE:
+            raise UserError(
+                f"The temperature must be at least {MIN_TEMPERATURE} (for greedy decoding "
+                f"choose Precise: --preset precise), not {self.temperature}"
+            )
         if self.top_k < 0:
             raise UserError(f"top-k must be 0 (off) or positive, not {self.top_k}")
         if not 0 < self.top_p <= 1:
@@ -90,6 +97,15 @@ class DraftSettings:
             raise UserError("max_nodes must be >= 0 and max_depth >= 1")
         if not 0.0 <= self.head_grow < 1.0:
             raise UserError("head_grow is a probability: at least 0, below 1")
+        widest = max(self.max_nodes, 1)  # a step's trie holds no more nodes than that
+        if len(self.head_tree) > self.max_depth or any(
+            not 1 <= k <= widest for k in self.head_tree
+        ):
+            raise UserError(
+                f"The drafter's tree takes 1 to {widest} candidates per depth (the nodes a "
+                f"step drafts) over at most {self.max_depth} depths, not "
+                f"{','.join(map(str, self.head_tree))}"
+            )
 
     @classmethod
     def plain(cls) -> DraftSettings:
@@ -128,8 +144,10 @@ class ContextSettings:
             )
 
 
-# The app's modes and drafting strategies, one definition for the generation panel and the
-# bench (`swiftwriter bench --preset creative --strategy balanced` runs exactly the app's).
+# The app's modes and drafting strategies, one definition for the generation panel, `generate`
+# and the bench (`swiftwriter bench --preset creative --strategy balanced` runs exactly the
+# app's). Importing this module loads no torch (engine/__init__.py), so the command line names
+# them in its help and checks its options before the model's libraries load.
 MODES = {
     "precise": SamplingSettings(),  # greedy, penalty 1.2 over 1,024 tokens
     # Penalty 1.1 with DRY 0.8, not the token penalty 1.2 alone: over 2,048 sampled tokens on
@@ -140,6 +158,9 @@ MODES = {
         greedy=False, temperature=0.8, top_p=0.95, min_p=0.05, penalty=1.1, dry_multiplier=0.8
     ),
 }
+# The mode a take starts in, in the app and in `generate` (measured: greedy decoding loops
+# over long takes, README)
+DEFAULT_MODE = "creative"
 STRATEGIES = {
     "conservative": DraftSettings(max_nodes=8, max_depth=8),
     "balanced": DraftSettings(),

@@ -175,7 +175,14 @@ def exactness(model, invariant: bool | None = None) -> str:
     """'' when a run on this model computes every row as plain decoding does, so speculation
     writes plain decoding's text; else why not, in a few words. `invariant`: what the run asks
     for (None: the model's default, `exact_by_default`)."""
-    if not (exact_by_default(model) if invariant is None else invariant):
+    if invariant is None and not exact_by_default(model):
+        # not the dtype: the loader's `auto` found exact passes dear on this CPU's kernels
+        dtype = str(getattr(model, "dtype", "this precision")).removeprefix("torch.")
+        return (
+            f"auto chose this CPU's fastest {dtype} kernels over exact passes; --dtype {dtype} "
+            "keeps every pass exact"
+        )
+    if invariant is False:
         return "passes take the fastest kernels for this precision"
     lean = lazy_head_ok(model) and supports(model) and _grows_in_place(model)
     if lean and fixed_rotary(model):
