@@ -1,6 +1,7 @@
-"""Adding a GGUF file as a model (`swiftwriter models add NAME FILE.gguf`): converted once into
-its own folder in the dtype it runs in, registered with its chat template and context length,
-refused in one line (leaving nothing) when it cannot be read, and cancelled without leftovers."""
+"""Adding a GGUF file as a model (`swiftwriter models add NAME FILE.gguf`): its weights kept as
+the file stores them (or converted once into its own folder in a dtype asked for by name),
+registered with its chat template and context length, refused in one line (leaving nothing)
+when it cannot be read, and cancelled without leftovers."""
 
 from __future__ import annotations
 
@@ -85,8 +86,38 @@ def test_a_lossless_bfloat16_folder_serves_float32_as_it_is(user_dirs, tiny):
     assert all(v.dtype == torch.float32 for v in f32.values())
 
 
-def test_auto_stores_the_dtype_measured_on_the_float32_weights(user_dirs, tiny, monkeypatch):
+def test_auto_keeps_the_files_weights_as_stored(user_dirs, tiny):
+    """No copy of the weights: the folder holds config and tokenizer, each load reads the file
+    (as stored, or de-quantized into the dtype asked for, bit for bit the file's values)."""
+    messages = []
+    path = write_gguf(user_dirs / "kept.gguf", tiny, qtype="Q8_0")
+    entry = adding.add_gguf("kept", path, progress=messages.append)
+    assert entry.stored_dtype() == "stored" and entry.is_ready()
+    assert not list(entry.folder().glob("*.safetensors"))
+    assert sum(f.stat().st_size for f in entry.folder().iterdir()) < path.stat().st_size
+    assert any("the file's own size" in m for m in messages)
+    stored = loader.load(entry, device="cpu", dtype="stored", with_drafter=False)
+    assert "Q8_0 x" in stored.precision() and stored.model.model.layers[0].mlp.down_proj.qweight
+    reference = gguf_file_weights(path)
+    f32 = _weights(entry, "float32")
+    for name, value in reference.items():
+        assert torch.equal(f32[name], value), name
+
+
+def gguf_file_weights(path) -> dict:
+    """The file's weights as transformers de-quantizes them."""
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name)
+    return {k: v.detach() for k, v in model.state_dict().items()}
+
+
+def test_without_the_kernel_auto_stores_the_dtype_measured_on_the_float32_weights(
+    user_dirs, tiny, monkeypatch
+):
     from swiftwriter.modelstore.measurements import Measured
+
+    monkeypatch.setattr(loader, "can_store", lambda entry: "no kernel here")
 
     seen = []
 
@@ -115,10 +146,12 @@ def test_auto_stores_the_dtype_measured_on_the_float32_weights(user_dirs, tiny, 
 
 
 def test_a_choice_measured_on_a_busy_machine_stores_float32(user_dirs, tiny, monkeypatch):
-    """Not remembered, the next load measures again and may choose float32: a bfloat16 folder
-    would then be converted again, so float32 (which serves both exactly) is stored."""
+    """Without the kernel, a choice not remembered lets the next load measure again and
+    choose float32: a bfloat16 folder would then be converted again, so float32 (which serves
+    both exactly) is stored."""
     from swiftwriter.modelstore.measurements import Measured
 
+    monkeypatch.setattr(loader, "can_store", lambda entry: "no kernel here")
     seconds = {"float32/1": 0.02, "bfloat16/1": 0.01}
     busy = Measured("k", "bfloat16", seconds, unquiet=["other processes took 86% of the CPUs"])
     monkeypatch.setattr(loader, "pick_device", lambda device="auto": "cpu")

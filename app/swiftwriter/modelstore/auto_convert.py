@@ -20,11 +20,13 @@ def planned_dtype(entry: ModelEntry, dtype: str | None) -> str | None:
     the model's own setting, or a GPU's; None when `auto` must measure on this CPU."""
     if dtype and dtype != "auto":
         if dtype not in loader.DTYPE_NAMES:
-            raise UserError(f"Unknown dtype '{dtype}' (use auto, float32, bfloat16 or float16)")
+            raise UserError(f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)")
         return loader.DTYPE_NAMES[dtype]
     device = loader.pick_device("auto")
     if device == "cpu" and entry.dtype.get("cpu", "auto") == "auto":
-        return None
+        # the weights stay in the file, read at each load as stored or de-quantized into
+        # the dtype `auto` measures fastest then; without the kernel: measured now, on floats
+        return None if loader.can_store(entry) else provision.STORED
     return loader.pick_dtype(entry, device, "auto")
 
 

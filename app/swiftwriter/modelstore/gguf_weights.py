@@ -72,11 +72,19 @@ def _row_order(processor, name: str, rows: int):
 
 
 def _dequantized(processor, tensor, raw: np.ndarray, name: str) -> np.ndarray:
+    """The tensor's values as float32 numpy, as gguf de-quantizes them (the kernel's own
+    de-quantization, equal bit for bit and far faster, for the types it runs)."""
     from gguf import GGMLQuantizationType, dequantize
 
-    kind = GGMLQuantizationType(tensor.type_id)
-    values = dequantize(raw.view(_NUMPY.get(tensor.kind, np.uint8)), kind)
-    values = values.reshape(tuple(reversed(tensor.shape)))
+    from swiftwriter.engine.passes import QUANT_TYPES, QuantWeight, quant_available
+
+    shape = tuple(reversed(tensor.shape))
+    if tensor.type_id in QUANT_TYPES.values() and len(shape) == 2 and quant_available():
+        blocks = raw.reshape(shape[0], -1)
+        values = QuantWeight.from_blocks(blocks, tensor.type_id, shape[1]).dense().numpy()
+    else:
+        kind = GGMLQuantizationType(tensor.type_id)
+        values = dequantize(raw.view(_NUMPY.get(tensor.kind, np.uint8)), kind).reshape(shape)
     return np.asarray(processor.process(weights=values, name=name).weights)
 
 
@@ -123,7 +131,15 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
     from transformers import AutoModelForCausalLM
     from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
 
-    from swiftwriter.engine.passes import QUANT_TYPES, QuantEmbedding, QuantLinear, QuantWeight
+    from swiftwriter.engine.passes import (
+        QUANT_TYPES,
+        QuantEmbedding,
+        QuantLinear,
+        QuantWeight,
+        quant_available,
+    )
+
+    keep_stored = keep_stored and quant_available()
 
     header = gguf_header.read(Path(gguf_path))  # bounded: a hostile header is refused here
     arch = str(header.values.get("general.architecture", ""))

@@ -21,7 +21,7 @@ from swiftwriter.modelstore.remote_code import check_remote_code
 
 log = logging.getLogger(__name__)
 
-STORED = "stored"  # a GGUF model's weights as the file stores them (modelstore/gguf_weights.py)
+STORED = provision.STORED  # a GGUF model's weights as the file stores them (gguf_weights.py)
 DTYPE_NAMES = {
     STORED: STORED,
     "gguf": STORED,
@@ -479,14 +479,17 @@ def load(
         check_remote_code(entry.id, folder)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        model = _from_pretrained(
-            AutoModelForCausalLM,
-            folder,
-            dtype=getattr(torch, dtype),
-            device_map=device_map,
-            **_offload(entry, device_map, offload_folder),
-            **kwargs,
-        )
+        if _weights_in_file(entry, folder):  # de-quantized from the GGUF into this dtype
+            model = _from_gguf(entry, folder, getattr(torch, dtype), device_map, kwargs)
+        else:
+            model = _from_pretrained(
+                AutoModelForCausalLM,
+                folder,
+                dtype=getattr(torch, dtype),
+                device_map=device_map,
+                **_offload(entry, device_map, offload_folder),
+                **kwargs,
+            )
     except (OSError, ValueError) as exc:
         raise UserError(f"Could not load model '{entry.id}' from {folder}: {exc}") from exc
     if device_map is None:
@@ -518,6 +521,22 @@ def load(
         loaded.drafter_status if with_drafter else "not asked",
     )
     return loaded
+
+
+def _weights_in_file(entry: ModelEntry, folder: Path) -> bool:
+    """The folder holds config and tokenizer only: its weights are read from the GGUF."""
+    return folder == entry.folder() and entry.stored_dtype() == STORED
+
+
+def _from_gguf(entry: ModelEntry, folder: Path, dtype, device_map, kwargs):
+    from transformers import AutoConfig
+
+    from swiftwriter.modelstore import gguf_weights
+
+    if device_map is not None:
+        raise UserError(f"{entry.name} keeps its weights in its GGUF file: it runs on one device")
+    config = AutoConfig.from_pretrained(folder, **kwargs)
+    return gguf_weights.build(config, provision.locate_gguf(entry), dtype, keep_stored=False).model
 
 
 def can_store(entry: ModelEntry) -> str:

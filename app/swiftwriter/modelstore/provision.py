@@ -39,6 +39,7 @@ from pathlib import Path
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore import gguf_weights
 from swiftwriter.modelstore.registry import MANIFEST, ModelEntry, is_plain_id
 from swiftwriter.store.lock import pid_alive
 
@@ -159,11 +160,15 @@ def convert_into(
         raise ValueError("converting without a dtype needs auto's choice (auto_convert.convert)")
     info = gguf_file.inspect(gguf)
     say(info.describe())
-    _check_memory(info)
     planned = dtype
-    if planned:
-        say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
+    if planned == STORED:
+        say(f"In memory: about {gguf_file.size(info.size)}, the file's own size (its weights "
+            "stay as stored; bfloat16 or float32 are read from it when asked for)")  # fmt: skip
     else:
+        _check_memory(info)
+    if planned and planned != STORED:
+        say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
+    elif not planned:
         say(f"In memory: {gguf_file.size(info.memory('float32'))} in float32 or "
             f"{gguf_file.size(info.memory('bfloat16'))} in bfloat16 (auto measures which "
             "runs faster here once the weights are read)")  # fmt: skip
@@ -172,10 +177,15 @@ def convert_into(
     tmp.mkdir(parents=True)
     try:
         started = time.monotonic()
-        stored, why, lossless = _write_hf_folder(gguf, tmp, entry, planned, say, cancelled, auto)
+        if planned == STORED:
+            stored, why, lossless = _write_stored_folder(gguf, tmp, say, cancelled)
+        else:
+            stored, why, lossless = _write_hf_folder(
+                gguf, tmp, entry, planned, say, cancelled, auto
+            )
         check_cancel(cancelled)
         say("Checking the converted folder loads")
-        _check_loads(tmp)
+        _check_loads(tmp, gguf if stored == STORED else None)
         check_cancel(cancelled)
         manifest = {
             "model_id": entry.id,
@@ -214,6 +224,27 @@ def _check_memory(info) -> None:
 def check_cancel(cancelled: Callable[[], bool] | None) -> None:
     if cancelled is not None and cancelled():
         raise Cancelled("Cancelled: nothing was kept")
+
+
+STORED = gguf_weights.STORED  # a folder of config and tokenizer: the weights stay in the file
+
+
+def _write_stored_folder(gguf, out, say, cancelled):
+    """Config and tokenizer only, read from the file's metadata: the weights are read from the
+    file at each load, as stored or de-quantized into the dtype asked for (gguf_weights.py),
+    so nothing is copied and nothing de-quantized here."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder, name = str(gguf.parent), gguf.name
+    say("Reading the tokenizer and the model's settings")
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    check_cancel(cancelled)
+    config = AutoConfig.from_pretrained(folder, gguf_file=name)
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    tokenizer.save_pretrained(out)
+    config.save_pretrained(out)
+    return STORED, "", True  # every dtype is read from the file: each is the file's own
 
 
 def _lossless(state: dict, dtype: str) -> bool:
@@ -280,7 +311,7 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
 def serves(entry: ModelEntry, dtype: str) -> bool:
     """Loading `entry`'s folder in `dtype` gives exactly the weights the GGUF gives in it."""
     stored = entry.stored_dtype()
-    if stored is None or dtype == stored or stored == "float32":
+    if stored is None or dtype == stored or stored in ("float32", STORED):
         return True
     return bool((entry.manifest() or {}).get("lossless"))
 
@@ -308,12 +339,17 @@ def folder_for(entry: ModelEntry, dtype: str, progress: Progress | None = None) 
     return copy
 
 
-def _check_loads(folder: Path) -> None:
+def _check_loads(folder: Path, gguf: Path | None = None) -> None:
+    """The folder loads and writes finite logits (its weights read from `gguf` when given)."""
+    import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-    AutoConfig.from_pretrained(folder, local_files_only=True)
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
+    if gguf is not None:
+        model = gguf_weights.build(config, gguf, torch.float32).model
+    else:
+        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     ids = tokenizer("Once upon a time", return_tensors="pt").input_ids
     logits = model(ids).logits
     if not bool(logits.isfinite().all()):

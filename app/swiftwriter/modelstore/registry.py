@@ -89,7 +89,7 @@ _TEXT = ("name", "path", "package", "package_version", "file", "sha256", "archit
          "chat_template")  # fmt: skip
 _FLAGS = ("default", "trust_remote_code")
 _SOURCES = ("pypi-gguf", "gguf", "folder")
-_DTYPES = ("auto", "float32", "bfloat16", "float16")
+_DTYPES = ("auto", "stored", "float32", "bfloat16", "float16")
 
 
 def _check_entry(model_id: str, raw, where: Path) -> dict:
