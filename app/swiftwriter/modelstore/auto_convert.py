@@ -20,7 +20,9 @@ def planned_dtype(entry: ModelEntry, dtype: str | None) -> str | None:
     the model's own setting, or a GPU's; None when `auto` must measure on this CPU."""
     if dtype and dtype != "auto":
         if dtype not in loader.DTYPE_NAMES:
-            raise UserError(f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)")
+            raise UserError(
+                f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)"
+            )
         return loader.DTYPE_NAMES[dtype]
     device = loader.pick_device("auto")
     if device == "cpu" and entry.dtype.get("cpu", "auto") == "auto":

@@ -17,6 +17,7 @@ from torch import nn
 
 from swiftwriter.engine.decoding.logits import LogitsPipeline, penalise
 from swiftwriter.engine.decoding.settings import SamplingSettings
+from swiftwriter.engine.passes import row_values, table_of
 from swiftwriter.training.features import TOP, window_presence
 
 
@@ -185,10 +186,10 @@ def on_text(
     if len(t) == 0:
         return {"top1": [], "top3": [], "positions": 0}
     r = torch.zeros_like(t)
-    head = model.get_output_embeddings().weight.detach().cpu()
     vocab = bundle.vocab[:vocab_limit] if vocab_limit > 0 else bundle.vocab  # as the source
-    w = head[vocab].float()
-    emb = model.get_input_embeddings().weight.detach().cpu()
+    w = row_values(model.get_output_embeddings(), vocab).cpu()
+    emb = table_of(model.get_input_embeddings())
+    emb = emb.cpu() if isinstance(emb, torch.Tensor) else emb
     module = bundle.module
     dtype = next(module.parameters()).dtype
     module.float()

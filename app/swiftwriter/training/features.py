@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 
 from swiftwriter import atomic
 from swiftwriter.engine.decoding.logits import LogitsPipeline, penalise
-from swiftwriter.engine.passes import PrenormCapture
+from swiftwriter.engine.passes import PrenormCapture, execution_device
 
 TOP = 32
 
@@ -66,7 +66,7 @@ def extract_rows(
     pipeline without its penalty) also "sampled_ids" / "sampled_probs" (float32): the top
     TOP of the distribution that preset samples from, made from the full vocabulary."""
     decoder, head = model.get_decoder(), model.get_output_embeddings()
-    device = head.weight.device
+    device = execution_device(head)
     capture = PrenormCapture(model)
     out = {"final": [], "prenorm": [], "top_ids": [], "top_probs": []}
     if filters is not None:

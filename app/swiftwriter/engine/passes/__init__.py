@@ -43,6 +43,7 @@ from swiftwriter.engine.passes.quant import (
     quantized_model,
     row_values,
     stored_bytes,
+    table_of,
 )
 from swiftwriter.engine.passes.quant import available as quant_available
 from swiftwriter.engine.passes.quant import path_name as quant_path
@@ -85,6 +86,7 @@ __all__ = [
     "set_exact",
     "set_kernel",
     "stored_bytes",
+    "table_of",
     "supports",
     "time_few_rows",
     "time_kernels",

@@ -216,6 +216,26 @@ def row_values(module, ids: torch.Tensor) -> torch.Tensor:
     return module.weight.detach()[ids].float()
 
 
+class Rows:
+    """A stored table's rows read on demand, as a float32 matrix is indexed (`table[ids]`,
+    `.shape`, `.device`), for code that looks up a few rows of an embedding."""
+
+    def __init__(self, module):
+        self.module = module
+        self.shape = (module.qweight.n, module.qweight.k)
+        self.device = torch.device("cpu")
+        self.dtype = torch.float32
+
+    def __getitem__(self, ids) -> torch.Tensor:
+        ids = torch.as_tensor(ids)
+        return self.module.qweight.rows(ids.reshape(-1)).reshape(*ids.shape, self.shape[1])
+
+
+def table_of(module):
+    """A module's weight to index rows of: the float tensor, or the stored table's `Rows`."""
+    return Rows(module) if is_quantized(module) else module.weight.detach()
+
+
 def stored_bytes(model) -> int:
     """Bytes the model's packed blocks hold."""
     seen, total = set(), 0
