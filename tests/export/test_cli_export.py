@@ -3,14 +3,20 @@ errors for a bad project, document id or file name."""
 
 from __future__ import annotations
 
+import re
+import zipfile
 from dataclasses import dataclass
+from pathlib import Path
 
 import docx
 import pytest
+from lxml import etree
 from swiftwriter.cli import main
 from swiftwriter.commands.export import choose_format
 from swiftwriter.errors import UserError
 from swiftwriter.export.model import manuscript_from_project
+
+from tests.export.test_epub_export import NS, read_epub, section_type, text_of
 
 
 @dataclass
@@ -155,3 +161,64 @@ def test_cli_export_takes_the_export_dialogs_options(tmp_path, capsys):
     assert main(args) == 0
     assert docx.Document(str(styled)).styles["Normal"].font.name == "Garamond"
     assert "Exported 3 document(s)" in capsys.readouterr().out  # with the scene below
+
+
+def test_cli_exports_an_epub_with_the_pages_asked_for(tmp_path, capsys):
+    path, chapter_id, other_id = store_project(tmp_path)
+    out = tmp_path / "book.epub"
+    args = ["export", str(path), "--out", str(out), "--copyright", "© 2025 Store Author | All "
+            "rights reserved.", "--dedication", "For the readers", "--back-matter",
+            "Store Author writes *books*.", "--back-matter-title", "Afterword",
+            "--language", "fr-CA"]  # fmt: skip
+    assert main(args) == 0
+    book = read_epub(out)
+    kinds = [section_type(tree) for _, tree in book["spine"]]
+    assert kinds == ["titlepage", "copyright-page", "dedication", "part", "chapter", "chapter",
+                     "backmatter"]  # fmt: skip
+    copyright_page, back = book["spine"][1][1], book["spine"][-1][1]
+    assert [p.text for p in copyright_page.xpath("//x:p", namespaces=NS)] == [
+        "© 2025 Store Author", "All rights reserved."
+    ]  # fmt: skip
+    assert text_of(back) == "Afterword Store Author writes books."
+    # the novel style: the scene is set apart inside its chapter's file, not titled
+    chapter_a = text_of(book["spine"][4][1])
+    assert chapter_a == "Chapter A Hello there. * * * Bye. * * * Inside the scene."
+    assert book["opf"].xpath("//dc:language/text()", namespaces=NS) == ["fr-CA"]
+    assert book["opf"].xpath("//dc:creator/text()", namespaces=NS) == ["Store Author"]
+    assert "Exported 4 document(s)" in capsys.readouterr().out
+    # the same project: the same identifier, whatever else was chosen
+    again = tmp_path / "again.epub"
+    assert main(["export", str(path), "--out", str(again), "--no-title-page"]) == 0
+    bare = read_epub(again)
+    assert [section_type(tree) for _, tree in bare["spine"]][0] == "part"
+    ids = []
+    for file in (out, again):
+        with zipfile.ZipFile(file) as zf:
+            opf = etree.fromstring(zf.read("EPUB/content.opf"))
+        ids.append(opf.xpath("//dc:identifier/text()", namespaces=NS)[0])
+    assert ids[0] == ids[1]
+
+
+def test_cli_refuses_a_bad_language_in_one_line(tmp_path, capsys):
+    path, _, _ = store_project(tmp_path)
+    out = tmp_path / "book.epub"
+    assert main(["export", str(path), "--out", str(out), "--language", "en_GB!"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'en_GB!' is not a language tag" in err
+    assert not out.exists() and "Traceback" not in err
+
+
+def test_export_help_lists_every_format(capsys):
+    from swiftwriter.commands import export as command
+    from swiftwriter.export.request import FORMATS
+
+    assert command.FORMATS == FORMATS
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for name in ("Markdown", "Word (DOCX)", "EPUB", "ODT", "PDF"):
+        assert name in text.split("positional arguments")[0]  # the description says them all
+    prose = text.split("--format {")[-1].split("}", 1)[1].split("--out FILE")[0]
+    for fmt in FORMATS:
+        assert re.search(rf"\b{fmt}\b", prose), fmt  # what --format says, not just its choices
+    assert choose_format(None, Path("book.EPUB")) == "epub"

@@ -25,7 +25,7 @@ def cancelling_after(asks: int):
     return ExportJob(should_stop, state["stages"].append), state
 
 
-@pytest.mark.parametrize("fmt", ["md", "docx"])
+@pytest.mark.parametrize("fmt", ["md", "docx", "epub"])
 def test_every_cancel_point_leaves_the_target_as_it_was(tmp_path, fmt):
     out = tmp_path / f"book.{fmt}"
     job, state = cancelling_after(10**6)

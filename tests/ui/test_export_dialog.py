@@ -7,6 +7,8 @@ import docx
 from PySide6.QtCore import Qt
 from swiftwriter.export import office
 
+from tests.export.test_epub_export import NS, read_epub, section_type, text_of
+
 DOCS = (
     ("Chapter 1", "The sea was grey.\n\n#\n\nLater, the wind."),
     ("Chapter 2", "The letter came on Tuesday."),
@@ -106,4 +108,40 @@ def test_the_author_typed_is_kept_for_the_next_export(qtbot, window, make_projec
     again = window.export_dialog()
     assert again.author.text() == "Elena Marsh"
     assert again.contact.toPlainText() == "Elena Marsh\nThe Lighthouse, Aldermouth"
+    again.reject()
+
+
+def test_an_epub_gets_the_pages_typed_and_keeps_them(qtbot, window, make_project, tmp_path):
+    """The e-book's own fields show only for an EPUB; what is typed there reaches the book and
+    is the project's at the next export."""
+    path = make_project(docs=DOCS)
+    window.open_project(path)
+    dialog = window.export_dialog()
+    assert dialog.book.isHidden()  # not for a Word document
+    dialog.format.setCurrentIndex(dialog.format.findData("epub"))
+    assert not dialog.book.isHidden() and not dialog.template.isEnabled()
+    dialog._items[window.tree.ids_in_order()[2]].setCheckState(0, Qt.CheckState.Unchecked)
+    dialog.author.setText("Elena Marsh")
+    dialog.copyright.setPlainText("© 2025 Elena Marsh\nAll rights reserved.")
+    dialog.dedication.setPlainText("For the keepers of the light")
+    dialog.back_matter.setPlainText("Elena Marsh lives *by the sea*.")
+    dialog.language.setText("en-GB")
+    out = tmp_path / "book.epub"
+    with qtbot.waitSignal(window.export_done, timeout=20000) as done:
+        assert dialog.export_to(out)
+    assert done.args == [str(out)]
+    book = read_epub(out)
+    kinds = [section_type(tree) for _, tree in book["spine"]]
+    assert kinds == ["titlepage", "copyright-page", "dedication", "chapter", "chapter",
+                     "backmatter"]  # fmt: skip
+    whole = " ".join(text_of(tree) for _, tree in book["spine"])
+    assert "The sea was grey. * * * Later, the wind." in whole  # the writer's '#' break
+    assert "Not for the agent." not in whole and "lives by the sea." in whole
+    assert book["opf"].xpath("//dc:language/text()", namespaces=NS) == ["en-GB"]
+    window.close_project()
+    window.open_project(path)
+    again = window.export_dialog()
+    assert again.dedication.toPlainText() == "For the keepers of the light"
+    assert again.copyright.toPlainText() == "© 2025 Elena Marsh\nAll rights reserved."
+    assert (again.language.text(), again.back_title.text()) == ("en-GB", "About the Author")
     again.reject()

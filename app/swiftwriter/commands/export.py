@@ -1,5 +1,5 @@
 """`swiftwriter export`: write a project, or some of its documents, as Markdown, Word (DOCX),
-OpenDocument (ODT) or PDF."""
+an EPUB e-book, OpenDocument (ODT) or PDF (these two through LibreOffice)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--format",
         choices=FORMATS,
-        help="md, docx, or odt / pdf through LibreOffice where it is installed (default: from "
-        "the --out file's extension)",
+        help="md, docx, epub (an EPUB 3 e-book), or odt / pdf through LibreOffice where it is "
+        "installed (default: from the --out file's extension)",
     )
     parser.add_argument("--out", required=True, metavar="FILE", help="file to write")
     parser.add_argument(
@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the look: novel (indented paragraphs, scenes set apart by scene breaks), report "
         "(numbered headings, table of contents, titled scenes as headings) or manuscript "
         "(Standard Manuscript Format for agents and publishers); default novel. Markdown "
-        "follows it for scenes",
+        "and EPUB follow it for scenes",
     )
     parser.add_argument(
         "--page-breaks",
@@ -70,7 +70,42 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="refuse text with control characters instead of dropping them",
     )
+    add_epub_arguments(parser)
     parser.set_defaults(func=run)
+
+
+def add_epub_arguments(parser: argparse.ArgumentParser) -> None:
+    """The e-book's front and back matter and language, chosen per export."""
+    group = parser.add_argument_group("EPUB", "the pages around the text of an e-book")
+    group.add_argument(
+        "--no-title-page",
+        dest="title_page",
+        action="store_false",
+        help="leave out the title page (title and author)",
+    )
+    group.add_argument(
+        "--copyright", metavar="TEXT", help="a copyright page; lines separated by '|'"
+    )
+    group.add_argument(
+        "--dedication", metavar="TEXT", help="a dedication page; lines separated by '|'"
+    )
+    group.add_argument(
+        "--back-matter",
+        metavar="MARKDOWN",
+        help="a page after the text, such as a note about the author (Markdown)",
+    )
+    group.add_argument(
+        "--back-matter-title",
+        metavar="TITLE",
+        default="About the Author",
+        help="its heading (default: About the Author)",
+    )
+    group.add_argument(
+        "--language",
+        metavar="TAG",
+        default="",
+        help="the book's language, such as en, en-GB or pt-BR (default: your locale's)",
+    )
 
 
 def choose_format(fmt: str | None, out: Path) -> str:
@@ -79,9 +114,11 @@ def choose_format(fmt: str | None, out: Path) -> str:
     suffix = out.suffix.lower().lstrip(".")
     if suffix in ("md", "markdown"):
         return "md"
-    if suffix in ("docx", "odt", "pdf"):
+    if suffix in ("docx", "epub", "odt", "pdf"):
         return suffix
-    raise UserError(f"Cannot tell the format from '{out.name}'; add --format md, docx, odt or pdf")
+    raise UserError(
+        f"Cannot tell the format from '{out.name}'; add --format md, docx, epub, odt or pdf"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,9 +131,17 @@ def run(args: argparse.Namespace) -> int:
     docs = [d for part in args.docs or () for d in part.split(",") if d.strip()]
     manuscript = load_manuscript(project_path, docs or None)
     from swiftwriter.export.layout import PageSetup
+    from swiftwriter.export.model import BookMatter
     from swiftwriter.export.request import ExportRequest, export_manuscript
 
-    contact = "\n".join(line.strip() for line in (args.contact or "").split("|"))
+    contact = _lines(args.contact)
+    matter = BookMatter(
+        title_page=args.title_page,
+        copyright=_lines(args.copyright),
+        dedication=_lines(args.dedication),
+        back_title=args.back_matter_title,
+        back_matter=args.back_matter or "",
+    )
     request = ExportRequest(
         fmt=fmt,
         style=args.style,
@@ -106,6 +151,8 @@ def run(args: argparse.Namespace) -> int:
         title=args.title,
         author=args.author,
         strict=args.strict,
+        matter=matter,
+        language=args.language,
     )
     removed = export_manuscript(manuscript, out, request, project=project_path)
     if removed:
@@ -117,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     print(f"Exported {count} document(s) to {printable(out)} in {seconds:.2f} s")
     return 0
+
+
+def _lines(text: str | None) -> str:
+    """'one | two' as typed on a command line: one line each."""
+    return "\n".join(line.strip() for line in (text or "").split("|"))
 
 
 def load_manuscript(project_path: Path, doc_ids):

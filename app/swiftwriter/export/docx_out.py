@@ -45,9 +45,9 @@ from swiftwriter.export.layout import (
 from swiftwriter.export.mdparse import Block, MarkdownParser, Span
 from swiftwriter.export.model import (
     BOOK_STYLES,
-    CHAPTER_KINDS,
     Manuscript,
     Section,
+    chapter_starts,
     check_text,
     fallback_title,
     opens_with_scene_break,
@@ -326,14 +326,11 @@ class _Writer:
         self.break_pending = True
 
     def _sections(self) -> None:
-        has_chapters = any(s.kind in CHAPTER_KINDS for s in self.ms.sections)
         counters: dict[str, int] = {}
-        for section in self.ms.sections:
+        sections = self.ms.sections
+        for section, chapterish in zip(sections, chapter_starts(sections), strict=True):
             self.check()
             counters[section.kind] = counters.get(section.kind, 0) + 1
-            chapterish = (
-                section.kind in CHAPTER_KINDS if has_chapters else section.level == 1
-            ) and section.kind != "scene"
             if opens_with_scene_break(section, self.style):
                 if self.text_since_heading:
                     self._scene_break()

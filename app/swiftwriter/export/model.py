@@ -31,6 +31,21 @@ class Manuscript:
     title: str = ""
     author: str = ""
     sections: list[Section] = field(default_factory=list)
+    # what stays the same for a project across exports (its creation time): an e-book's
+    # identifier is derived from it, so a reader takes a new export as the same book
+    identity: str = ""
+
+
+@dataclass(frozen=True)
+class BookMatter:
+    """The pages an e-book has around its text, chosen per export: an empty text leaves its
+    page out. Copyright and dedication are kept line by line; the back matter is Markdown."""
+
+    title_page: bool = True
+    copyright: str = ""
+    dedication: str = ""
+    back_title: str = "About the Author"
+    back_matter: str = ""
 
 
 # Characters XML 1.0 cannot hold (C0 controls but tab, newline and carriage return; the two
@@ -66,12 +81,24 @@ def check_text(manuscript: Manuscript, strict: bool = False) -> tuple[Manuscript
                 body=strip_xml_illegal(section.body),
             )
         )
-    clean = Manuscript(
+    clean = replace(
+        manuscript,
         title=strip_xml_illegal(manuscript.title),
         author=strip_xml_illegal(manuscript.author),
         sections=sections,
     )
     return clean, removed
+
+
+def check_matter(matter: BookMatter, strict: bool = False) -> tuple[BookMatter, int]:
+    """`check_text` for the front and back matter an export was given."""
+    removed = 0
+    fields = {}
+    for name in ("copyright", "dedication", "back_title", "back_matter"):
+        text = getattr(matter, name)
+        removed += _count_or_raise(text, f"the {name.replace('_', ' ')}", strict)
+        fields[name] = strip_xml_illegal(text)
+    return replace(matter, **fields), removed
 
 
 def _count_or_raise(text: str, where: str, strict: bool) -> int:
@@ -121,7 +148,10 @@ def manuscript_from_project(proj, doc_ids=None) -> Manuscript:
     ]
     meta = proj.meta or {}
     return Manuscript(
-        title=meta.get("title") or "", author=meta.get("author") or "", sections=sections
+        title=meta.get("title") or "",
+        author=meta.get("author") or "",
+        sections=sections,
+        identity=meta.get("created") or "",
     )
 
 
@@ -131,6 +161,17 @@ def opens_with_scene_break(section: Section, style: str) -> bool:
     untitled scene in any style (an 'Untitled' heading says nothing). The one rule of every
     exporter, so a Markdown file and a Word document of the same book agree."""
     return section.kind == "scene" and (style in BOOK_STYLES or not section.title.strip())
+
+
+def chapter_starts(sections: list[Section]) -> list[bool]:
+    """For each section, whether it begins a chapter: a part or chapter where the tree has
+    them, else a top-level document; never a scene. Word starts a new page there, an e-book a
+    new file."""
+    has_chapters = any(s.kind in CHAPTER_KINDS for s in sections)
+    return [
+        (s.kind in CHAPTER_KINDS if has_chapters else s.level == 1) and s.kind != "scene"
+        for s in sections
+    ]
 
 
 def fallback_title(section: Section, number: int) -> str:

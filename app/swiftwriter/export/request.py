@@ -1,6 +1,6 @@
 """One export, as the Export dialog and `swiftwriter export` both describe it: the format, the
-look, which documents, the page set-up and the title-page fields. `export_manuscript` is the one
-path both take; ODT and PDF go through LibreOffice where it is installed (office.py). An
+look, which documents, the page set-up, the title-page fields and an e-book's front and back
+matter. `export_manuscript` is the one path both take; ODT and PDF go through LibreOffice where it is installed (office.py). An
 `ExportJob` lets the app's worker follow the stages and stop one midway (Cancel): the target is
 replaced only at the very end, so a cancelled export leaves it as it was."""
 
@@ -14,7 +14,7 @@ from swiftwriter.errors import UserError
 from swiftwriter.export import FORMATS
 from swiftwriter.export.job import ExportJob
 from swiftwriter.export.layout import PageSetup
-from swiftwriter.export.model import Manuscript
+from swiftwriter.export.model import BookMatter, Manuscript
 
 STYLES = ("novel", "report", "manuscript")
 
@@ -29,6 +29,8 @@ class ExportRequest:
     title: str | None = None  # None: the project's own
     author: str | None = None
     strict: bool = False
+    matter: BookMatter = BookMatter()  # EPUB: the pages before and after the text
+    language: str = ""  # EPUB: a language tag such as en-GB; "" = the locale's
 
     def check(self) -> None:
         if self.fmt not in FORMATS:
@@ -37,6 +39,10 @@ class ExportRequest:
             raise UserError(f"Unknown style '{self.style}'; choose one of {', '.join(STYLES)}")
         if self.template and not Path(self.template).expanduser().is_file():
             raise UserError(f"No such template: {self.template}")
+        if self.language:
+            from swiftwriter.export.epub_out import check_language
+
+            check_language(self.language)
 
 
 def export_manuscript(
@@ -62,6 +68,13 @@ def export_manuscript(
 
         job.stage("Writing the Markdown file…")
         return export_markdown(manuscript, out, strict=request.strict, job=job, style=request.style)
+    if request.fmt == "epub":
+        from swiftwriter.export.epub_out import export_epub
+
+        job.stage("Writing the e-book…")
+        return export_epub(
+            manuscript, out, request.style, request.matter, request.language, request.strict, job
+        )
     from swiftwriter.export.docx_out import export_docx
 
     options = dict(
