@@ -47,7 +47,39 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="allow this one model to run its own Python code",
     )
+    rand = msub.add_parser(
+        "random",
+        help="write a GGUF of random weights in a real model's shape and add it (for timing "
+        "at sizes no download is needed for: its text is noise)",
+    )
+    rand.add_argument("name")
+    rand.add_argument("--shape", default="smollm2-1.7b", help="smollm2-1.7b, smollm2-360m or tiny")
+    rand.add_argument(
+        "--type", default="Q4_K_M", help="Q4_K_M (llama.cpp's mixture), Q4_K, Q5_K, Q6_K, "
+        "Q8_0, Q4_0 or Q4_1",
+    )  # fmt: skip
+    rand.add_argument("--seed", type=int, default=0)
     parser.set_defaults(func=run)
+
+
+def add_random(name: str, shape: str, kind: str, seed: int) -> int:
+    """The random model's file beside the models, then added like any GGUF (kept as stored)."""
+    from swiftwriter import paths
+    from swiftwriter.bench import ggufgen
+
+    if shape not in ggufgen.SHAPES:
+        raise UserError(f"Unknown shape '{shape}'; known: {', '.join(sorted(ggufgen.SHAPES))}")
+    if kind not in ("Q4_K_M", *ggufgen.K_TYPES, "Q8_0", "Q4_0", "Q4_1"):
+        raise UserError(f"Unknown type '{kind}' (Q4_K_M, Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1)")
+    registry.check_new_id(name)
+    folder = paths.own_folder(paths.models_dir() / "random")
+    path = folder / f"{name}.gguf"
+    _say(f"Writing {shape} as {kind} with random weights into {path}")
+    size, seconds = ggufgen.write_random(path, shape, kind, seed)
+    _say(f"Wrote {size:.2f} GiB in {seconds:.0f} s")
+    entry = adding.add_gguf(name, path, progress=_say)
+    print(f"Added {entry.id} -> {entry.folder()}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         return prepare(registry.resolve(args.model), args.force, args.dtype)
     if cmd == "measure":
         return measure_again(registry.resolve(args.model))
+    if cmd == "random":
+        return add_random(args.name, args.shape, args.type, args.seed)
     path = Path(args.folder)
     if adding.is_gguf_path(path):
         if args.trust_remote_code:
@@ -69,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+DTYPES = ("auto", "stored", "float32", "bfloat16", "float16")
 
 
 def _say(message: str) -> None:
