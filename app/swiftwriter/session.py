@@ -20,13 +20,19 @@ from dataclasses import asdict, dataclass, field, replace
 
 from swiftwriter.context import STORY_MODES, StoryContext, assemble
 from swiftwriter.endings import TakeEnding, parse_stops
-from swiftwriter.engine.decoding.generator import Generator, StepEvent, context_length
-from swiftwriter.engine.decoding.history_source import HistoryIndex, HistorySource
+from swiftwriter.engine.decoding.generator import (
+    Generator,
+    StepEvent,
+    context_length,
+    vocab_size_of,
+)
+from swiftwriter.engine.decoding.history_source import SENT, HistoryIndex, HistorySource
 from swiftwriter.engine.decoding.scripts import script, scripts_of
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
+from swiftwriter.store.history import HISTORY_TAKE_TOKENS
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +124,13 @@ class ProjectHistory:
         self.index: HistoryIndex | None = None
         self.timings: dict[str, float] = {}
 
-    def refresh(self) -> HistoryIndex:
+    def refresh(self, vocab_size: int | None = None) -> HistoryIndex:
+        """The index brought up to date; a stored cache that does not hold together (or holds
+        ids at or beyond `vocab_size`, the model's) is rebuilt, and a recorded text whose ids
+        lie beyond it is left out, each said in one line."""
         t0 = time.perf_counter()
         if self.index is None:
-            parts = self.project.load_ngram_cache(self.tokenizer_id)
-            self.index = (HistoryIndex.from_parts(parts) if parts else None) or HistoryIndex()
+            self.index = self._load(vocab_size)
         t1 = time.perf_counter()
         index = self.index
         current = self.project.history_fingerprints(
@@ -132,11 +140,21 @@ class ProjectHistory:
         for key in list(index.sources):
             if key[:1] in covered and key not in current:
                 index.discard(key, settle=False)
+        bound = min(vocab_size or SENT, SENT)
+        beyond: list[int] = []
         for key, fingerprint in current.items():
             if index.sources.get(key, {}).get("fp") != fingerprint:
                 tokens = self.project.history_tokens(key, self.tokenize)
-                index.update(key, fingerprint, tokens, settle=False)
+                if tokens and max(tokens) >= bound:
+                    beyond.append(max(tokens))
+                    index.set_aside(key, fingerprint, settle=False)
+                else:
+                    index.update(key, fingerprint, tokens, settle=False)
         index.settle()
+        if beyond:
+            log.warning("%s: %d recorded texts hold token ids beyond the model's vocabulary (up "
+                        "to %s, of %s): left out of the drafting history", self.project.path.name,
+                        len(beyond), f"{max(beyond):,}", f"{bound:,}")  # fmt: skip
         t2 = time.perf_counter()
         self._save()
         self.timings = {
@@ -146,11 +164,22 @@ class ProjectHistory:
         }
         return index
 
+    def _load(self, vocab_size: int | None) -> HistoryIndex:
+        """The stored cache, checked through; a fresh index where there is none or it does
+        not hold together (said in one line: it is rebuilt from the project's texts)."""
+        parts = self.project.load_ngram_cache(self.tokenizer_id)
+        index, wrong = HistoryIndex.restore(parts, vocab_size) if parts else (None, "")
+        if wrong:
+            log.warning("%s: the drafting cache does not hold together (%s): rebuilt",
+                        self.project.path.name, wrong)  # fmt: skip
+        return index or HistoryIndex()
+
     def add_generation(self, generation: Generation) -> None:
         """Index one closed generation right away (cheap: it goes to the delta tier)."""
         if self.index is None or not generation.token_ids:
             return
-        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", generation.token_ids)
+        tokens = generation.token_ids[-HISTORY_TAKE_TOKENS:]  # as the store reads it back
+        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", tokens)
         self._save()
 
     def _save(self) -> None:
@@ -468,7 +497,7 @@ class DocumentSession(PromptSession):
         history_stats: dict = {}
         history_source = None
         if self.history is not None:
-            index = self.history.refresh()
+            index = self.history.refresh(vocab_size_of(self.model))
             history_source = HistorySource(index)
             sources.append(history_source)
             history_stats = {"tokens": len(index), **self.history.timings}
