@@ -487,7 +487,8 @@ class DocumentSession(PromptSession):
 
     def _memory_and_notes(self) -> Reader:
         """The memory, then the pinned notes (title and text), as one text read from its start
-        as far as asked: each part stripped, a blank one left out, a blank line after each."""
+        as far as asked (the context keeps its beginning, whatever `end` says): each part
+        stripped, a blank one left out, a blank line after each."""
         notes = self.project.pinned_notes(texts=False) if self.use_notes else []
         parts = [("memory", 0, "")] + [("note", n.id, n.title) for n in notes]
 
