@@ -5,11 +5,12 @@ viewer shows the ids the engine receives; chat templates and author's notes."""
 from __future__ import annotations
 
 import pytest
-from swiftwriter.context import assemble, with_authors_note
+from swiftwriter.context import assemble, fitted, with_authors_note
 from swiftwriter.endings import TakeEnding
 from swiftwriter.engine import SamplingSettings
 from swiftwriter.session import DocumentSession
 from swiftwriter.store import Project
+from swiftwriter.store.texts import string_excerpt
 
 from tests.conftest import build_tiny
 from tests.test_session import Latin1Tokenizer
@@ -154,3 +155,56 @@ def test_the_cli_stops_at_a_stop_sequence_and_keeps_writing(tiny_cli, capsys):
     assert cut.out.rstrip("\n") == free[: free.find(stop) + len(stop)]
     assert main([*base, "--max-new-tokens", "10", "--min-new-tokens", "11"]) == 1
     assert "--min-new-tokens" in capsys.readouterr().err
+
+
+def numbered(text):
+    """Words 'w0 w1 ...' as their numbers; a word cut in two reads as -1."""
+    return [int(w[1:]) if w[:1] == "w" and w[1:].isdigit() else -1 for w in text.split()]
+
+
+LONG = " ".join(f"w{i}" for i in range(1_000_000))  # 6.9 MB
+
+
+def counting(encode):
+    seen: list[int] = []
+
+    def counted(text):
+        seen.append(len(text))
+        return encode(text)
+
+    return counted, seen
+
+
+def test_a_long_text_is_tokenized_only_as_far_as_the_room():
+    encode, seen = counting(numbered)
+    end = fitted(encode, LONG, 100)
+    assert end.ids == list(range(999_900, 1_000_000)) and end.cut
+    assert 900_000 < end.total < 1_100_000  # estimated from the part read
+    start = fitted(encode, LONG, 100, end=False)
+    assert start.ids == list(range(100)) and sum(seen) < 4_000
+    short = fitted(encode, "w1 w2 w3", 100)
+    assert (short.ids, short.total, short.cut) == ([1, 2, 3], 3, False)
+    # a text of long tokens: read further, four times as far each time
+    spaced = " ".join(f"w{i}" + " " * 60 for i in range(100_000))
+    assert fitted(encode, spaced, 50).ids == list(range(99_950, 100_000))
+
+
+def test_the_story_context_reads_long_texts_only_as_far_as_the_budget():
+    encode, seen = counting(numbered)
+    asked: list[tuple[str, int]] = []
+
+    def stored(name: str, text: str):
+        def read(limit, end):
+            asked.append((name, limit))
+            return string_excerpt(text, limit, end)
+
+        return read
+
+    story = [(f"Ch {i}", stored(f"ch{i}", LONG), "") for i in range(50)]
+    built = assemble(encode, 1000, stored("memory", LONG), story, stored("text", LONG))
+    memory, earlier, text = built.parts
+    assert memory.ids == list(range(500)) and text.ids == list(range(999_500, 1_000_000))
+    assert earlier.ids == [] and "left out: Ch 0, Ch 1" in earlier.shortened
+    assert "kept the first 500 of about " in memory.shortened
+    assert sum(seen) < 60_000  # of 21 copies of 6.9 MB
+    assert max(limit for name, limit in asked if name != "ch49") <= 32_768

@@ -13,12 +13,19 @@ model's budget, in this order:
 The budget is the model's context less the take's room. The text before the cursor keeps at
 least half; memory takes at most half, the story what is left. Nothing is cut silently:
 each shortened part says what was kept (`ContextPart.shortened`). The context viewer shows
-`StoryContext.render()`, and the engine receives exactly `StoryContext.ids`."""
+`StoryContext.render()`, and the engine receives exactly `StoryContext.ids`.
+
+Every text is read and tokenized only as far as the budget can use (`fitted`, on a string or on
+a stored text read from the project file as far as asked): a 50 MB memory or a 200 MB chapter
+costs what a window's worth of it does, where it took minutes and gigabytes to tokenize whole."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+from swiftwriter.store.texts import Excerpt, string_excerpt
 
 STORY_MODES = ("none", "previous", "fit")
 SYSTEM = (
@@ -26,6 +33,60 @@ SYSTEM = (
     "style, following their direction for what happens next. Write only the continuation."
 )
 NOTE_LINES_ABOVE = 3  # the author's note goes this many lines above the end of the text
+
+# A text given to the context: in memory, or stored (read as far as asked: store.excerpts)
+Reader = Callable[[int, bool], Excerpt]  # (limit, from the end) -> the excerpt
+Source = str | Reader
+# How far a text is read: first the characters its tokens typically take (English prose
+# averages 4 to 5 a token), then four times as far while that is short of the tokens wanted,
+# up to MOST_CHARS_PER_TOKEN a token (more than any token holds: SmolLM2's longest is 81).
+FIRST_CHARS_PER_TOKEN = 8
+MOST_CHARS_PER_TOKEN = 128
+CUT_TOKENS = 8  # tokens dropped where a text was cut: the word cut in two tokenizes otherwise
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """What of a text can fit: its last (or first) ids, the part of it that was read."""
+
+    ids: list[int]
+    text: str  # the part read and tokenized (the whole text where `cut` is False)
+    total: int  # the whole text's tokens; where it was cut, estimated from the part read
+    cut: bool
+
+
+def fitted(
+    encode: Callable[[str], list[int]],
+    source: Source,
+    room: int,
+    end: bool = True,
+    shape: Callable[[str], str] | None = None,
+) -> Fitted:
+    """The `room` tokens at the end (or the start) of a text, read and tokenized only as far
+    as they reach, however long the text: a 50 MB prompt or a 200 MB chapter costs what a
+    window's worth of it does. `shape` is applied to the part read before it is tokenized (an
+    author's note put in, a piece's own whitespace taken off)."""
+    read = source if callable(source) else functools.partial(string_excerpt, source)
+    want = max(room, 0) + CUT_TOKENS
+    limit = want * FIRST_CHARS_PER_TOKEN
+    while True:
+        part = read(limit, end)
+        text = shape(part.text) if shape is not None else part.text
+        ids = encode(text) if text else []
+        if part.whole:
+            return Fitted(_side(ids, room, end), text, len(ids), False)
+        if len(ids) >= want or limit >= want * MOST_CHARS_PER_TOKEN:
+            body = ids[CUT_TOKENS:] if end else ids[: max(0, len(ids) - CUT_TOKENS)]
+            total = max(len(body), round(len(ids) * part.size / max(part.read, 1)))
+            return Fitted(_side(body, room, end), text, total, True)
+        limit *= 4
+
+
+def _side(ids: list[int], room: int, end: bool) -> list[int]:
+    """The last (or first) `room` ids."""
+    if room <= 0:
+        return []
+    return ids[-room:] if end else ids[:room]
 
 
 @dataclass
@@ -67,8 +128,11 @@ def _keep_end(ids: list[int], room: int) -> list[int]:
     return ids[len(ids) - room :] if room > 0 else []
 
 
-def _shortened(kept: int, total: int, where: str) -> str:
-    return "" if kept >= total else f"kept the {where} {kept:,} of {total:,} tokens"
+def _shortened(kept: int, total: int, where: str, estimated: bool = False) -> str:
+    if kept >= total:
+        return ""
+    about = "about " if estimated else ""
+    return f"kept the {where} {kept:,} of {about}{total:,} tokens"
 
 
 def with_authors_note(text: str, direction: str) -> str:
@@ -82,9 +146,9 @@ def with_authors_note(text: str, direction: str) -> str:
 def assemble(
     encode: Callable[[str], list[int]],
     budget: int,
-    memory: str,
-    story: Sequence[tuple[str, str, str]],
-    text: str,
+    memory: Source,
+    story: Sequence[tuple[str, Source, Source]],
+    text: Source,
     direction: str = "",
     mode: str = "fit",
     chat: Callable[[list[dict]], list[int]] | None = None,
@@ -92,35 +156,39 @@ def assemble(
 ) -> StoryContext:
     """The parts within `budget` tokens. `story`: the preceding documents in tree order as
     (title, text, synopsis); `chat`: the tokenizer's chat template (messages -> ids) when the
-    model has one, used when a direction is given (with `decode`, ids -> text)."""
+    model has one, used when a direction is given (with `decode`, ids -> text). Every text is
+    a string or a stored text's `Reader`, and is read and tokenized only as far as the budget
+    can use (`fitted`)."""
     if mode not in STORY_MODES:
         raise ValueError(f"story context must be one of {STORY_MODES}, not {mode!r}")
     direction = direction.strip()
     use_chat = bool(direction) and chat is not None and decode is not None
-    shown_text = text if use_chat or not direction else with_authors_note(text, direction)
-    text_ids = encode(shown_text)
-    memory_ids = encode(memory) if memory.strip() else []
-    memory_room = max(budget // 2, budget - len(text_ids))  # at most half when the text is long
+    noted = None if use_chat or not direction else lambda t: with_authors_note(t, direction)
+    text_fit = fitted(encode, text, budget, shape=noted)
+    memory_fit = fitted(encode, memory, budget, end=False)
+    memory_ids = memory_fit.ids if memory_fit.text.strip() or memory_fit.cut else []
+    memory_room = max(budget // 2, budget - len(text_fit.ids))  # at most half when text is long
     memory_kept = memory_ids[:memory_room]
-    story_pieces = _story_pieces(story, mode)
-    story_ids_all = [encode(piece + "\n\n") for _, piece in story_pieces]  # apart, as read
-    story_total = sum(len(ids) for ids in story_ids_all)
+    story_fits = _read_story(encode, _story_pieces(story, mode), budget)
+    story_total = sum(fit.total for _, fit in story_fits if fit is not None)
     # The text keeps at least half; the story gets what memory and the text leave.
     text_room = max(budget // 2, budget - len(memory_kept) - story_total)
-    text_kept = _keep_end(text_ids, min(len(text_ids), text_room))
+    text_kept = _keep_end(text_fit.ids, min(len(text_fit.ids), text_room))
     story_room = max(0, budget - len(memory_kept) - len(text_kept))
-    story_kept, story_text, dropped = _fit_story(story_pieces, story_ids_all, story_room)
+    story_kept, story_text, dropped = _fit_story(story_fits, story_room)
     parts = []
     if memory_ids:
-        parts.append(ContextPart("memory", "memory and pinned notes", memory_kept, memory,
-                                 _shortened(len(memory_kept), len(memory_ids), "first")))  # fmt: skip
-    if story_pieces:
-        note = _shortened(len(story_kept), story_total, "last")
+        note = _shortened(len(memory_kept), memory_fit.total, "first", memory_fit.cut)
+        parts.append(ContextPart("memory", "memory and pinned notes", memory_kept,
+                                 memory_fit.text, note))  # fmt: skip
+    if story_fits:
+        cut = any(fit is not None and fit.cut for _, fit in story_fits)
+        note = _shortened(len(story_kept), story_total, "last", cut)
         if dropped:
             note = (note + "; " if note else "") + f"left out: {', '.join(dropped)}"
         parts.append(ContextPart("story", "earlier documents", story_kept, story_text, note))
-    parts.append(ContextPart("text", "this document before the cursor", text_kept, shown_text,
-                             _shortened(len(text_kept), len(text_ids), "last")))  # fmt: skip
+    parts.append(ContextPart("text", "this document before the cursor", text_kept, text_fit.text,
+                             _shortened(len(text_kept), text_fit.total, "last", text_fit.cut)))  # fmt: skip
     if direction:
         how = "the chat template's user message" if use_chat else "an author's note in the text"
         parts.append(ContextPart("direction", f"direction ({how})", encode(direction), direction))
@@ -135,26 +203,59 @@ def assemble(
     return StoryContext(parts, ids, pinned=pinned, wrapped=wrapped, notes=notes, wrapped_text=shown)
 
 
-def _story_pieces(story, mode: str) -> list[tuple[str, str]]:
-    """(title, what enters the prompt) per earlier document, nearest last."""
+def _story_pieces(story, mode: str) -> list[tuple[str, Source]]:
+    """(title, what enters the prompt: the synopsis, else the text) per earlier document with
+    either, nearest last."""
     chosen = [] if mode == "none" else list(story)[-1:] if mode == "previous" else list(story)
-    return [(title, (synopsis or body).strip()) for title, body, synopsis in chosen
-            if (synopsis or body).strip()]  # fmt: skip
+    pieces = []
+    for title, body, synopsis in chosen:
+        piece = body if _blank(synopsis) else synopsis
+        if not _blank(piece):
+            pieces.append((title, piece))
+    return pieces
 
 
-def _fit_story(pieces, ids_per_piece, room: int) -> tuple[list[int], str, list[str]]:
+BLANK_PEEK = 4096  # characters (or bytes) of a stored text looked at to see that it is blank
+
+
+def _blank(source: Source) -> bool:
+    if isinstance(source, str):
+        return not source.strip()
+    part = source(BLANK_PEEK, True)
+    return part.whole and not part.text.strip()
+
+
+def _piece(text: str) -> str:
+    return text.strip() + "\n\n"  # each earlier document apart, as read
+
+
+def _read_story(encode, pieces, budget: int) -> list[tuple[str, Fitted | None]]:
+    """Each piece read and tokenized as far as the budget reaches, the nearest first; those
+    beyond it are not read at all (None)."""
+    fits: list[tuple[str, Fitted | None]] = []
+    total = 0
+    for title, source in reversed(pieces):
+        fit = fitted(encode, source, budget - total, shape=_piece) if total < budget else None
+        total += fit.total if fit is not None else 0
+        fits.insert(0, (title, fit))
+    return fits
+
+
+def _fit_story(fits, room: int) -> tuple[list[int], str, list[str]]:
     """The nearest documents first, each kept whole or (the farthest one kept) by its end."""
     kept_ids: list[list[int]] = []
     kept_text: list[str] = []
     dropped: list[str] = []
-    for (title, text), ids in zip(reversed(pieces), reversed(ids_per_piece), strict=True):
-        if room <= 0:
+    for title, fit in reversed(fits):
+        if room <= 0 or fit is None or not fit.ids:
             dropped.append(title)
             continue
-        take = _keep_end(ids, min(room, len(ids)))
+        take = _keep_end(fit.ids, min(room, len(fit.ids)))
         room -= len(take)
         kept_ids.insert(0, take)
-        kept_text.insert(0, text if len(take) == len(ids) else f"[…] {text[-len(take) * 4 :]}")
+        text = fit.text.strip()
+        whole = not fit.cut and len(take) == len(fit.ids)
+        kept_text.insert(0, text if whole else f"[…] {text[-len(take) * 4 :]}")
     return [t for ids in kept_ids for t in ids], "\n\n".join(kept_text), list(reversed(dropped))
 
 

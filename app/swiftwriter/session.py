@@ -19,19 +19,31 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from swiftwriter.chat_template import has_chat_template, template_ids
-from swiftwriter.context import STORY_MODES, StoryContext, assemble
+from swiftwriter.context import STORY_MODES, Reader, StoryContext, assemble, fitted
 from swiftwriter.endings import TakeEnding, parse_stops
-from swiftwriter.engine.decoding.generator import Generator, StepEvent, context_length
-from swiftwriter.engine.decoding.history_source import HistoryIndex, HistorySource
+from swiftwriter.engine.decoding.generator import (
+    Generator,
+    StepEvent,
+    context_length,
+    vocab_size_of,
+)
+from swiftwriter.engine.decoding.history_source import SENT, HistoryIndex, HistorySource
 from swiftwriter.engine.decoding.scripts import script, scripts_of
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
+from swiftwriter.store.history import HISTORY_TAKE_TOKENS
+from swiftwriter.store.texts import Excerpt
 
 log = logging.getLogger(__name__)
 
 HISTORY_KINDS = ("g", "d", "n")  # generations, documents, notes
+
+
+class PromptTooLong(UserError):
+    """A prompt longer than the model's context, refused before the take (the caller names
+    where it came from)."""
 
 
 # A take whose last BREAKDOWN_PIECES pieces of 512 tokens each read above BREAKDOWN_NATS nats a
@@ -119,11 +131,13 @@ class ProjectHistory:
         self.index: HistoryIndex | None = None
         self.timings: dict[str, float] = {}
 
-    def refresh(self) -> HistoryIndex:
+    def refresh(self, vocab_size: int | None = None) -> HistoryIndex:
+        """The index brought up to date; a stored cache that does not hold together (or holds
+        ids at or beyond `vocab_size`, the model's) is rebuilt, and a recorded text whose ids
+        lie beyond it is left out, each said in one line."""
         t0 = time.perf_counter()
         if self.index is None:
-            parts = self.project.load_ngram_cache(self.tokenizer_id)
-            self.index = (HistoryIndex.from_parts(parts) if parts else None) or HistoryIndex()
+            self.index = self._load(vocab_size)
         t1 = time.perf_counter()
         index = self.index
         current = self.project.history_fingerprints(
@@ -133,11 +147,21 @@ class ProjectHistory:
         for key in list(index.sources):
             if key[:1] in covered and key not in current:
                 index.discard(key, settle=False)
+        bound = min(vocab_size or SENT, SENT)
+        beyond: list[int] = []
         for key, fingerprint in current.items():
             if index.sources.get(key, {}).get("fp") != fingerprint:
                 tokens = self.project.history_tokens(key, self.tokenize)
-                index.update(key, fingerprint, tokens, settle=False)
+                if tokens and max(tokens) >= bound:
+                    beyond.append(max(tokens))
+                    index.set_aside(key, fingerprint, settle=False)
+                else:
+                    index.update(key, fingerprint, tokens, settle=False)
         index.settle()
+        if beyond:
+            log.warning("%s: %d recorded texts hold token ids beyond the model's vocabulary (up "
+                        "to %s, of %s): left out of the drafting history", self.project.path.name,
+                        len(beyond), f"{max(beyond):,}", f"{bound:,}")  # fmt: skip
         t2 = time.perf_counter()
         self._save()
         self.timings = {
@@ -147,11 +171,22 @@ class ProjectHistory:
         }
         return index
 
+    def _load(self, vocab_size: int | None) -> HistoryIndex:
+        """The stored cache, checked through; a fresh index where there is none or it does
+        not hold together (said in one line: it is rebuilt from the project's texts)."""
+        parts = self.project.load_ngram_cache(self.tokenizer_id)
+        index, wrong = HistoryIndex.restore(parts, vocab_size) if parts else (None, "")
+        if wrong:
+            log.warning("%s: the drafting cache does not hold together (%s): rebuilt",
+                        self.project.path.name, wrong)  # fmt: skip
+        return index or HistoryIndex()
+
     def add_generation(self, generation: Generation) -> None:
         """Index one closed generation right away (cheap: it goes to the delta tier)."""
         if self.index is None or not generation.token_ids:
             return
-        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", generation.token_ids)
+        tokens = generation.token_ids[-HISTORY_TAKE_TOKENS:]  # as the store reads it back
+        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", tokens)
         self._save()
 
     def _save(self) -> None:
@@ -244,9 +279,22 @@ class PromptSession:
 
     def prompt_parts(self) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps, the rest): outside a project nothing is pinned."""
-        ids = list(self.prompt_ids) if self.prompt_ids is not None else None
-        ids = self.encode(self.prompt_text or "") if ids is None else ids
+        ids = list(self.prompt_ids) if self.prompt_ids is not None else self._text_prompt()
         return [], ids or [self._bos()]
+
+    def _text_prompt(self) -> list[int]:
+        """`prompt_text`'s ids, read and tokenized only as far as the model's context: a
+        prompt as long as the context is refused under the "stop" policy (PromptTooLong,
+        known from its end alone), and reaches the engine by its end under "slide"."""
+        limit = context_length(self.model.config)
+        fit = fitted(self.encode, self.prompt_text or "", limit or (1 << 30))
+        if limit is not None and fit.total >= limit and self.context.policy == "stop":
+            tokens = f"about {fit.total:,}" if fit.cut else f"{fit.total:,}"
+            raise PromptTooLong(
+                f"the prompt has {tokens} tokens but the model's context holds {limit:,}: "
+                "shorten it (or choose the sliding-window policy)"
+            )
+        return fit.ids
 
     def _bos(self) -> int:
         bos = getattr(self.tokenizer, "bos_token_id", None)
@@ -378,7 +426,7 @@ class DocumentSession(PromptSession):
     ):
         if project.readonly:
             raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
-        self.document = project.document(doc_id)  # a missing document fails before any work
+        self.document = project.document(doc_id, texts=False)  # a missing one fails first
         super().__init__(loaded, **session)
         stops = tuple(s for s in parse_stops(project.stop_sequences) if s not in self.ending.stops)
         self.ending = replace(self.ending, stops=self.ending.stops + stops)  # the project's own
@@ -400,35 +448,28 @@ class DocumentSession(PromptSession):
             self.history = None
 
     # -- the prompt -------------------------------------------------------------------------
-    def notes_text(self) -> str:
-        if not self.use_notes:
-            return ""
-        blocks = [f"{n.title}\n{n.text}".strip() for n in self.project.pinned_notes()]
-        return "\n\n".join(b for b in blocks if b) + ("\n\n" if blocks else "")
-
     def story_context(self) -> StoryContext:
         """Memory and pinned notes, the earlier documents (by `story_mode`), the text before
-        the cursor and the direction, within the model's context less the take's room."""
+        the cursor and the direction, within the model's context less the take's room. Stored
+        texts are read only as far as the window can use (`context.fitted`)."""
         limit = context_length(self.model.config)
         budget = 1 << 30
         if limit is not None:
             budget = limit - min(self.ending.limit, limit // 2) - 1
             if budget < 1:
                 raise UserError(f"The model's context ({limit} tokens) leaves no room for a prompt")
-        text = self.prompt_text
-        text = self.project.document(self.doc_id).text if text is None else text
-        memory = "\n\n".join(x for x in (self.project.memory.strip(), self.notes_text()) if x)
-        memory = memory + "\n\n" if memory and not memory.endswith("\n\n") else memory
+        text = self.prompt_text if self.prompt_text is not None else self._stored("document")
         story = []
         if self.story_mode != "none":
-            for doc in self.project.documents():
+            for doc in self.project.documents(texts=False):
                 if doc.id == self.doc_id:
                     break
-                story.append((doc.title, doc.text, doc.synopsis))
+                story.append((doc.title, self._stored("document", doc.id),
+                              self._stored("synopsis", doc.id)))  # fmt: skip
         built = assemble(
             self.encode,
             budget,
-            memory,
+            self._memory_and_notes(),
             story,
             text,
             self.direction,
@@ -439,6 +480,34 @@ class DocumentSession(PromptSession):
         if not built.ids:
             built.ids = [self._bos()]
         return built
+
+    def _stored(self, kind: str, number: int | None = None) -> Reader:
+        """A stored text (this document's where no number is given), read as far as asked."""
+        number = self.doc_id if number is None else number
+        return lambda limit, end: self.project.excerpt(kind, number, limit, end)
+
+    def _memory_and_notes(self) -> Reader:
+        """The memory, then the pinned notes (title and text), as one text read from its start
+        as far as asked (the context keeps its beginning, whatever `end` says): each part
+        stripped, a blank one left out, a blank line after each."""
+        notes = self.project.pinned_notes(texts=False) if self.use_notes else []
+        parts = [("memory", 0, "")] + [("note", n.id, n.title) for n in notes]
+
+        def read(limit: int, end: bool = False) -> Excerpt:
+            blocks, used, size = [], 0, 0
+            for kind, number, title in parts:
+                part = self.project.excerpt(kind, number, max(0, limit - used), end=False)
+                size += part.size
+                if used >= limit:
+                    continue  # only its size: beyond what was asked for
+                used += part.read
+                block = f"{title}\n{part.text}" if title else part.text
+                block = block.strip() if part.whole else block.lstrip()
+                if block:
+                    blocks.append(block + ("\n\n" if part.whole else ""))
+            return Excerpt("".join(blocks), used, size)
+
+        return read
 
     def prompt_parts(self, built: StoryContext | None = None) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps: memory and pinned notes, at most half the window;
@@ -469,7 +538,7 @@ class DocumentSession(PromptSession):
         history_stats: dict = {}
         history_source = None
         if self.history is not None:
-            index = self.history.refresh()
+            index = self.history.refresh(vocab_size_of(self.model))
             history_source = HistorySource(index)
             sources.append(history_source)
             history_stats = {"tokens": len(index), **self.history.timings}
@@ -516,13 +585,15 @@ class DocumentSession(PromptSession):
             "story_context": self.story_mode,
             "direction": self.direction,
             # where the take goes back if the app stops mid-take (store.recovery_point)
-            "written_after": self._text_before_take()[-WRITTEN_AFTER:],
+            "written_after": self._written_after(),
         }
 
-    def _text_before_take(self) -> str:
+    def _written_after(self) -> str:
+        """The end of the text the take follows (a take without a cursor goes last)."""
         if self.prompt_text is not None:
-            return self.prompt_text
-        return self.project.document(self.doc_id).text  # a take without a cursor goes last
+            return self.prompt_text[-WRITTEN_AFTER:]
+        end = self.project.excerpt("document", self.doc_id, 4 * WRITTEN_AFTER).text
+        return end[-WRITTEN_AFTER:]  # 4 bytes at most a character
 
     @staticmethod
     def _stats(generator: Generator, source: HistorySource | None, history: dict) -> dict:

@@ -23,7 +23,7 @@ from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.heap import frozen_heap
 from swiftwriter.session import DocumentSession, PromptSession, SessionResult
-from swiftwriter.words import WordTally, tokens_per_word
+from swiftwriter.words import SAMPLE_CHARS, WordTally, tokens_per_word
 
 log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
@@ -331,10 +331,10 @@ def ending_of(request: TakeRequest) -> TakeEnding:
 
 def words_sample(request: TakeRequest) -> str:
     """The writer's text that a word's tokens are measured on: before the cursor, or the
-    whole document."""
+    document's end (all that is read of it)."""
     if request.prompt_text is not None or request.project is None:
         return request.prompt_text or ""
-    return request.project.document(request.doc_id).text
+    return request.project.excerpt("document", request.doc_id, 4 * SAMPLE_CHARS).text
 
 
 LIVE_FIELDS = (

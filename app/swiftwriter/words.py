@@ -7,6 +7,7 @@ import re
 
 _LETTER = re.compile(r"\w")  # a scene break (#, * * *) or a lone dash is no word
 DEFAULT_TOKENS_PER_WORD = 1.4
+SAMPLE_CHARS = 4000  # the writer's recent text a word's tokens are measured on
 
 
 def count_words(text: str) -> int:
@@ -16,7 +17,7 @@ def count_words(text: str) -> int:
 
 def tokens_per_word(encode, text: str) -> float:
     """Measured on the writer's own recent text with this tokenizer; a typical ratio if short."""
-    sample = text[-4000:]
+    sample = text[-SAMPLE_CHARS:]
     words = count_words(sample)
     if words < 30:
         return DEFAULT_TOKENS_PER_WORD

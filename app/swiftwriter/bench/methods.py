@@ -33,6 +33,7 @@ from swiftwriter.engine.decoding import quality
 from swiftwriter.engine.decoding.generator import Generator, context_length
 from swiftwriter.engine.decoding.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.passes import execution_device
 
 METHODS = (
     "llamacpp",
@@ -78,7 +79,7 @@ def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) 
     config.do_sample = not sampling.greedy
     config.temperature, config.top_k, config.top_p, config.min_p = 1.0, None, None, None
     config.repetition_penalty = None
-    ids = torch.tensor([prompt], device=model.get_input_embeddings().weight.device)
+    ids = torch.tensor([prompt], device=execution_device(model.get_input_embeddings()))
     kwargs = {"prompt_lookup_num_tokens": lookup} if lookup else {}
     if not sampling.greedy and sampling.seed is not None:
         torch.manual_seed(sampling.seed)
@@ -295,7 +296,8 @@ def first_divergence(
             else {"index": min(len(reference), len(other)), "gap": None, "near_tie": False}
         )
     ids = torch.tensor(
-        [list(prompt) + list(reference[:idx])], device=model.get_input_embeddings().weight.device
+        [list(prompt) + list(reference[:idx])],
+        device=execution_device(model.get_input_embeddings()),
     )
     with torch.inference_mode():
         logits = model(ids, logits_to_keep=1).logits[0, -1].float()

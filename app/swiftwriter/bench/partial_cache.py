@@ -35,7 +35,7 @@ from __future__ import annotations
 import torch
 from transformers import DynamicCache
 
-from swiftwriter.engine.passes import BufferLayer
+from swiftwriter.engine.passes import BufferLayer, execution_device
 
 
 class PartialLayer(BufferLayer):
@@ -176,7 +176,7 @@ class PartialCache:
         def hook(_module, _args, output):
             captured["h"] = output[0] if isinstance(output, tuple) else output
 
-        device = model.get_input_embeddings().weight.device
+        device = execution_device(model.get_input_embeddings())
         handle = decoder.layers[-1].register_forward_hook(hook)
         try:
             decoder(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from swiftwriter.commands.common import (
     add_encoding,
@@ -184,11 +185,24 @@ def run(args: argparse.Namespace) -> int:
 
     entry = registry.resolve(args.model)
     loaded = _load(args, entry, prompt, ending.limit)
+    take = _request(args, None, None, loaded, prompt, ending)  # a take outside any project
+    _prompt_fits(take, args.prompt_file)
     _say_precision(loaded)
     _say_drafter(loaded, history=False)
-    _request(args, None, None, loaded, prompt, ending).run()  # a take outside any project
+    take.run()
     sys.stdout.write("\n")
     return 0
+
+
+def _prompt_fits(take, prompt_file: str) -> None:
+    """A prompt file longer than the model's context is refused in one line naming it, before
+    anything else is said (its end alone is tokenized to know: session.PromptSession)."""
+    from swiftwriter.session import PromptTooLong
+
+    try:
+        take.session.build_prompt()
+    except PromptTooLong as exc:
+        raise UserError(f"{Path(prompt_file).name}: {exc}") from None
 
 
 def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, ending):
@@ -242,20 +256,28 @@ def _placement(args: argparse.Namespace):
     return Placement(args.device, args.device_map, limits, args.offload_folder)
 
 
-def _load(args: argparse.Namespace, entry, prompt_text: str, max_new_tokens: int):
-    """The model placed as asked; a spread model keeps room for this take's KV cache (prompt
-    tokens plus the tokens asked for)."""
+def _load(args: argparse.Namespace, entry, prompt_text: str | None, max_new_tokens: int):
+    """The model placed as asked; a spread model keeps room for this take's KV cache: a prompt
+    file's tokens (as far as the model's context reaches) plus the tokens asked for, or the
+    whole context for a project's take (`prompt_text` None: its story context may fill it)."""
     from swiftwriter.modelstore import loader
 
     placement = _placement(args)
     if not placement.spread:
         return loader.load(entry, device=args.device, dtype=args.dtype)
-    from transformers import AutoTokenizer
+    if prompt_text is None:
+        return loader.load_placed(entry, placement, dtype=args.dtype)
+    from transformers import AutoConfig, AutoTokenizer
 
-    from swiftwriter.engine.decoding.textgen import encode
+    from swiftwriter.context import fitted
+    from swiftwriter.engine.decoding.generator import context_length
+    from swiftwriter.session import encoder_of
 
-    tokenizer = AutoTokenizer.from_pretrained(entry.folder(), local_files_only=True)
-    context = len(encode(tokenizer, prompt_text)) + max_new_tokens + 1
+    folder = entry.folder()
+    tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+    window = context_length(AutoConfig.from_pretrained(folder, local_files_only=True))
+    prompt = fitted(encoder_of(tokenizer), prompt_text, window or (1 << 30))
+    context = len(prompt.ids) + max_new_tokens + 1
     return loader.load_placed(entry, placement, dtype=args.dtype, context=context)
 
 
@@ -306,7 +328,7 @@ def run_project(args: argparse.Namespace) -> int:
         from swiftwriter.modelstore import registry
 
         entry = registry.resolve(args.model)
-        loaded = _load(args, entry, proj.document(doc_id).text, ending.limit)
+        loaded = _load(args, entry, None, ending.limit)
         _say_precision(loaded)
         _say_drafter(loaded, history=not args.no_history)
         take = _request(args, proj, doc_id, loaded, None, ending)

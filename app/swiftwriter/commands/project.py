@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def find_document(proj, ref: str) -> int:
     """A document by id, or by its exact title (case-insensitive) when that is unambiguous."""
-    docs = proj.documents()
+    docs = proj.documents(texts=False)  # titles alone: a document may be very long
     if ref.strip().isdigit():
         doc_id = int(ref)
         if any(d.id == doc_id for d in docs):

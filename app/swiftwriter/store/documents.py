@@ -21,6 +21,7 @@ from swiftwriter.store.records import (
     check_title,
     now,
 )
+from swiftwriter.store.texts import as_text
 
 log = logging.getLogger(__name__)
 _said: set = set()  # cycles already logged: once per file and cycle
@@ -91,18 +92,23 @@ class DocumentsMixin:
 
     # -- documents --------------------------------------------------------------------------
     _DOC_COLUMNS = "id, parent_id, kind, title, text, position, created, modified, synopsis"
+    # the same without the texts, for the tree alone: a document may hold hundreds of megabytes
+    _TREE_COLUMNS = (
+        "id, parent_id, kind, title, '' AS text, position, created, modified, '' AS synopsis"
+    )
 
     @_locked
-    def documents(self) -> list[Document]:
-        """All documents outside the trash, in depth-first tree order."""
-        rows = list(
-            self.db.query(f"SELECT {self._DOC_COLUMNS} FROM documents WHERE deleted IS NULL")
-        )
+    def documents(self, texts: bool = True) -> list[Document]:
+        """All documents outside the trash, in depth-first tree order; without `texts`, their
+        text and synopsis are left empty (nothing of them is read: `excerpt` reads them)."""
+        columns = self._DOC_COLUMNS if texts else self._TREE_COLUMNS
+        rows = list(self.db.query(f"SELECT {columns} FROM documents WHERE deleted IS NULL"))
         return tree_order(rows, self._doc, self.path.name)
 
     @_locked
-    def document(self, doc_id: int) -> Document:
-        row = self._doc_row(doc_id)
+    def document(self, doc_id: int, texts: bool = True) -> Document:
+        """One document; without `texts`, its text and synopsis are left empty (not read)."""
+        row = self._doc_row(doc_id, texts=texts)
         depth, parent, above = 0, row["parent_id"], {doc_id}
         while parent is not None:
             up = self.db.execute(
@@ -111,7 +117,7 @@ class DocumentsMixin:
             if up is None:
                 break
             if parent in above:  # a parent cycle planted in the file: as the tree shows it
-                return next(d for d in self.documents() if d.id == doc_id)
+                return next(d for d in self.documents(texts) if d.id == doc_id)
             above.add(parent)
             depth, parent = depth + 1, up[0]
         return self._doc(row, depth)
@@ -293,15 +299,18 @@ class DocumentsMixin:
 
     # -- notes ------------------------------------------------------------------------------
     _NOTE_COLUMNS = "id, title, text, pinned, position, created, modified"
+    _NOTE_TITLES = "id, title, '' AS text, pinned, position, created, modified"
 
     @_locked
-    def notes(self) -> list[Note]:
-        rows = self.db.query(f"SELECT {self._NOTE_COLUMNS} FROM notes ORDER BY position, id")
+    def notes(self, texts: bool = True) -> list[Note]:
+        """All notes in order; without `texts`, their text is left empty (not read)."""
+        columns = self._NOTE_COLUMNS if texts else self._NOTE_TITLES
+        rows = self.db.query(f"SELECT {columns} FROM notes ORDER BY position, id")
         return [self._note(r) for r in rows]
 
-    def pinned_notes(self) -> list[Note]:
+    def pinned_notes(self, texts: bool = True) -> list[Note]:
         """Notes that go into every prompt (story bible, outline, style)."""
-        return [n for n in self.notes() if n.pinned]
+        return [n for n in self.notes(texts) if n.pinned]
 
     @_locked
     def note(self, note_id: int) -> Note:
@@ -359,31 +368,34 @@ class DocumentsMixin:
             db.execute("DELETE FROM notes WHERE id = ?", [note_id])
 
     # -- pieces -----------------------------------------------------------------------------
-    @staticmethod
-    def _doc(row: dict, depth: int) -> Document:
+    def _doc(self, row: dict, depth: int) -> Document:
+        def name(what: str = "document") -> str:
+            return f"{self.path.name}: {what} {row['id']} '{row['title']}'"
+
         return Document(
             id=row["id"],
             parent_id=row["parent_id"],
             kind=row["kind"],
             title=row["title"],
-            text=row["text"],
+            text=as_text(row["text"], name),
             position=row["position"],
             depth=depth,
             created=row["created"] or "",
             modified=row["modified"] or "",
-            synopsis=row.get("synopsis") or "",
+            synopsis=as_text(row.get("synopsis"), lambda: name("the synopsis of document")),
         )
 
-    @staticmethod
-    def _note(row: dict) -> Note:
-        return Note(**{**row, "pinned": bool(row["pinned"]), "created": row["created"] or ""})
+    def _note(self, row: dict) -> Note:
+        text = as_text(row["text"], lambda: f"{self.path.name}: note {row['id']} '{row['title']}'")
+        return Note(
+            **{**row, "text": text, "pinned": bool(row["pinned"]), "created": row["created"] or ""}
+        )
 
-    def _doc_row(self, doc_id, deleted: bool = False) -> dict:
+    def _doc_row(self, doc_id, deleted: bool = False, texts: bool = True) -> dict:
         check_id(doc_id)
+        columns = self._DOC_COLUMNS if texts else self._TREE_COLUMNS
         row = next(
-            self.db.query(
-                f"SELECT {self._DOC_COLUMNS}, deleted FROM documents WHERE id = ?", [doc_id]
-            ),
+            self.db.query(f"SELECT {columns}, deleted FROM documents WHERE id = ?", [doc_id]),
             None,
         )
         if row is None or (row.pop("deleted") is not None and not deleted):

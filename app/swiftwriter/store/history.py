@@ -1,6 +1,11 @@
 """What history seeding reads from a project: which texts exist now (with fingerprints, so a
 cache knows what changed), their token ids, and the stored drafting cache per tokenizer.
 
+Each text gives the history its end only, read from the file without the rest: a document or
+note its last HISTORY_TEXT_BYTES, a take its last HISTORY_TAKE_TOKENS ids (a novel's chapter is
+a few dozen kilobytes; a 200 MB chapter or a take of 100 million tokens was read, tokenized and
+sorted whole before the take could begin). A fingerprint covers what is read.
+
 The store keeps the cache as opaque parts; the session builds and updates it (the engine's
 HistoryIndex), so the store never needs the engine, nor the engine the store."""
 
@@ -9,9 +14,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Mapping
 
-from swiftwriter.store.records import ProjectError, now
+from swiftwriter.store.documents import _locked
+from swiftwriter.store.records import ProjectError, check_id, now, unpack_ids
 
 Tokenize = Callable[[str], list[int]]
+# what of each text drafts: a chapter of up to some 40,000 words, or a take of 65,536 tokens,
+# drafts whole; a longer one by its end
+HISTORY_TEXT_BYTES = 1 << 18
+HISTORY_TAKE_TOKENS = 1 << 16
 
 
 class HistoryMixin:
@@ -31,14 +41,14 @@ class HistoryMixin:
             ):
                 out[f"g{gen_id}"] = f"n{n}"
             if documents:
-                for doc_id, text in self.db.execute(
-                    "SELECT id, text FROM documents WHERE deleted IS NULL AND text != '' ORDER BY id"
-                ):
-                    out[f"d{doc_id}"] = _digest(text)
-                for note_id, title, text in self.db.execute(
-                    "SELECT id, title, text FROM notes ORDER BY id"
-                ):
-                    out[f"n{note_id}"] = _digest(f"{title}\n{text}")
+                for (doc_id,) in self.db.execute(
+                    "SELECT id FROM documents WHERE deleted IS NULL ORDER BY id"
+                ).fetchall():
+                    text = self._history_text("d", doc_id)
+                    if text:
+                        out[f"d{doc_id}"] = _digest(text)
+                for (note_id,) in self.db.execute("SELECT id FROM notes ORDER BY id").fetchall():
+                    out[f"n{note_id}"] = _digest(self._history_text("n", note_id))
         return out
 
     def history_tokens(self, key: str, tokenize: Tokenize | None = None) -> list[int]:
@@ -46,17 +56,37 @@ class HistoryMixin:
         kind, number = key[:1], key[1:]
         if kind not in ("g", "d", "n") or not number.isdigit():
             raise ProjectError(f"Unknown history key {key!r}")
+        if kind == "g":
+            return self._take_tail(int(number))
+        if tokenize is None:
+            raise ProjectError("Documents and notes are text: history needs a tokenizer")
+        return list(tokenize(self._history_text(kind, int(number))))
+
+    def _history_text(self, kind: str, number: int) -> str:
+        """The end of a document ('d'), or a note's title and the end of its text ('n')."""
+        if kind == "d":
+            return self.excerpt("document", number, HISTORY_TEXT_BYTES).text
         with self._mutex:
-            if kind == "g":
-                return self.generation(int(number)).token_ids or []
-            if tokenize is None:
-                raise ProjectError("Documents and notes are text: history needs a tokenizer")
-            if kind == "d":
-                text = self._doc_row(int(number))["text"]
-            else:
-                note = self.note(int(number))
-                text = f"{note.title}\n{note.text}"
-        return list(tokenize(text))
+            row = self.db.execute("SELECT title FROM notes WHERE id = ?", [number]).fetchone()
+        if row is None:
+            raise ProjectError(f"No note with id {number} in this project")
+        return f"{row[0]}\n{self.excerpt('note', number, HISTORY_TEXT_BYTES).text}"
+
+    @_locked
+    def _take_tail(self, gen_id: int) -> list[int]:
+        """The last HISTORY_TAKE_TOKENS ids of a closed take, read without the rest."""
+        check_id(gen_id, "generation")
+        found = self.db.execute(
+            "SELECT typeof(token_ids) FROM generations WHERE id = ?", [gen_id]
+        ).fetchone()
+        if found is None:
+            raise ProjectError(f"No generation with id {gen_id} in this project")
+        if found[0] != "blob":
+            return []
+        with self.db.conn.blobopen("generations", "token_ids", gen_id, readonly=True) as blob:
+            whole = len(blob) // 4
+            blob.seek(4 * max(0, whole - HISTORY_TAKE_TOKENS))
+            return unpack_ids(blob.read(4 * min(whole, HISTORY_TAKE_TOKENS)))
 
     def history_token_sequences(
         self, tokenizer_id: str, tokenize: Tokenize | None = None

@@ -22,6 +22,7 @@ import sqlite_utils
 from swiftwriter import __version__
 from swiftwriter.store import backups, diskfaults, schema
 from swiftwriter.store.documents import DocumentsMixin, _locked
+from swiftwriter.store.excerpts import ExcerptsMixin
 from swiftwriter.store.history import HistoryMixin
 from swiftwriter.store.inspection import (
     inspect_file,
@@ -37,12 +38,13 @@ from swiftwriter.store.records import (
     now,
 )
 from swiftwriter.store.take_records import GenerationsMixin
+from swiftwriter.store.texts import as_text
 
 SUFFIX = ".swiftwriter"
 log = logging.getLogger(__name__)
 
 
-class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
+class Project(DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin):
     """An open project. Use `Project.create` or `Project.open`, and `close()` (or `with`)."""
 
     def __init__(
@@ -290,10 +292,16 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
     def meta(self) -> dict:
         return {r["key"]: r["value"] for r in self.db.query("SELECT key, value FROM meta")}
 
+    @_locked
+    def meta_value(self, key: str) -> str:
+        """One metadata value ("" when not set), read alone: the memory may be long."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", [key]).fetchone()
+        return "" if row is None else as_text(row[0], lambda: f"{self.path.name}: {key}")
+
     @property
     def memory(self) -> str:
         """What this book is (premise, style, characters): the first part of every prompt."""
-        return self.meta.get("memory", "")
+        return self.meta_value("memory")
 
     def set_memory(self, text: str) -> None:
         self.update_meta(memory=text)
@@ -302,7 +310,7 @@ class Project(DocumentsMixin, GenerationsMixin, HistoryMixin):
     def stop_sequences(self) -> list[str]:
         """The project's stop sequences (one per line in the metadata): a take ends once it
         writes one (a `re:` line is a regular expression)."""
-        return [line for line in self.meta.get("stop_sequences", "").split("\n") if line]
+        return [line for line in self.meta_value("stop_sequences").split("\n") if line]
 
     def set_stop_sequences(self, stops) -> None:
         lines = [check_text(s, "stop sequence") for s in stops]

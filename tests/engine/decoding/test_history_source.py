@@ -4,7 +4,9 @@ keeps generation exact."""
 
 from __future__ import annotations
 
+import json
 import random
+import time
 from collections import Counter
 
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
@@ -163,3 +165,60 @@ def test_seeded_generation_is_exact_and_uses_the_history(tiny_llama):
     assert seeded == plain
     assert stats.accepted_by_source["history"] > 20
     assert stats.forward_passes < plain_stats.forward_passes
+
+
+def damaged(parts: dict, **changes) -> dict:
+    meta = json.loads(parts["meta"])
+    meta.update(changes)
+    return {**parts, "meta": json.dumps(meta).encode()}
+
+
+def test_a_damaged_cache_is_refused_before_it_allocates_anything():
+    """Every number a stored cache holds is checked before anything is allocated by it: the
+    issue's depth of 2**31 would have built a list of two billion separators first."""
+    index = HistoryIndex()
+    index.update("g1", "n", list(range(2, 200)))
+    parts = index.to_parts()
+    sound, why = HistoryIndex.restore(parts, vocab_size=256)
+    assert why == "" and sound.fingerprints() == {"g1": "n"} and len(sound) == 198
+    start = time.perf_counter()
+    copy, why = HistoryIndex.restore(damaged(parts, depth=2147483648))
+    assert copy is None and "depth 2147483648" in why and time.perf_counter() - start < 1
+    for changes, said in [
+        ({"alive_tokens": "NaN"}, "alive_tokens 'NaN'"),
+        ({"alive_tokens": 5}, "alive_tokens 5 is not its sources' 198"),
+        ({"static_end": True}, "static_end True"),
+        ({"dead": [[0, 10**12]]}, "dead range"),
+        ({"sources": {"g1": {"fp": "n", "pieces": [[16, 10**9]]}}}, "source"),
+    ]:
+        copy, why = HistoryIndex.restore(damaged(parts, **changes))
+        assert copy is None and said in why, (changes, why)
+    # token ids the model cannot read, and suffix arrays pointing outside the corpus
+    assert "token id 100 is beyond the vocabulary of 100" in HistoryIndex.restore(parts, 100)[1]
+    beyond = b"\xff\xff\x00\x00" * (len(parts["sa.delta"]) // 4)
+    assert "sa.delta points outside" in HistoryIndex.restore({**parts, "sa.delta": beyond})[1]
+    assert HistoryIndex.from_parts(damaged(parts, alive_tokens="NaN")) is None
+
+
+def test_drafts_of_ids_beyond_the_vocabulary_are_never_verified(tiny_llama):
+    """A history holding ids the model cannot read (a damaged project's takes) drafts them
+    where the take goes; the engine leaves such drafts out, and the text is plain decoding's."""
+    prompt = list(range(10, 40))
+    sampling = SamplingSettings(greedy=True, penalty=1.0)
+    drafting = DraftSettings(sources=(), pace=False, adaptive=False)
+
+    def run(sources):
+        out = []
+        for event in Generator(tiny_llama, sampling, drafting, sources=sources).generate(
+            prompt, 24
+        ):
+            out.extend(event.tokens)
+        return out
+
+    plain = run([])
+    index = HistoryIndex()
+    for k in range(0, len(plain), 2):  # wherever the take is, the history goes on out of range
+        for bad in (60000, 4_000_000_000):
+            index.add(prompt + plain[:k] + [bad] * 4)
+    source = HistorySource(index)
+    assert run([source]) == plain and source.proposed > 0

@@ -46,6 +46,12 @@ def context_length(config) -> int | None:
     return None
 
 
+def vocab_size_of(model) -> int:
+    """The token ids the model can read and write: 0 to this, less one."""
+    head = model.get_output_embeddings()
+    return head.out_features if head is not None else model.config.vocab_size
+
+
 class Generator:
     """Plain or speculative generation with one model, one sampling pipeline and some sources.
 
@@ -87,11 +93,7 @@ class Generator:
         self.eos_ids = set(int(e) for e in eos_ids)
         self.calibrate = calibrate
         self.context = context or ContextSettings()
-        self.vocab_size = (
-            model.get_output_embeddings().out_features
-            if model.get_output_embeddings() is not None
-            else model.config.vocab_size
-        )
+        self.vocab_size = vocab_size_of(model)
         self.max_context = context_length(model.config)
         self.pipeline = LogitsPipeline(self.sampling)
         self.costs = _COSTS.setdefault(model, {}).setdefault(invariant, CostModel())

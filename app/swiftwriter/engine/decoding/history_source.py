@@ -39,6 +39,7 @@ from swiftwriter.engine.decoding.sources import (
 
 SENT = 0xFFFFFFFF  # separates sequences; never a token
 FORMAT = 1
+MAX_DEPTH = 64  # longer keys (and continuations) never pay: a cache saying more is damaged
 
 
 def _u32(data: bytes) -> array:
@@ -356,31 +357,118 @@ class HistoryIndex:
         }
 
     @classmethod
-    def from_parts(cls, parts: dict[str, bytes], **kwargs) -> HistoryIndex | None:
-        """Rebuild from stored blobs; None when they are missing, of another format or
-        inconsistent (the caller then builds afresh: a cache is never trusted blindly)."""
+    def from_parts(
+        cls, parts: dict[str, bytes], vocab_size: int | None = None, **kwargs
+    ) -> HistoryIndex | None:
+        """Rebuild from stored blobs; None when they are missing, of another format or do not
+        hold together (the caller then builds afresh: a cache is never trusted blindly)."""
+        return cls.restore(parts, vocab_size, **kwargs)[0]
+
+    @classmethod
+    def restore(
+        cls, parts: dict[str, bytes], vocab_size: int | None = None, **kwargs
+    ) -> tuple[HistoryIndex | None, str]:
+        """(the index the blobs hold, "") or (None, what is wrong with them: "" for another
+        format). Every number in them is checked (type and range, token ids below
+        `vocab_size`, positions inside the corpus) before anything is allocated by it."""
         try:
             meta = json.loads(parts["meta"].decode("utf-8"))
-            if meta.get("format") != FORMAT:
-                return None
-            index = cls(depth=int(meta["depth"]), cont_len=int(meta["cont_len"]), **kwargs)
             corpus = _u32(parts["corpus.static"])
+            static_n = len(corpus)
             corpus.extend(_u32(parts["corpus.delta"]))
             static_sa, delta_sa = _u32(parts["sa.static"]), _u32(parts["sa.delta"])
-        except (KeyError, ValueError, TypeError, AttributeError):
-            return None
-        n, static_end = len(corpus), int(meta["static_end"])
-        if n != meta["corpus_len"] or len(parts["corpus.static"]) != 4 * static_end:
-            return None
-        if any(len(sa) and max(sa) >= n for sa in (static_sa, delta_sa)):
-            return None
-        index.corpus, index.static_end = corpus, static_end
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            return None, f"unreadable parts ({type(exc).__name__})"
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            return None, ""
+        wrong = _meta_problem(meta, len(corpus), static_n) or _arrays_problem(
+            meta, corpus, static_sa, delta_sa, vocab_size
+        )
+        if wrong:
+            return None, wrong
+        index = cls(depth=meta["depth"], cont_len=meta["cont_len"], **kwargs)
+        index.corpus, index.static_end = corpus, meta["static_end"]
         index.static_sa, index.delta_sa = static_sa, delta_sa
-        index.dead = [list(r) for r in meta["dead"]]
+        index.dead = meta["dead"]
         index.sources = meta["sources"]
-        index.alive_tokens = int(meta["alive_tokens"])
+        index.alive_tokens = meta["alive_tokens"]
         index.dirty.clear()
-        return index
+        return index, ""
+
+    def set_aside(self, key: str, fingerprint: str, settle: bool = True) -> None:
+        """Keep `key` at `fingerprint` with no tokens: what it holds cannot draft (ids beyond
+        the vocabulary), and it is not read again until it changes."""
+        self.discard(key, settle=False)
+        self.sources[key] = {"fp": fingerprint, "pieces": []}
+        self._changed(settle)
+
+
+def _whole(value, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _meta_problem(meta: dict, n: int, static_n: int) -> str:
+    """What is wrong with a stored index's description of itself ("" when nothing): `n` and
+    `static_n` are the tokens its corpus holds, in all and in the static tier."""
+    for name in ("depth", "cont_len"):
+        if not _whole(meta.get(name), 1, MAX_DEPTH):
+            return f"{name} {meta.get(name)!r} is not a whole number from 1 to {MAX_DEPTH}"
+    depth = meta["depth"]
+    if not _whole(meta.get("corpus_len"), n, n):
+        return f"corpus_len {meta.get('corpus_len')!r} is not the corpus's {n} tokens"
+    if not _whole(meta.get("static_end"), depth, n) or meta["static_end"] != static_n:
+        return f"static_end {meta.get('static_end')!r} is not the static tier's {static_n} tokens"
+    if not _whole(meta.get("alive_tokens"), 0, n):
+        return f"alive_tokens {meta.get('alive_tokens')!r} is not a whole number from 0 to {n}"
+    dead, sources = meta.get("dead"), meta.get("sources")
+    if not isinstance(dead, list) or not all(_span(r, 0, n) for r in dead):
+        return "a dead range is not two positions inside the corpus"
+    if not isinstance(sources, dict) or not all(_source(s, depth, n) for s in sources.values()):
+        return "a source is not a fingerprint and pieces inside the corpus"
+    alive = sum(count for src in sources.values() for _, count in src["pieces"])
+    if alive != meta["alive_tokens"]:
+        return f"alive_tokens {meta['alive_tokens']} is not its sources' {alive} tokens"
+    return ""
+
+
+def _span(pair, low: int, high: int) -> bool:
+    return (
+        isinstance(pair, list) and len(pair) == 2 and _whole(pair[0], low, high)
+        and _whole(pair[1], pair[0], high)
+    )  # fmt: skip
+
+
+def _source(src, depth: int, n: int) -> bool:
+    if not isinstance(src, dict) or not isinstance(src.get("fp"), str):
+        return False
+    pieces = src.get("pieces")
+    return isinstance(pieces, list) and all(
+        isinstance(p, list) and len(p) == 2 and _whole(p[0], depth, n) and _whole(p[1], 0, n - p[0])
+        for p in pieces
+    )
+
+
+def _arrays_problem(meta: dict, corpus: array, static_sa: array, delta_sa: array, vocab) -> str:
+    """What is wrong with a stored corpus and its suffix arrays ("" when nothing): its head of
+    separators, token ids beyond the vocabulary, positions outside their tier."""
+    depth, static_end, n = meta["depth"], meta["static_end"], len(corpus)
+    view = np.frombuffer(corpus, dtype=np.uint32) if n else np.zeros(0, np.uint32)
+    if n < depth or not (view[:depth] == SENT).all():
+        return "the corpus does not open with its separators"
+    if vocab is not None:
+        beyond = view[(view >= vocab) & (view != SENT)]
+        if len(beyond):
+            return f"token id {int(beyond[0])} is beyond the vocabulary of {vocab}"
+    for name, sa, low, high in (
+        ("sa.static", static_sa, depth, static_end),
+        ("sa.delta", delta_sa, static_end, n),
+    ):
+        positions = np.frombuffer(sa, dtype=np.uint32) if len(sa) else None
+        if positions is not None and not (
+            len(sa) <= high - low and low <= positions.min() and positions.max() < high
+        ):
+            return f"{name} points outside its part of the corpus"
+    return ""
 
 
 def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -171,13 +171,19 @@ class Run:
             return []  # a plain step now and then keeps the pass costs measured (CostModel)
         self._catch_up()
         out = []
+        vocab = self.gen.vocab_size
         for src in self.sources:
             gate = self.gates.get(id(src))
             if gate is not None and not gate.wanted():
                 self.stats.gated_skips += 1
                 continue
             t = time.perf_counter()
-            out.extend(src.propose(self.committed, self.drafting.ngram_branches))
+            # a draft the model cannot read (a damaged history's ids) is never verified
+            out.extend(
+                c
+                for c in src.propose(self.committed, self.drafting.ngram_branches)
+                if all(0 <= token < vocab for token in c.tokens)
+            )
             if gate is not None:
                 self._gated_s[id(src)] = time.perf_counter() - t
         return out
