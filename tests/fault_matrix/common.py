@@ -74,8 +74,11 @@ def kill_when(code: str, marker: str, env, *args: str) -> list[str]:
 
 # --- Bounded trials: a hostile input is refused or survived within a time and memory budget ---
 
-BUDGET_S = 10.0  # a hostile input is dealt with within this, start-up included
-BUDGET_MB = 500  # ... and within this much memory above the same command on a benign input
+BUDGET_S = 10.0  # a hostile input is dealt with within this much time ...
+BUDGET_MB = 500  # ... and memory above the same command on a benign input (start-up counted once)
+TIMEOUT_S = (
+    120.0  # a child still running then is stopped (a benign run alone took 23 s on busy cores)
+)
 ADDRESS_SPACE = 6 << 30  # the child's hard ceiling, so an unbounded read fails, not the host
 
 
@@ -106,7 +109,7 @@ with open(report, "w") as f:
 """
 
 
-def trial(argv: list[str], env, timeout: float = 3 * BUDGET_S, stdin: str | None = None) -> Trial:
+def trial(argv: list[str], env, timeout: float = TIMEOUT_S, stdin: str | None = None) -> Trial:
     """Run `argv` in a child under the address-space ceiling and a time bound; its peak RSS is
     the kernel's own accounting of that one child (wait4 in the spawner above)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -127,17 +130,23 @@ def trial(argv: list[str], env, timeout: float = 3 * BUDGET_S, stdin: str | None
     return Trial(returncode, out, err, seconds, peak_kb / 1024)
 
 
-def cli_trial(env, *args: str, timeout: float = 3 * BUDGET_S, stdin: str | None = None) -> Trial:
+def cli_trial(env, *args: str, timeout: float = TIMEOUT_S, stdin: str | None = None) -> Trial:
     return trial([*CLI, *args], env, timeout=timeout, stdin=stdin)
 
 
-def within_budget(hostile: Trial, benign: Trial, expect: str | None = None) -> None:
-    """The hostile run ended on its own, in one line without a traceback when it failed, within
-    BUDGET_S and within BUDGET_MB of the benign run of the same command."""
+def in_budget(hostile: Trial, benign: Trial) -> None:
+    """The hostile run ended on its own within BUDGET_S and BUDGET_MB of the benign run of the
+    same command: the start-up both pay (imports, a model load: 6 to 23 s on two busy cores)
+    is counted once."""
     assert hostile.returncode is not None, f"still running after {hostile.seconds:.0f} s"
+    assert hostile.seconds <= benign.seconds + BUDGET_S, (hostile.seconds, benign.seconds)
+    assert hostile.peak_mb <= benign.peak_mb + BUDGET_MB, (hostile.peak_mb, benign.peak_mb)
+
+
+def within_budget(hostile: Trial, benign: Trial, expect: str | None = None) -> None:
+    """In budget (`in_budget`), and one line without a traceback when it failed."""
+    in_budget(hostile, benign)
     err = hostile.stderr.strip()
     assert "Traceback" not in hostile.stderr and err.count("\n") == 0, err[-2000:]
     if expect is not None:
         assert expect in err, err
-    assert hostile.seconds <= BUDGET_S, f"{hostile.seconds:.1f} s"
-    assert hostile.peak_mb <= benign.peak_mb + BUDGET_MB, (hostile.peak_mb, benign.peak_mb)

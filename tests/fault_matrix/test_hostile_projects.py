@@ -17,7 +17,7 @@ import pytest
 from swiftwriter.engine.decoding.history_source import HistoryIndex
 from swiftwriter.store import Project
 
-from tests.fault_matrix.common import BUDGET_MB, BUDGET_S, Trial, cli_trial
+from tests.fault_matrix.common import Trial, cli_trial, in_budget
 
 TEXT = "the sea wall rose and fell at night"  # words of the tiny tokenizer
 GENERATE = ("--model", "tiny", "--device", "cpu", "--dtype", "float32", "--max-new-tokens", "8")
@@ -122,15 +122,6 @@ def benign(tmp_path_factory, tiny_folder):
         return runs[args]
 
     return baseline
-
-
-def in_budget(hostile: Trial, baseline: Trial) -> None:
-    """Within BUDGET_MB of the benign run's peak memory and BUDGET_S of its time: the start-up
-    both pay is counted once (on two cores shared with other test runs, a benign run alone
-    took 6 to 23 s, past BUDGET_S by itself)."""
-    assert hostile.returncode is not None, f"still running after {hostile.seconds:.0f} s"
-    assert hostile.seconds <= baseline.seconds + BUDGET_S, (hostile.seconds, baseline.seconds)
-    assert hostile.peak_mb <= baseline.peak_mb + BUDGET_MB, (hostile.peak_mb, baseline.peak_mb)
 
 
 def refused(hostile: Trial, baseline: Trial, expect: str) -> None:
