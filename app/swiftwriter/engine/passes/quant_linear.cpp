@@ -437,14 +437,16 @@ struct SignedQ8 {
     }
   }
   __m512i sum(const int8_t* x, int32_t xsum) const {
-    __m512i acc = _mm512_setzero_si512();
+    __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();  // two chains, as dot_row
+#pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
       __m512i xv = bcast4(x + 4 * i);
 #ifndef __AVX512VNNI__
       xv = _mm512_mask_sub_epi8(xv, neg[i], _mm512_setzero_si512(), xv);
 #endif
-      acc = dot4(acc, w[i], xv);
+      if (i % 2) b = dot4(b, w[i], xv); else a = dot4(a, w[i], xv);
     }
+    __m512i acc = _mm512_add_epi32(a, b);
 #ifdef __AVX512VNNI__
     acc = _mm512_sub_epi32(acc, _mm512_set1_epi32(128 * xsum));
 #else
@@ -454,10 +456,41 @@ struct SignedQ8 {
   }
 };
 
+// The input rows' pointers, fetched once per tile (not per group and row).
+template <int R>
+struct RowPtrs {
+  const int8_t* q[R];
+  const float* d[R];
+  const int32_t* s[R];
+  RowPtrs(const Input& in, int64_t r0) {
+    for (int r = 0; r < R; ++r) {
+      q[r] = in.qrow(r0 + r);
+      d[r] = in.drow(r0 + r);
+      s[r] = in.srow(r0 + r);
+    }
+  }
+};
+
+// One row's integer sum over 4 * N inputs against N weight vectors, in two chains (even and
+// odd k-groups) so that a row's multiply-adds overlap instead of waiting on each other: the
+// sums are integers, so how they are grouped changes no bit.
+template <int N>
+inline __m512i dot_row(const __m512i* wv, const int8_t* x) {
+  __m512i a = _mm512_setzero_si512(), b = _mm512_setzero_si512();
+#pragma GCC unroll 8
+  for (int i = 0; i < N; i += 2) {
+    a = dot4(a, wv[i], bcast4(x + 4 * i));
+    b = dot4(b, wv[i + 1], bcast4(x + 4 * i + 4));
+  }
+  return _mm512_add_epi32(a, b);
+}
+
 template <int TYPE, int R>
 void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, int64_t r0,
              float* out /* [R][16] */) {
+  const RowPtrs<R> rp(in, r0);
   __m512 acc[R];
+#pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* w = tile + g * gbytes;
@@ -466,12 +499,11 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
       unpack_nibbles512(w, wv, 4);
       const __m512 dw = halves16(w + 256);
       const __m512 mw = TYPE == Q4_1 ? halves16(w + 288) : _mm512_setzero_ps();
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const int8_t* x = in.qrow(r0 + r) + g * 32;
-        __m512i sum = _mm512_setzero_si512();
-        for (int i = 0; i < 8; ++i) sum = dot4(sum, wv[i], bcast4(x + 4 * i));
-        const int32_t xs = in.srow(r0 + r)[g];
-        const float xd = in.drow(r0 + r)[g];
+        __m512i sum = dot_row<8>(wv, rp.q[r] + g * 32);
+        const int32_t xs = rp.s[r][g];
+        const float xd = rp.d[r][g];
         if constexpr (TYPE == Q4_0) sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(8 * xs));
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(xd)),
                                  acc[r]);
@@ -482,16 +514,17 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
       SignedQ8 q;
       q.load(w);
       const __m512 dw = halves16(w + 512);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m512i sum = q.sum(in.qrow(r0 + r) + g * 32, in.srow(r0 + r)[g]);
-        const float xd = in.drow(r0 + r)[g];
-        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), _mm512_mul_ps(dw, _mm512_set1_ps(xd)),
-                                 acc[r]);
+        const __m512i sum = q.sum(rp.q[r] + g * 32, rp.s[r][g]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum),
+                                 _mm512_mul_ps(dw, _mm512_set1_ps(rp.d[r][g])), acc[r]);
       }
     } else if constexpr (TYPE == Q4_K || TYPE == Q5_K) {
       constexpr bool five = TYPE == Q5_K;
       constexpr int sc_at = five ? off::K5_SC : off::K_SC, mn_at = five ? off::K5_MN : off::K_MN;
       __m512i isc[R];
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) isc[r] = _mm512_setzero_si512();
       for (int s = 0; s < 8; ++s) {
         __m512i wv[8];
@@ -510,10 +543,9 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
         }
         const __m512i sc = _mm512_cvtepu8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + sc_at + s * 16)));
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const int8_t* x = in.qrow(r0 + r) + g * 256 + s * 32;
-          __m512i sum = _mm512_setzero_si512();
-          for (int i = 0; i < 8; ++i) sum = dot4(sum, wv[i], bcast4(x + 4 * i));
+          const __m512i sum = dot_row<8>(wv, rp.q[r] + g * 256 + s * 32);
           isc[r] = _mm512_add_epi32(isc[r], _mm512_mullo_epi32(sum, sc));
         }
       }
@@ -521,19 +553,21 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
       for (int p = 0; p < 4; ++p) mn[p] = ld512(w + mn_at + p * 64);
       const __m512 dw = halves16(w + (five ? off::K5_D : off::K_D));
       const __m512 dmin = halves16(w + (five ? off::K5_DMIN : off::K_DMIN));
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const int32_t* xs = in.srow(r0 + r) + g * 8;
+        const int32_t* xs = rp.s[r] + g * 8;
         __m512i imn = _mm512_setzero_si512();
         for (int p = 0; p < 4; ++p) {
           const int32_t both = (xs[2 * p] & 0xFFFF) | (int32_t(uint32_t(xs[2 * p + 1]) << 16));
           imn = dot_pairs16(imn, mn[p], _mm512_set1_epi32(both));
         }
-        const __m512 xd = _mm512_set1_ps(in.drow(r0 + r)[g]);
+        const __m512 xd = _mm512_set1_ps(rp.d[r][g]);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc[r]), _mm512_mul_ps(dw, xd), acc[r]);
         acc[r] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(imn), _mm512_mul_ps(dmin, xd), acc[r]);
       }
     } else if constexpr (TYPE == Q6_K) {
       __m512i isc[R];
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) isc[r] = _mm512_setzero_si512();
       const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
       for (int s = 0; s < 16; ++s) {
@@ -549,17 +583,17 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
                                 _mm512_and_si512(_mm512_slli_epi16(hv, 2), m30));
         const __m512i sc = _mm512_cvtepi8_epi32(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + off::K6_SC + s * 16)));
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const int8_t* x = in.qrow(r0 + r) + g * 256 + s * 16;
-          __m512i sum = _mm512_setzero_si512();
-          for (int i = 0; i < 4; ++i) sum = dot4(sum, wv[i], bcast4(x + 4 * i));
-          sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(32 * in.srow(r0 + r)[g * 16 + s]));
+          __m512i sum = dot_row<4>(wv, rp.q[r] + g * 256 + s * 16);
+          sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(32 * rp.s[r][g * 16 + s]));
           isc[r] = _mm512_add_epi32(isc[r], _mm512_mullo_epi32(sum, sc));
         }
       }
       const __m512 dw = halves16(w + off::K6_D);
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const __m512 xd = _mm512_set1_ps(in.drow(r0 + r)[g]);
+        const __m512 xd = _mm512_set1_ps(rp.d[r][g]);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isc[r]), _mm512_mul_ps(dw, xd), acc[r]);
       }
     }
