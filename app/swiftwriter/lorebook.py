@@ -3,7 +3,7 @@ standing author's note goes. Pure text in, choices out (no Qt, no torch, no stor
 story context and its tests share it.
 
 An enabled entry fires when it is pinned, or when one of its keys appears as a whole word, in
-any case, in the scanned window: the last `scan` characters of the text before the cursor,
+any case (both case-folded), in the scanned window: the last `scan` characters of the text before the cursor,
 and the take's direction. Keys are plain words or phrases, never patterns, so a match costs
 time linear in the window whatever a key holds. The fired entries are taken by priority
 (highest first, then the oldest) while they fit the budget; from the first that does not,
@@ -81,26 +81,38 @@ def scanned_window(text: str, chars: int) -> str:
     return window
 
 
+_WORD = re.compile(r"\w+")
+
+
 @functools.lru_cache(maxsize=4096)
-def _pattern(keys: tuple[str, ...]) -> re.Pattern | None:
-    words = sorted({k for k in keys if k.strip()}, key=len, reverse=True)
-    if not words:
-        return None
-    body = "|".join(re.escape(k) for k in words)
-    return re.compile(rf"(?<!\w)(?:{body})(?!\w)", re.IGNORECASE)
+def _whole_word(folded_key: str) -> re.Pattern:
+    return re.compile(rf"(?<!\w){re.escape(folded_key)}(?!\w)")
 
 
-def why_fired(entry, window: str) -> str:
-    """'pinned', 'key "…"' for the first key found in `window`, or '' when it does not fire."""
+class Scanned:
+    """The window case-folded, and its words: a one-word key is one set look-up, a phrase a
+    substring test before its word bounds are checked (most keys are absent)."""
+
+    def __init__(self, window: str):
+        self.folded = window.casefold()
+        self.words = set(_WORD.findall(self.folded))
+
+    def holds(self, key: str) -> bool:
+        wanted = key.strip().casefold()
+        if not wanted:
+            return False
+        if _WORD.fullmatch(wanted):
+            return wanted in self.words
+        return wanted in self.folded and _whole_word(wanted).search(self.folded) is not None
+
+
+def why_fired(entry, scanned: Scanned) -> str:
+    """'pinned', 'key "…"' for the entry's first key in the window, or '' when it does not
+    fire."""
     if entry.pinned:
         return "pinned"
-    pattern = _pattern(tuple(entry.keys))
-    found = pattern.search(window) if pattern is not None else None
-    if found is None:
-        return ""
-    word = found.group(0)
-    key = next((k for k in entry.keys if k.casefold() == word.casefold()), word)
-    return f'key "{key}"'
+    key = next((k for k in entry.keys if scanned.holds(k)), None)
+    return f'key "{key}"' if key is not None else ""
 
 
 def choose_entries(
@@ -109,9 +121,10 @@ def choose_entries(
     """(fired entries within `budget` tokens by priority, fired ones left out past it);
     `count` gives the tokens of a text."""
     matched = []
+    scanned = Scanned(window)
     for entry in sorted(entries, key=lambda e: (-e.priority, e.id)):
         if entry.enabled and entry.content.strip():
-            why = why_fired(entry, window)
+            why = why_fired(entry, scanned)
             if why:
                 matched.append((entry, why))
     fired: list[Fired] = []
