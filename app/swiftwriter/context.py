@@ -1,19 +1,21 @@
 """What the model is given for a take: the story context, assembled from parts within the
 model's budget, in this order:
 
-1. memory: the project's "what this book is" (premise, style, characters) and the pinned notes;
+1. memory: the project's "what this book is" (premise, style, characters) and the pinned notes,
+   then the lorebook entries that fired (lorebook.py), within the lorebook's budget;
 2. story: the end of the preceding documents in tree order (none, the previous one, or as many
    as fit), each document's synopsis standing in for its text where the writer wrote one;
 3. text: the current document before the cursor;
 4. direction: what should happen next. Without a chat template it goes in as an author's note
    a few lines above the end of the text (KoboldAI's convention); with one, the context and
    the direction become the user's message and the text the assistant's, which the model
-   continues (`apply_chat_template(continue_final_message=True)`).
+   continues (`apply_chat_template(continue_final_message=True)`). The project's standing
+   author's note goes into the text at its depth, either way.
 
 The budget is the model's context less the take's room. The text before the cursor keeps at
-least half; memory takes at most half, the story what is left. Nothing is cut silently:
-each shortened part says what was kept (`ContextPart.shortened`). The context viewer shows
-`StoryContext.render()`, and the engine receives exactly `StoryContext.ids`.
+least half; memory and the lorebook take at most half, the story what is left. Nothing is cut
+silently: each shortened part says what was kept (`ContextPart.shortened`). The context viewer
+shows `StoryContext.render()`, and the engine receives exactly `StoryContext.ids`.
 
 Every text is read and tokenized only as far as the budget can use (`fitted`, on a string or on
 a stored text read from the project file as far as asked): a 50 MB memory or a 200 MB chapter
@@ -25,6 +27,15 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from swiftwriter.lorebook import (
+    AuthorsNote,
+    Lorebook,
+    LoreChoice,
+    choose,
+    entry_text,
+    note_at_depth,
+    note_line,
+)
 from swiftwriter.store.texts import Excerpt, string_excerpt
 
 STORY_MODES = ("none", "previous", "fit")
@@ -91,11 +102,12 @@ def _side(ids: list[int], room: int, end: bool) -> list[int]:
 
 @dataclass
 class ContextPart:
-    name: str  # memory, story, text, direction
+    name: str  # memory, lore, story, text, note, direction
     label: str
     ids: list[int]
     text: str = ""
     shortened: str = ""  # what was cut, in words a writer reads ("" when nothing was)
+    details: list[str] = field(default_factory=list)  # lines under the heading (why entries fired)
 
 
 @dataclass
@@ -106,6 +118,7 @@ class StoryContext:
     wrapped: bool = False
     notes: list[str] = field(default_factory=list)
     wrapped_text: str = ""  # the whole prompt as the chat template laid it out
+    lore: LoreChoice | None = None  # the lorebook entries that fired, and why
 
     def render(self) -> str:
         """One read-only text with the parts marked and their token counts."""
@@ -115,6 +128,7 @@ class StoryContext:
             if part.shortened:
                 head += f"; {part.shortened}"
             out.append(head + " ===")
+            out.extend(f"  · {line}" for line in part.details)
             out.append(part.text)
         if self.wrapped:
             out.append(f"=== as the model sees it: wrapped by its chat template "
@@ -139,8 +153,7 @@ def with_authors_note(text: str, direction: str) -> str:
     """The direction as an author's note a few lines above the end of the text."""
     lines = text.split("\n")
     at = max(0, len(lines) - NOTE_LINES_ABOVE)
-    note = f"[Author's note: {direction.strip()}]"
-    return "\n".join(lines[:at] + [note] + lines[at:])
+    return "\n".join(lines[:at] + [note_line(direction)] + lines[at:])
 
 
 def assemble(
@@ -153,54 +166,109 @@ def assemble(
     mode: str = "fit",
     chat: Callable[[list[dict]], list[int]] | None = None,
     decode: Callable[[list[int]], str] | None = None,
+    lore: Lorebook | None = None,
+    note: AuthorsNote | None = None,
 ) -> StoryContext:
     """The parts within `budget` tokens. `story`: the preceding documents in tree order as
     (title, text, synopsis); `chat`: the tokenizer's chat template (messages -> ids) when the
-    model has one, used when a direction is given (with `decode`, ids -> text). Every text is
-    a string or a stored text's `Reader`, and is read and tokenized only as far as the budget
-    can use (`fitted`)."""
+    model has one, used when a direction is given (with `decode`, ids -> text); `lore`: the
+    project's lorebook, its keys searched in `text` and the direction; `note`: the standing
+    author's note. Every text is a string or a stored text's `Reader`, and is read and
+    tokenized only as far as the budget can use (`fitted`)."""
     if mode not in STORY_MODES:
         raise ValueError(f"story context must be one of {STORY_MODES}, not {mode!r}")
     direction = direction.strip()
     use_chat = bool(direction) and chat is not None and decode is not None
-    noted = None if use_chat or not direction else lambda t: with_authors_note(t, direction)
-    text_fit = fitted(encode, text, budget, shape=noted)
+    note = note if note is not None and note.text.strip() else None
+    noted = direction and not use_chat
+
+    def shaped(part: str) -> str:  # the standing note at its depth, the take's direction last
+        part = note_at_depth(part, note.text, note.depth) if note else part
+        return with_authors_note(part, direction) if noted else part
+
+    text_fit = fitted(encode, text, budget, shape=shaped if note or noted else None)
     memory_fit = fitted(encode, memory, budget, end=False)
     memory_ids = memory_fit.ids if memory_fit.text.strip() or memory_fit.cut else []
     memory_room = max(budget // 2, budget - len(text_fit.ids))  # at most half when text is long
     memory_kept = memory_ids[:memory_room]
+    scanned = _tail(text, lore.scan + SCAN_MARGIN) if lore is not None else ""
+    chosen, lore_ids = _lore(lore, scanned, direction, encode, memory_room - len(memory_kept))
+    head = memory_kept + lore_ids  # what a sliding window keeps
     story_fits = _read_story(encode, _story_pieces(story, mode), budget)
     story_total = sum(fit.total for _, fit in story_fits if fit is not None)
-    # The text keeps at least half; the story gets what memory and the text leave.
-    text_room = max(budget // 2, budget - len(memory_kept) - story_total)
+    # The text keeps at least half; the story gets what memory, lore and the text leave.
+    text_room = max(budget // 2, budget - len(head) - story_total)
     text_kept = _keep_end(text_fit.ids, min(len(text_fit.ids), text_room))
-    story_room = max(0, budget - len(memory_kept) - len(text_kept))
+    story_room = max(0, budget - len(head) - len(text_kept))
     story_kept, story_text, dropped = _fit_story(story_fits, story_room)
     parts = []
     if memory_ids:
-        note = _shortened(len(memory_kept), memory_fit.total, "first", memory_fit.cut)
+        cut = _shortened(len(memory_kept), memory_fit.total, "first", memory_fit.cut)
         parts.append(ContextPart("memory", "memory and pinned notes", memory_kept,
-                                 memory_fit.text, note))  # fmt: skip
+                                 memory_fit.text, cut))  # fmt: skip
+    if chosen is not None:
+        parts.append(_lore_part(chosen, lore_ids))
     if story_fits:
         cut = any(fit is not None and fit.cut for _, fit in story_fits)
-        note = _shortened(len(story_kept), story_total, "last", cut)
+        shortened = _shortened(len(story_kept), story_total, "last", cut)
         if dropped:
-            note = (note + "; " if note else "") + f"left out: {', '.join(dropped)}"
-        parts.append(ContextPart("story", "earlier documents", story_kept, story_text, note))
+            shortened = (shortened + "; " if shortened else "") + f"left out: {', '.join(dropped)}"
+        parts.append(ContextPart("story", "earlier documents", story_kept, story_text, shortened))
     parts.append(ContextPart("text", "this document before the cursor", text_kept, text_fit.text,
                              _shortened(len(text_kept), text_fit.total, "last", text_fit.cut)))  # fmt: skip
+    if note:
+        where = f"standing author's note, {note.depth} paragraphs above the end of the text"
+        parts.append(ContextPart("note", where, encode(note.text.strip()), note.text.strip()))
     if direction:
         how = "the chat template's user message" if use_chat else "an author's note in the text"
         parts.append(ContextPart("direction", f"direction ({how})", encode(direction), direction))
-    ids = memory_kept + story_kept + text_kept
-    wrapped = False
+    ids = head + story_kept + text_kept
     if use_chat:
-        ids = _wrapped(chat, decode, memory_kept, story_kept, text_kept, direction, budget)
-        wrapped = True
+        ids = _wrapped(chat, decode, head, story_kept, text_kept, direction, budget)
     notes = [f"{p.label}: {p.shortened}" for p in parts if p.shortened]
-    pinned = 0 if wrapped else len(memory_kept)  # a wrapped prompt has no memory prefix
-    shown = decode(ids) if wrapped else ""
-    return StoryContext(parts, ids, pinned=pinned, wrapped=wrapped, notes=notes, wrapped_text=shown)
+    pinned = 0 if use_chat else len(head)  # a wrapped prompt has no memory prefix
+    shown = decode(ids) if use_chat else ""
+    return StoryContext(parts, ids, pinned=pinned, wrapped=use_chat, notes=notes,
+                        wrapped_text=shown, lore=chosen)  # fmt: skip
+
+
+SCAN_MARGIN = 64  # characters read before the lorebook's window: its first word may be cut
+
+
+def _tail(source: Source, chars: int) -> str:
+    """The last `chars` characters of a text (a stored one read only that far)."""
+    if isinstance(source, str):
+        return source[-chars:]
+    return source(chars, True).text
+
+
+def _lore(book, text, direction, encode, room) -> tuple[LoreChoice | None, list[int]]:
+    """The lorebook's choice (None without entries) and the fired entries' ids, each entry
+    encoded apart, as counted against the budget."""
+    if book is None or not book.entries:
+        return None, []
+    encoded: dict[str, list[int]] = {}
+
+    def count(piece: str) -> int:
+        if piece not in encoded:
+            encoded[piece] = encode(piece)
+        return len(encoded[piece])
+
+    chosen = choose(book, text, direction, count, room)
+    return chosen, [t for f in chosen.fired for t in encoded[entry_text(f.entry)]]
+
+
+def _lore_part(chosen: LoreChoice, ids: list[int]) -> ContextPart:
+    """The fired entries' text, with a line per entry saying why it fired."""
+    details = [f"keys searched in the last {chosen.scanned:,} characters before the cursor and "
+               f"the direction; budget {chosen.budget:,} tokens"]  # fmt: skip
+    details += [f.describe() for f in chosen.fired] or ["no entry fired"]
+    details += [f"{f.describe()}: left out, past the budget" for f in chosen.left_out]
+    cut = ""
+    if chosen.left_out:
+        cut = "left out past the budget: " + ", ".join(f.entry.title for f in chosen.left_out)
+    text = "".join(entry_text(f.entry) for f in chosen.fired)
+    return ContextPart("lore", "lorebook entries that fired", ids, text, cut, details)
 
 
 def _story_pieces(story, mode: str) -> list[tuple[str, Source]]:

@@ -402,8 +402,9 @@ class PromptSession:
 
 class DocumentSession(PromptSession):
     """Continue one document of an open project: the prompt is its story context (memory,
-    pinned notes, earlier documents by `story_mode`, the text, the direction), the project's
-    history drafts, the take streams into a stored record and is appended to the document.
+    pinned notes, lorebook, earlier documents by `story_mode`, the text, the direction), the
+    project's history drafts, the take streams into a stored record and is appended to the
+    document.
 
     `prompt_text` replaces the document's text in the prompt (the app passes the text before
     the cursor). `context` says what happens at the model's context limit (stop, or slide a
@@ -449,9 +450,10 @@ class DocumentSession(PromptSession):
 
     # -- the prompt -------------------------------------------------------------------------
     def story_context(self) -> StoryContext:
-        """Memory and pinned notes, the earlier documents (by `story_mode`), the text before
-        the cursor and the direction, within the model's context less the take's room. Stored
-        texts are read only as far as the window can use (`context.fitted`)."""
+        """Memory, pinned notes and the lorebook entries that fire, the earlier documents (by
+        `story_mode`), the text before the cursor with the standing author's note, and the
+        direction, within the model's context less the take's room. Stored texts are read only
+        as far as the window can use (`context.fitted`)."""
         limit = context_length(self.model.config)
         budget = 1 << 30
         if limit is not None:
@@ -476,6 +478,8 @@ class DocumentSession(PromptSession):
             self.story_mode,
             chat=chat_template_of(self.tokenizer),
             decode=self._decode,
+            lore=self.project.lorebook(),
+            note=self.project.authors_note,
         )
         if not built.ids:
             built.ids = [self._bos()]

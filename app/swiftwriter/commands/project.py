@@ -59,7 +59,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not append its text to the document (it stays in the history)",
     )
+    _register_lore(psub)
     parser.set_defaults(func=run, project_parser=parser)
+
+
+def _register_lore(psub) -> None:
+    lore = psub.add_parser("lore", help="list the lorebook, or import a world-info file into it")
+    lsub = lore.add_subparsers(dest="lore_cmd", metavar="ACTION")
+    listing = lsub.add_parser("list", help="list the lorebook's entries, highest priority first")
+    listing.add_argument("file", metavar="PROJECT")
+    listing.add_argument("--json", action="store_true", help=JSON_HELP)
+    imp = lsub.add_parser(
+        "import", help="add a KoboldAI or SillyTavern world-info file (.json; all or nothing)"
+    )
+    imp.add_argument("file", metavar="PROJECT")
+    imp.add_argument("source", metavar="FILE")
+    lore.set_defaults(lore_parser=lore)
 
 
 def find_document(proj, ref: str) -> int:
@@ -93,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if cmd in ("backups", "restore"):
         return _backups(args) if cmd == "backups" else _restore(args)
+    if cmd == "lore":
+        return _lore(args)
     if cmd in ("docs", "show", "history", "backup"):
         if cmd == "backup":
             with Project.open(args.file, readonly=True) as proj:
@@ -183,6 +200,41 @@ def _import(proj, args) -> int:
         f"Imported {len(added)} document(s), {words} words,{files} into {printable(proj.path.name)}"
     )
     return 0
+
+
+def _lore(args) -> int:
+    from swiftwriter.store import Project
+    from swiftwriter.store.worldinfo import read_world_info
+
+    if args.lore_cmd is None:
+        args.lore_parser.print_help()
+        return 0
+    if args.lore_cmd == "list":
+        with Project.open(args.file, readonly=True) as proj:
+            entries = proj.lore_entries()
+        if args.json:
+            print_json([_lore_row(e) for e in entries])
+        elif not entries:
+            print("The lorebook is empty: `swiftwriter project lore import` adds entries")
+        for e in [] if args.json else entries:
+            marks = ", ".join(m for m, on in (("pinned", e.pinned), ("off", not e.enabled)) if on)
+            keys = ", ".join(e.keys) or "no keys"
+            line = f"{e.id:>5}  {e.title}  [{keys}]  priority {e.priority}"
+            print(printable(line + (f"  ({marks})" if marks else "")))
+        return 0
+    read = read_world_info(args.source)  # the whole file checked before the project is opened
+    with Project.open(args.file) as proj:
+        added = proj.add_lore_entries(read.entries)
+    said = f"Imported {len(added)} lorebook entries into {printable(proj.path.name)}"
+    if read.regex_keys:
+        said += f" ({read.regex_keys} regular-expression keys left out: keys here are words)"
+    print(said)
+    return 0
+
+
+def _lore_row(e) -> dict:
+    return {"id": e.id, "title": e.title, "keys": list(e.keys), "content": e.content,
+            "pinned": e.pinned, "priority": e.priority, "enabled": e.enabled}  # fmt: skip
 
 
 def _history(proj, args) -> int:

@@ -1,11 +1,12 @@
-"""The project store: one SQLite file per project (documents, snapshots, notes, generations,
-drafting caches). No torch and no Qt here, so the CLI and tests use it cheaply."""
+"""The project store: one SQLite file per project (documents, snapshots, notes, lorebook,
+generations, drafting caches). No torch and no Qt here, so the CLI and tests use it cheaply."""
 
 from swiftwriter.store.project import Project
 from swiftwriter.store.records import (
     DOCUMENT_KINDS,
     Document,
     Generation,
+    LoreEntry,
     Note,
     ProjectError,
     ProjectLockedError,
@@ -18,6 +19,7 @@ __all__ = [
     "Document",
     "Generation",
     "GenerationRecord",
+    "LoreEntry",
     "Note",
     "Project",
     "ProjectError",

@@ -1,5 +1,5 @@
 """A project: one SQLite file (through sqlite-utils) holding a writer's documents, snapshots,
-notes and generation history.
+notes, lorebook and generation history.
 
 Safety first: a file is checked through a read-only connection before anything writes to it,
 so a damaged, foreign or newer file is refused and left byte-for-byte as it was; one writer at
@@ -31,6 +31,7 @@ from swiftwriter.store.inspection import (
     readonly_connection,
 )
 from swiftwriter.store.lock import ProjectLock, holder_if_locked
+from swiftwriter.store.lore import LoreMixin
 from swiftwriter.store.records import (
     ProjectError,
     ProjectLockedError,
@@ -44,7 +45,7 @@ SUFFIX = ".swiftwriter"
 log = logging.getLogger(__name__)
 
 
-class Project(DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin):
+class Project(DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin, LoreMixin):
     """An open project. Use `Project.create` or `Project.open`, and `close()` (or `with`)."""
 
     def __init__(

@@ -83,6 +83,22 @@ class Note:
 
 
 @dataclass(frozen=True)
+class LoreEntry:
+    """A lorebook (world info) entry: its text enters the prompt when one of its keys appears in
+    the text before the cursor, or on every take when pinned."""
+
+    id: int
+    title: str
+    keys: tuple[str, ...]
+    content: str
+    pinned: bool = False
+    priority: int = 0  # higher first, when the lorebook's budget cannot hold them all
+    enabled: bool = True
+    created: str = ""
+    modified: str = ""
+
+
+@dataclass(frozen=True)
 class Generation:
     id: int
     doc_id: int

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import sqlite_utils
 
 APPLICATION_ID = 0x53575254  # "SWRT"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 GENERATION_STATUSES = ("streaming", "finished", "cancelled", "failed")
 
@@ -121,10 +121,32 @@ def _v3_synopses(db: sqlite_utils.Database) -> None:
     db["documents"].add_column("synopsis", str, not_null_default="")
 
 
+def _v4_lorebook(db: sqlite_utils.Database) -> None:
+    """Lorebook (world info) entries: text that enters the prompt when one of its keys (a JSON
+    list of words) appears near the cursor."""
+    db["lore"].create(
+        {
+            "id": int,
+            "title": str,
+            "keys": str,
+            "content": str,
+            "pinned": int,
+            "priority": int,
+            "enabled": int,
+            "created": str,
+            "modified": str,
+        },
+        pk="id",
+        not_null={"title", "keys", "content", "pinned", "priority", "enabled"},
+        defaults={"keys": "[]", "content": "", "pinned": 0, "priority": 0, "enabled": 1},
+    )
+
+
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _v1_documents_snapshots_notes,
     2: _v2_generations_and_caches,
     3: _v3_synopses,
+    4: _v4_lorebook,
 }
 
 

@@ -1,5 +1,6 @@
 """Project-wide search: every match of a phrase in the project's documents, in tree order,
-with a snippet for the results list. Plain text in, positions out: no Qt, no torch."""
+with a snippet for the results list, then the lorebook entries that hold it. Plain text in,
+positions out: no Qt, no torch."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ SNIPPET = 40  # characters of context on each side of a match
 
 @dataclass(frozen=True)
 class Match:
-    doc_id: int
+    doc_id: int | None  # None for a lorebook entry's match
     title: str
     start: int  # character offsets into the document's text
     end: int
     snippet: str
+    lore_id: int | None = None  # the lorebook entry holding it
 
 
 def pattern(needle: str, case: bool = False, whole_words: bool = False) -> re.Pattern:
@@ -40,6 +42,23 @@ def find_in_documents(
         text = doc.text or ""
         for m in regex.finditer(text):
             out.append(Match(doc.id, doc.title, m.start(), m.end(), _snippet(text, m)))
+    return out
+
+
+def find_in_lore(
+    entries: Iterable, needle: str, case: bool = False, whole_words: bool = False
+) -> list[Match]:
+    """One match per lorebook entry (objects with id, title, keys, content) whose title, keys
+    or text hold the phrase, with the first match's snippet; offsets are into that text."""
+    if not needle:
+        return []
+    regex = pattern(needle, case, whole_words)
+    out = []
+    for entry in entries:
+        text = "\n".join((entry.title, ", ".join(entry.keys), entry.content))
+        m = regex.search(text)
+        if m is not None:
+            out.append(Match(None, entry.title, m.start(), m.end(), _snippet(text, m), entry.id))
     return out
 
 

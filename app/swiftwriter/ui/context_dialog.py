@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QLabel,
+    QListWidget,
     QPlainTextEdit,
     QVBoxLayout,
 )
@@ -26,16 +27,29 @@ def next_take(window) -> Take:
 
 
 class ContextDialog(QDialog):
-    """Read-only: the parts of the next take's prompt, marked, with token counts."""
+    """Read-only: the parts of the next take's prompt, marked, with token counts, and the
+    lorebook entries that fired, each with why (`lore`: a lorebook.LoreChoice, or None for a
+    project without a lorebook)."""
 
-    def __init__(self, window, text: str):
+    def __init__(self, window, text: str, lore=None):
         super().__init__(window)
         self.setWindowTitle("What the model is given")
         self.resize(760, 560)
         layout = QVBoxLayout(self)
+        self.fired = QListWidget()
+        if lore is not None:
+            layout.addWidget(QLabel("Lorebook entries that fired, and why:"))
+            for fired in lore.fired:
+                self.fired.addItem(fired.describe())
+            for fired in lore.left_out:
+                self.fired.addItem(f"{fired.describe()}: left out, past the budget")
+            if not lore.fired and not lore.left_out:
+                self.fired.addItem("None: no entry is pinned, and no key is in the text searched")
+            self.fired.setMaximumHeight(110)
+            layout.addWidget(self.fired)
         layout.addWidget(QLabel(
-            "The next take's context, part by part (memory and pinned notes, earlier documents, "
-            "this document before the cursor, the direction), as the model receives it:"
+            "The next take's context, part by part (memory and pinned notes, lorebook, earlier "
+            "documents, this document before the cursor, the direction), as the model receives it:"
         ))  # fmt: skip
         self.view = QPlainTextEdit(text)
         self.view.setReadOnly(True)

@@ -153,6 +153,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         a("show_context", "Show context…", self.show_context,
           tip="What the model is given for the next take, part by part")  # fmt: skip
         a("memory", "Project memory…", self.edit_memory)
+        a("lorebook", "Lorebook…", self.open_lorebook, QKeySequence("Ctrl+Shift+L"),
+          "Entries the prompt takes in when their keys appear, and the author's note")  # fmt: skip
         a("models", "Models…", self.open_models)
         a("targets", "Word targets…", lambda: self.project and TargetsDialog(self).open())
         a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
@@ -282,7 +284,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         for name in ("outline", "focus", "fullscreen", "typewriter", "spelling"):
             view.addAction(act[name])
         tools = bar.addMenu("&Tools")
-        for name in ("history", "memory", "targets", "models", "settings"):
+        for name in ("history", "memory", "lorebook", "targets", "models", "settings"):
             tools.addAction(act[name])
         help_menu = bar.addMenu("&Help")
         for name in ("manual", "shortcuts"):
@@ -335,7 +337,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         act["italic"].setEnabled(writable)
         act["stop"].setEnabled(busy)
         for name in ("import", "export", "close_project", "history", "save",
-                     "backups", "memory", "show_context"):  # fmt: skip
+                     "backups", "memory", "lorebook", "show_context"):  # fmt: skip
             act[name].setEnabled(self.project is not None)
         writable_project = self.project is not None and not self.project.readonly
         act["import"].setEnabled(writable_project)
@@ -599,12 +601,13 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if self.project is None or self.doc_id is None or self.loaded_model is None:
             self.statusBar().showMessage("Open a document and wait for the model first", 5000)
             return None
+        self.save_lorebook()
         try:
-            text = next_take(self).session.story_context().render()
+            built = next_take(self).session.story_context()
         except UserError as exc:
             self.show_error("Cannot show the context", str(exc))
             return None
-        dialog = ContextDialog(self, text)
+        dialog = ContextDialog(self, built.render(), built.lore)
         self._dialogs.append(dialog)
         dialog.show()
         return dialog
@@ -719,8 +722,13 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         return dialog
 
     def open_match(self, match) -> None:
-        """Show a project-search match: its document, the match selected."""
+        """Show a project-search match: its document, the match selected (a lorebook
+        entry's: the lorebook, the entry chosen)."""
         from swiftwriter.store.search import utf16_offset
+
+        if match.lore_id is not None:
+            self.open_lorebook(match.lore_id)
+            return
 
         if match.doc_id != self.doc_id:
             self.tree.select(match.doc_id)

@@ -1,5 +1,6 @@
 """Find in project (Ctrl+Shift+F): every match of a phrase in every document, listed with its
-document and a snippet; choosing one opens the document with the match selected."""
+document and a snippet, then the lorebook entries holding it; choosing one opens the document
+with the match selected (or the lorebook at the entry)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from swiftwriter.store.search import Match, find_in_documents
+from swiftwriter.store.search import Match, find_in_documents, find_in_lore
 
 MATCH_ROLE = Qt.ItemDataRole.UserRole
 
@@ -51,19 +52,26 @@ class ProjectSearchDialog(QDialog):
 
     def search(self) -> list[Match]:
         documents = self.window.searchable_documents()
-        matches = find_in_documents(
-            documents, self.query.text(), self.case.isChecked(), self.whole.isChecked()
-        )
+        options = (self.query.text(), self.case.isChecked(), self.whole.isChecked())
+        matches = find_in_documents(documents, *options)
+        project = self.window.project
+        lore = find_in_lore(project.lore_entries(), *options) if project is not None else []
         self.results.clear()
-        for match in matches:
-            item = QListWidgetItem(f"{match.title}: {match.snippet}")
+        for match in matches + lore:
+            where = "Lorebook › " if match.lore_id is not None else ""
+            item = QListWidgetItem(f"{where}{match.title}: {match.snippet}")
             item.setData(MATCH_ROLE, match)
             self.results.addItem(item)
         docs = len({m.doc_id for m in matches})
-        self.summary.setText(
-            f"{len(matches)} matches in {docs} documents" if matches else "Not found"
-        )
-        return matches
+        said = f"{len(matches)} matches in {docs} documents" if matches else ""
+        if lore:
+            said += (
+                (", and " if said else "")
+                + f"{len(lore)} lorebook "
+                + ("entry" if len(lore) == 1 else "entries")
+            )
+        self.summary.setText(said or "Not found")
+        return matches + lore
 
     def _open(self, item: QListWidgetItem) -> None:
         self.window.open_match(item.data(MATCH_ROLE))

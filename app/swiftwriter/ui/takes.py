@@ -115,6 +115,7 @@ class TakeController(QObject):
             self.takes = []
         w.save_now()  # autosave before every generation (the store snapshots it, too)
         w.notes.save()
+        w.save_lorebook()
         stops = w.panel.stop_sequences()
         try:
             parse_stops(stops)

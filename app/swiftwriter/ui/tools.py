@@ -53,6 +53,31 @@ class ToolsMixin:
         dialog.show()
         return dialog
 
+    def open_lorebook(self, select: int | None = None):
+        """The lorebook window (one per project), with the entry `select` chosen."""
+        from swiftwriter.ui.lorebook import LorebookDialog
+
+        if self.project is None:
+            return None
+        dialog = next((d for d in self._dialogs if isinstance(d, LorebookDialog)), None)
+        if dialog is None:
+            dialog = LorebookDialog(self, select)
+            dialog.finished.connect(lambda _=0: self._forget(dialog))
+            self._dialogs.append(dialog)
+        elif select is not None:
+            dialog.select(select)
+        dialog.show()
+        dialog.raise_()
+        return dialog
+
+    def save_lorebook(self) -> None:
+        """The lorebook window's edits still waiting for their pause, before a take reads them."""
+        from swiftwriter.ui.lorebook import LorebookDialog
+
+        for dialog in self._dialogs:
+            if isinstance(dialog, LorebookDialog):
+                dialog.save()
+
     def insert_text(self, text: str) -> None:
         if self.doc_id is not None and not self.editor.isReadOnly():
             self.editor.textCursor().insertText(text)
