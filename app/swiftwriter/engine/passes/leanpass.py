@@ -499,6 +499,7 @@ class LeanDecoder:
         self.invariant = invariant and fixed_rotary(model)
         self.tree_attention = None  # the native kernel, for the invariant passes only
         self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
+        self.fused = None  # a stored-block model's layers in two native calls each
         if self.invariant:
             kernel = kernels.kernel_of(model)
             self.classes = row_classes(model)
@@ -510,6 +511,7 @@ class LeanDecoder:
                 dtype, self.head_dim
             )
             self._rotaries(model)
+            self.fused = FusedLayers.of(self, model)
 
     def _rotaries(self, model) -> None:
         """One per-position table per rotary kind (Gemma 3: sliding and full layers have their
@@ -573,6 +575,8 @@ class LeanDecoder:
         padded to (or split into) one kernel's row counts, each row's attention the one-token
         call over its own path (invariant.py)."""
         n = ids.shape[0]
+        if self.fused is not None:
+            return self.fused.forward(self, ids, positions, allowed, cache, last)
         d, hk, hq = self.head_dim, self.kv_heads, self.heads
         fam = self.family
         m = self.classes.padded(n)
@@ -702,3 +706,103 @@ class LeanDecoder:
                 x = F.silu(_linear(mlp.gate_proj, x)) * _linear(mlp.up_proj, x)
             h = h + _linear(mlp.down_proj, x)
         return _rms(h, self.decoder.norm), h
+
+
+class FusedLayers:
+    """A model on stored blocks (quant.py) whose layers are Llama's (pre-norm, SiLU, no window,
+    float32 activations) runs each layer's work around its attention in two native calls
+    (quant_linear.cpp `attn_in`, `attn_out`) instead of about 25 PyTorch ops: at the default
+    model's size those ops cost as long as the products. Each row is still computed from its
+    own values alone, so a tree row is the one-token pass's row."""
+
+    def __init__(self, layers: list[dict]):
+        self.layers = layers
+
+    @classmethod
+    def of(cls, lean: LeanDecoder, model) -> FusedLayers | None:
+        from swiftwriter.engine.passes import quant
+
+        if not lean.family.plain or any(lean.windows) or compute_dtype(model) != torch.float32:
+            return None
+        if not quant.available() or lean.classes.low != 1:
+            return None
+        if any(type(act.__self__).__name__ not in ("SiLUActivation", "SiLU") for act in lean.acts):
+            return None
+        if any(r.table.cos.shape[-1] != lean.head_dim for r in lean.rotaries):
+            return None
+        layers = [_fused_layer(layer) for layer in lean.layers]
+        return None if any(x is None for x in layers) else cls(layers)
+
+    def forward(self, lean: LeanDecoder, ids, positions, allowed, cache, last):
+        from swiftwriter.engine.passes import quant
+
+        kernel = quant.kernel()
+        n, d, hk, hq = ids.shape[0], lean.head_dim, lean.kv_heads, lean.heads
+        prefix, built = cache.get_seq_length(), {}
+
+        def paths(kind: str):
+            if kind not in built:
+                table = invariant_mod.PathTable if kind == "tiles" else invariant_mod.PathPlan
+                built[kind] = table(allowed, n, prefix)
+            return built[kind]
+
+        tables = {id(r): r.tables(positions, last) for r in lean.rotaries}
+        h = lean.decoder.embed_tokens(ids).float().contiguous()
+        for index, f in enumerate(self.layers):
+            cos, sin = tables[id(lean.layer_rotary[index])]
+            qkv = kernel.attn_in(
+                h, f["norm1"], f["eps1"], *f["qkv"], cos.reshape(n, d), sin.reshape(n, d),
+                hq + hk, d, 0,
+            )  # fmt: skip
+            q = qkv[:, : hq * d].view(n, hq, d)
+            k = qkv[:, hq * d : (hq + hk) * d].view(n, hk, d)
+            v = qkv[:, (hq + hk) * d :].view(n, hk, d)
+            layer_cache = cache.layers[index]
+            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            o = lean._attend(index, q, k, v, layer_cache, paths)
+            h = kernel.attn_out(
+                h,
+                o.float().contiguous(),
+                *f["o"],
+                f["norm2"],
+                f["eps2"],
+                *f["gate_up"],
+                *f["down"],
+                0,
+            )
+        return _norm(lean.family.norm, h, lean.decoder.norm), h
+
+
+def _parts(modules) -> tuple | None:
+    """(packed, types, rows, biases) of projections reading one input, as `attn_in` takes
+    them: their joined weight where they were merged, else each apart."""
+    merged = modules if isinstance(modules, QuantMerged) else None
+    if merged is not None:
+        w = merged.weight
+        return [w.packed], [w.qtype], [w.n], [merged.bias]
+    if not all(isinstance(m, QuantLinear) for m in modules):
+        return None
+    return ([m.qweight.packed for m in modules], [m.qweight.qtype for m in modules],
+            [m.out_features for m in modules], [m.bias for m in modules])  # fmt: skip
+
+
+def _fused_layer(layer) -> dict | None:
+    attn, mlp = layer.self_attn, layer.mlp
+    qkv = _parts(getattr(attn, "sw_qkv", None) or [attn.q_proj, attn.k_proj, attn.v_proj])
+    gate_up = _parts(getattr(mlp, "sw_gate_up", None) or [mlp.gate_proj, mlp.up_proj])
+    o, down = attn.o_proj, mlp.down_proj
+    if qkv is None or gate_up is None or not isinstance(o, QuantLinear):
+        return None
+    if not isinstance(down, QuantLinear) or o.bias is not None or down.bias is not None:
+        return None
+    if any(b is not None for b in gate_up[3]):
+        return None
+    norms = (layer.input_layernorm, layer.post_attention_layernorm)
+    if any(n.weight.dtype != torch.float32 for n in norms):
+        return None
+    return {
+        "norm1": norms[0].weight.detach(), "eps1": float(norms[0].variance_epsilon),
+        "qkv": qkv, "o": (o.qweight.packed, o.qweight.qtype),
+        "norm2": norms[1].weight.detach(), "eps2": float(norms[1].variance_epsilon),
+        "gate_up": gate_up[:3], "down": (down.qweight.packed, down.qweight.qtype),
+    }  # fmt: skip

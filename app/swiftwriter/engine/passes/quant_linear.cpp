@@ -870,6 +870,52 @@ at::Tensor dequantize(const at::Tensor& packed, int64_t type, const at::Tensor& 
 
 // x [m, k] (float32 or bfloat16) times the packed weight's transpose: [m, n] in x's dtype or
 // float32; `path` 0 takes the fastest this build has (for tests: 1 scalar, 2 AVX2, 3 AVX-512)
+namespace {
+
+// The products of the quantized rows `in` with a packed weight: out[r * ldo + j] (+ bias[j]),
+// float32; tiles of 16 outputs spread over PyTorch's threads (each output computed by one).
+void product(int run, int type, const Input& in, const uint8_t* w, int64_t groups, int64_t n,
+             const float* bias, float* out, int64_t ldo) {
+  const Spec sp = spec_of(type);
+  const int64_t tiles = (n + TILE - 1) / TILE, m = in.rows;
+  const int per = rows_per_unpack(run);
+  at::parallel_for(0, tiles, 1, [&](int64_t t0, int64_t t1) {
+    float acc[MAX_R * TILE];
+    for (int64_t t = t0; t < t1; ++t) {
+      const uint8_t* tile = w + t * groups * sp.group_bytes;
+      const int lanes = int(std::min<int64_t>(TILE, n - t * TILE));
+      for (int64_t r0 = 0; r0 < m; r0 += per) {
+        const int rows = int(std::min<int64_t>(per, m - r0));
+        run_tile(run, type, tile, groups, sp.group_bytes, in, r0, rows, acc);
+        for (int r = 0; r < rows; ++r) {
+          float* o = out + (r0 + r) * ldo + t * TILE;
+          for (int lane = 0; lane < lanes; ++lane)
+            o[lane] = bias ? acc[r * TILE + lane] + bias[t * TILE + lane] : acc[r * TILE + lane];
+        }
+      }
+    }
+  });
+}
+
+int checked_path(int64_t path) {
+  const int run = path == PATH_BEST ? best_path() : int(path);
+  const std::vector<int64_t> built = paths();
+  TORCH_CHECK(std::find(built.begin(), built.end(), run) != built.end(), "path ", run,
+              " is not in this build");
+  return run;
+}
+
+const float* bias_of(const c10::optional<at::Tensor>& bias, int64_t n, at::Tensor& keep) {
+  if (!bias.has_value() || !bias->defined()) return nullptr;
+  keep = bias->to(at::kFloat).contiguous();
+  TORCH_CHECK(keep.numel() == n, "bias: ", n, " values");
+  return keep.data_ptr<float>();
+}
+
+}  // namespace
+
+// x [m, k] (float32 or bfloat16) times the packed weight's transpose: [m, n] in x's dtype or
+// float32; `path` 0 takes the fastest this build has (for tests: 1 scalar, 2 AVX2, 3 AVX-512)
 at::Tensor linear(const at::Tensor& x_in, const at::Tensor& packed, int64_t type, int64_t n,
                   const c10::optional<at::Tensor>& bias, bool float_out, int64_t path) {
   const Spec sp = spec_of(int(type));
@@ -880,46 +926,143 @@ at::Tensor linear(const at::Tensor& x_in, const at::Tensor& packed, int64_t type
   const int64_t m = x.size(0), k = x.size(1), groups = packed.size(1);
   TORCH_CHECK(groups * sp.group_k == k, "x has ", k, " columns, the weight ", groups * sp.group_k);
   TORCH_CHECK(n <= packed.size(0) * TILE, "n too large for the packed weight");
-  const int run = path == PATH_BEST ? best_path() : int(path);
-  const std::vector<int64_t> built = paths();
-  TORCH_CHECK(std::find(built.begin(), built.end(), run) != built.end(), "path ", run,
-              " is not in this build");
+  const int run = checked_path(path);
   const Input in = quantize_input(x, sp);
-  auto out = at::empty({m, n}, (float_out || x.scalar_type() == at::kFloat) ? at::kFloat
-                                                                            : at::kBFloat16);
-  const float* b = nullptr;
-  at::Tensor bias_f;
-  if (bias.has_value() && bias->defined()) {
-    bias_f = bias->to(at::kFloat).contiguous();
-    TORCH_CHECK(bias_f.numel() == n, "bias: ", n, " values");
-    b = bias_f.data_ptr<float>();
-  }
-  const uint8_t* w = packed.data_ptr<uint8_t>();
-  const int64_t tiles = (n + TILE - 1) / TILE;
-  const int per = rows_per_unpack(run);
-  const bool as_float = out.scalar_type() == at::kFloat;
-  at::parallel_for(0, tiles, 1, [&](int64_t t0, int64_t t1) {
-    float acc[MAX_R * TILE];
-    for (int64_t t = t0; t < t1; ++t) {
-      const uint8_t* tile = w + t * groups * sp.group_bytes;
-      const int lanes = int(std::min<int64_t>(TILE, n - t * TILE));
-      for (int64_t r0 = 0; r0 < m; r0 += per) {
-        const int rows = int(std::min<int64_t>(per, m - r0));
-        run_tile(run, int(type), tile, groups, sp.group_bytes, in, r0, rows, acc);
-        for (int r = 0; r < rows; ++r) {
-          for (int lane = 0; lane < lanes; ++lane) {
-            float v = acc[r * TILE + lane];
-            if (b) v = v + b[t * TILE + lane];
-            if (as_float)
-              out.data_ptr<float>()[(r0 + r) * n + t * TILE + lane] = v;
-            else
-              out.data_ptr<c10::BFloat16>()[(r0 + r) * n + t * TILE + lane] = c10::BFloat16(v);
-          }
-        }
-      }
-    }
-  });
+  at::Tensor keep;
+  const float* b = bias_of(bias, n, keep);
+  auto out = at::empty({m, n}, at::kFloat);
+  product(run, int(type), in, packed.data_ptr<uint8_t>(), groups, n, b, out.data_ptr<float>(), n);
+  if (!float_out && x.scalar_type() == at::kBFloat16) return out.to(at::kBFloat16);
   return out;
+}
+
+// --- A decoder layer's work around its attention, fused (float32 activations) ---------------
+//
+// A pass over a few tokens of a small model spends as long in PyTorch's per-op machinery as in
+// the products (about 25 small ops a layer); these two calls do a layer's norm, products,
+// rotary, activation and residuals each in one. Every row is computed from its own values
+// alone, in one fixed order, so a tree row is still exactly the one-token pass's row.
+
+namespace {
+
+// x * w / rms(x) over one row: squares summed in 16 fixed lanes, then the lanes in order
+void rms_row(const float* x, const float* w, float eps, int64_t dim, float* out) {
+  float lanes[16] = {0};
+  int64_t i = 0;
+  for (; i + 16 <= dim; i += 16)
+    for (int j = 0; j < 16; ++j) lanes[j] += x[i + j] * x[i + j];
+  float sum = 0.0f;
+  for (int j = 0; j < 16; ++j) sum += lanes[j];
+  for (; i < dim; ++i) sum += x[i] * x[i];
+  const float inv = 1.0f / std::sqrt(sum / float(dim) + eps);
+  for (int64_t j = 0; j < dim; ++j) out[j] = w[j] * (x[j] * inv);
+}
+
+at::Tensor rms_rows(const at::Tensor& h, const at::Tensor& w, double eps) {
+  const int64_t m = h.size(0), dim = h.size(1);
+  auto out = at::empty({m, dim}, at::kFloat);
+  const float* x = h.data_ptr<float>();
+  const float* wp = w.data_ptr<float>();
+  for (int64_t r = 0; r < m; ++r)
+    rms_row(x + r * dim, wp, float(eps), dim, out.data_ptr<float>() + r * dim);
+  return out;
+}
+
+// The parts' products of x [m, k], side by side in out [m, sum of n]: each part a packed
+// weight of its own type (a file may give q, k and v different types), x quantized once per
+// kind of input block.
+void products(int run, const at::Tensor& x, const std::vector<at::Tensor>& packed,
+              const std::vector<int64_t>& types, const std::vector<int64_t>& ns,
+              const std::vector<c10::optional<at::Tensor>>& biases, float* out, int64_t ldo) {
+  std::vector<std::pair<std::pair<int, int>, Input>> inputs;
+  int64_t col = 0;
+  for (size_t i = 0; i < packed.size(); ++i) {
+    const Spec sp = spec_of(int(types[i]));
+    TORCH_CHECK(packed[i].size(1) * sp.group_k == x.size(1), "part ", i, ": ",
+                packed[i].size(1) * sp.group_k, " inputs, x has ", x.size(1));
+    const Input* in = nullptr;
+    for (auto& [key, made] : inputs)
+      if (key == std::make_pair(sp.group_k, sp.sum_k)) in = &made;
+    if (in == nullptr) {
+      inputs.emplace_back(std::make_pair(sp.group_k, sp.sum_k), quantize_input(x, sp));
+      in = &inputs.back().second;
+    }
+    at::Tensor keep;
+    const float* b = bias_of(biases[i], ns[i], keep);
+    product(run, int(types[i]), *in, packed[i].data_ptr<uint8_t>(), packed[i].size(1), ns[i], b,
+            out + col, ldo);
+    col += ns[i];
+  }
+}
+
+int64_t total(const std::vector<int64_t>& ns) {
+  int64_t n = 0;
+  for (int64_t v : ns) n += v;
+  return n;
+}
+
+}  // namespace
+
+// h [m, D] float32 -> q, k, v side by side [m, (hq + 2 hk) * d]: the input norm, the q/k/v
+// products, and q and k rotated by each row's cos and sign-flipped sin [m, d], as the lean pass
+// rotates them (invariant.Rotary: x cos + x rolled by d/2 times the signed sin)
+at::Tensor attn_in(const at::Tensor& h, const at::Tensor& norm_w, double eps,
+                   const std::vector<at::Tensor>& packed, const std::vector<int64_t>& types,
+                   const std::vector<int64_t>& ns,
+                   const std::vector<c10::optional<at::Tensor>>& biases, const at::Tensor& cos,
+                   const at::Tensor& sin, int64_t rotated_heads, int64_t dim, int64_t path) {
+  TORCH_CHECK(h.scalar_type() == at::kFloat && h.is_contiguous(), "h: contiguous float32");
+  const int run = checked_path(path);
+  const at::Tensor x = rms_rows(h, norm_w.contiguous(), eps);
+  const int64_t m = h.size(0), n = total(ns);
+  auto out = at::empty({m, n}, at::kFloat);
+  products(run, x, packed, types, ns, biases, out.data_ptr<float>(), n);
+  const at::Tensor c = cos.contiguous().to(at::kFloat), s = sin.contiguous().to(at::kFloat);
+  const int64_t half = dim / 2;
+  std::vector<float> row(dim);
+  for (int64_t r = 0; r < m; ++r) {
+    const float* cr = c.data_ptr<float>() + r * dim;
+    const float* sr = s.data_ptr<float>() + r * dim;
+    for (int64_t head = 0; head < rotated_heads; ++head) {
+      float* v = out.data_ptr<float>() + r * n + head * dim;
+      std::memcpy(row.data(), v, sizeof(float) * dim);
+      for (int64_t i = 0; i < dim; ++i) v[i] = row[i] * cr[i] + row[(i + half) % dim] * sr[i];
+    }
+  }
+  return out;
+}
+
+// h [m, D], o [m, hq * d] (the attention's output) -> the layer's output [m, D]: h + o_proj(o),
+// then + down(silu(gate) * up) of its post-attention norm
+at::Tensor attn_out(const at::Tensor& h, const at::Tensor& o, const at::Tensor& o_packed,
+                    int64_t o_type, const at::Tensor& norm_w, double eps,
+                    const std::vector<at::Tensor>& gu_packed, const std::vector<int64_t>& gu_types,
+                    const std::vector<int64_t>& gu_ns, const at::Tensor& down_packed,
+                    int64_t down_type, int64_t path) {
+  TORCH_CHECK(h.scalar_type() == at::kFloat && o.scalar_type() == at::kFloat, "float32 rows");
+  const int run = checked_path(path);
+  const int64_t m = h.size(0), dim = h.size(1), inner = total(gu_ns) / 2;
+  auto h1 = at::empty({m, dim}, at::kFloat);
+  products(run, o.contiguous(), {o_packed}, {o_type}, {dim}, {c10::nullopt},
+           h1.data_ptr<float>(), dim);
+  const float* hp = h.contiguous().data_ptr<float>();
+  float* h1p = h1.data_ptr<float>();
+  for (int64_t i = 0; i < m * dim; ++i) h1p[i] = hp[i] + h1p[i];
+  const at::Tensor x = rms_rows(h1, norm_w.contiguous(), eps);
+  auto gu = at::empty({m, 2 * inner}, at::kFloat);
+  std::vector<c10::optional<at::Tensor>> none(gu_packed.size(), c10::nullopt);
+  products(run, x, gu_packed, gu_types, gu_ns, none, gu.data_ptr<float>(), 2 * inner);
+  auto y = at::empty({m, inner}, at::kFloat);
+  for (int64_t r = 0; r < m; ++r) {
+    const float* g = gu.data_ptr<float>() + r * 2 * inner;
+    float* yr = y.data_ptr<float>() + r * inner;
+    for (int64_t i = 0; i < inner; ++i) yr[i] = g[i] / (1.0f + std::exp(-g[i])) * g[inner + i];
+  }
+  auto h2 = at::empty({m, dim}, at::kFloat);
+  products(run, y, {down_packed}, {down_type}, {dim}, {c10::nullopt}, h2.data_ptr<float>(), dim);
+  float* h2p = h2.data_ptr<float>();
+  for (int64_t i = 0; i < m * dim; ++i) h2p[i] = h1p[i] + h2p[i];
+  return h2;
 }
 
 std::vector<int64_t> paths() {
@@ -955,6 +1098,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("pack", &pack);
   m.def("dequantize", &dequantize);
   m.def("linear", &linear);
+  m.def("attn_in", &attn_in);
+  m.def("attn_out", &attn_out);
   m.def("paths", &paths);
   m.def("path_name", &path_name);
   m.def("group_spec", &group_spec);
