@@ -73,6 +73,8 @@ class LiveStats:
     dtype: str = ""
     dtype_why: str = ""  # how `auto` chose it (modelstore.loader.dtype_reason), "" by hand
     invariant: bool = False
+    threads: int = 0  # the compute threads the take runs on (engine/decoding/threads.py)
+    threads_why: str = ""
     plain_steps: int = 0  # steps decoded plainly because drafting measured slower
     forward_passes: int = 0
     elapsed_s: float = 0.0
@@ -260,6 +262,8 @@ class Take:
                     "prefill_s": run.prefill_s,
                     "dtype": run.dtype,
                     "invariant": run.invariant,
+                    "threads": run.threads,
+                    "threads_why": run.threads_why,
                     "plain_steps": run.plain_steps,
                     "forward_passes": run.forward_passes,
                     "undrafted_passes": run.undrafted_passes,
@@ -348,6 +352,8 @@ LIVE_FIELDS = (
     "decode_s",
     "dtype",
     "invariant",
+    "threads",
+    "threads_why",
     "plain_steps",
     "forward_passes",
     "undrafted_passes",

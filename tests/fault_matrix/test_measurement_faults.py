@@ -58,7 +58,7 @@ def plant_defect(env) -> str:
     from swiftwriter.engine.passes import native
     from swiftwriter.modelstore import loader
 
-    key = f"dtype-pass-3|tiny|{loader._machine_key()}|{native.identity() or 'sdpa'}"
+    key = f"{loader.DTYPE_KEY}|tiny|{loader._machine_key()}|{native.identity() or 'sdpa'}"
     data = Path(env["SWIFTWRITER_DATA_DIR"])
     data.mkdir(parents=True, exist_ok=True)
     (data / "measurements.json").write_text(json.dumps({key: DEFECT}))
@@ -76,9 +76,13 @@ def test_a_float32_remembered_under_load_is_measured_again_by_generate(tiny_mode
     )  # fmt: skip
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     entry = remembered(env).get(key)
-    assert entry != DEFECT  # measured again, not read back
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("precision: ")]
-    assert "(auto: measured " in line and "800 ms" not in line, line
+    assert "800 ms" not in line, line  # the plant is never what auto goes by
+    if "not measured: " in line:  # a busy machine is not measured: a guess, the plant left
+        assert "(auto: a guess, " in line and entry == DEFECT, line
+        return
+    assert entry != DEFECT  # measured again, not read back
+    assert "(auto: measured " in line, line
     assert entry is None or (holds_up(entry) and entry["value"] in line), (entry, line)
 
 

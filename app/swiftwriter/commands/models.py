@@ -170,7 +170,7 @@ def measure_again(entry) -> int:
         raise UserError(f"Model '{entry.id}' is not ready ({entry.status()})")
     measurements.recent.clear()
     measurements.forget(entry.id)
-    found = loader.cpu_dtype_choice(entry)
+    found = loader.cpu_dtype_choice(entry, even_busy=True)  # asked for: measured even busy
     for dtype, cost in sorted(loader.pass_costs(found.seconds).items()):
         passes = " · ".join(f"{rows}-token pass {loader.ms(t)}" for rows, t in sorted(cost.items()))
         print(f"{dtype:9} {passes}")

@@ -192,11 +192,12 @@ def remembered_pass(entry: ModelEntry) -> tuple[str, float] | None:
     return None
 
 
-def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:
+def cpu_dtype_choice(entry: ModelEntry, even_busy: bool = False) -> measurements.Measured:
     """The CPU dtype for `auto` (`.value`): the loaded model's real passes timed in float32 and
     bfloat16, and for a GGUF model with its weights as stored (all exact: every pass is
     batch-invariant), in two rounds of a few seconds, and remembered per machine and model
-    when they hold up."""
+    when they hold up. A busy machine is not measured (`likely_dtype`, or the last quiet
+    choice) unless `even_busy` (`models measure` asks for it)."""
 
     def measure() -> dict:
         samples = {}
@@ -213,7 +214,26 @@ def cpu_dtype_choice(entry: ModelEntry) -> measurements.Measured:
         measure,
         lambda seconds: choose_dtype(pass_costs(seconds)),
         implausible_passes,
+        fallback=None if even_busy else lambda: likely_dtype(entry),
     )
+
+
+def likely_dtype(entry: ModelEntry) -> str:
+    """What `auto` takes on a busy machine with nothing measured quietly yet (measuring then
+    took a minute and could pick the slower one): a GGUF's weights as stored where the kernel
+    runs them, else bfloat16 where the CPU computes it natively, else float32."""
+    if not can_store(entry):
+        return STORED
+    flags = _cpu_flags()
+    return "bfloat16" if "amx_bf16" in flags or "avx512_bf16" in flags else "float32"
+
+
+def _cpu_flags() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    return ""
 
 
 def measure_cpu_dtype(entry: ModelEntry) -> str:
@@ -234,6 +254,9 @@ def ms(seconds: float) -> str:
 def dtype_reason(found: measurements.Measured) -> str:
     """Why `auto` took the dtype: 'auto: measured 23 ms vs float32 36 ms per token, 2026-12-05'
     (the one-token passes; a measurement not remembered says why)."""
+    if found.unquiet and found.unquiet[0].startswith("not measured"):
+        how = "the last quiet measurement's" if found.taken.get("kept") else "a guess"
+        return f"auto: {how}, {found.unquiet[0]}; measured at a quiet start"
     costs = pass_costs(found.seconds)
     chosen = str(found.value)
     others = [d for d in costs if d != chosen and "1" in costs[d]]
@@ -296,6 +319,7 @@ def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
         f"kernel-2|{entry.id}|{dtype}|{_machine_key()}",
         measure,
         lambda seconds: choose_kernel(pass_costs(seconds)),
+        fallback=lambda: STOCK_KERNEL,  # a busy machine: not measured (the last quiet choice)
     )
     kernel = found.value
     if not usable(kernel, next(model.parameters()).dtype):
@@ -321,7 +345,7 @@ def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
         return few_rows_from({int(n): t for n, t in pass_costs(seconds).items()})
 
     key = f"few-rows|{entry.id}|{dtype}|{_machine_key()}"
-    rows = measurements.remembered(key, measure, decide).value
+    rows = measurements.remembered(key, measure, decide, fallback=lambda: 0).value
     log.debug("stock weight layout for %s in %s up to %s rows", entry.id, dtype, rows)
     return rows
 

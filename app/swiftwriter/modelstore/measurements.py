@@ -231,15 +231,29 @@ def remembered(
     measure: Callable[[], Samples],
     decide: Callable[[dict[str, float]], object],
     plausible: Callable[[dict[str, float]], str] = lambda seconds: "",
+    fallback: Callable[[], object] | None = None,
 ) -> Measured:
     """The measurement under `key`: read back when it holds up, else taken now in two rounds
     (`measure` returns each kind's repetitions, `decide` turns each kind's seconds into the
     value, `plausible` says what is wrong with them, "" when nothing) and stored only when
-    the machine was quiet."""
-    found = _trusted(_read().get(key), decide, plausible)
+    the machine was quiet. With a `fallback`, a machine busy right now is not measured at all
+    (it took a minute at every start and could pick the slower choice): the value of the
+    last quiet measurement is kept, even one a take has since questioned, else `fallback()`;
+    either is said not to be remembered, so the next quiet start measures."""
+    stored_entry = _read().get(key)
+    found = _trusted(stored_entry, decide, plausible)
     if found is not None:
         found.key = key
         return found
+    if fallback is not None:
+        busy = busy_now()
+        if busy:  # a measurement now would be slow and wrong: the last quiet one, or a guess
+            kept = _kept_when_busy(stored_entry)
+            value = kept if kept is not None else fallback()
+            result = Measured(key, value, {}, unquiet=[f"not measured: {busy}"])
+            result.taken = {"kept": kept is not None}
+            recent[key] = result
+            return result
     rounds, others, wall = [], 0.0, 0.0
     for _ in range(2):
         samples, others_s, wall_s = _clocked(measure)
@@ -259,6 +273,37 @@ def remembered(
     _update(lambda known: known.__setitem__(key, entry) if not why else known.pop(key, None))
     recent[key] = result
     return result
+
+
+BUSY_PROBE_S = 0.3  # how long the machine is watched before measuring
+
+
+def busy_now(probe_s: float = BUSY_PROBE_S) -> str:
+    """Why the machine is too busy to measure on right now ("" when it is quiet enough):
+    other processes' share of all CPUs over a short look (the load average per CPU where
+    /proc/stat is missing)."""
+    start, others = time.perf_counter(), _others_cpu_s()
+    time.sleep(probe_s)
+    facts = load_facts(_others_cpu_s() - others, time.perf_counter() - start)
+    share = facts["others_share"]
+    if share is None:
+        per_cpu = facts["load_per_cpu"]
+        return f"load average {per_cpu:.1f} per CPU" if per_cpu > LOAD_PER_CPU else ""
+    return f"other processes took {share:.0%} of the CPUs" if share > OTHERS else ""
+
+
+def _kept_when_busy(entry) -> object | None:
+    """The value of a stored measurement that was taken quietly (stale or not), else None."""
+    if not isinstance(entry, dict) or entry.get("format") != FORMAT or "value" not in entry:
+        return None
+    taken = entry.get("taken")
+    if not isinstance(taken, dict):
+        return None
+    try:
+        quiet = not unquiet_reasons(taken)
+    except (TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError):
+        return None
+    return entry["value"] if quiet else None
 
 
 def mark_stale(key: str, why: str) -> bool:

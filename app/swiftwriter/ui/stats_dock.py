@@ -208,6 +208,14 @@ def fmt_precision(dtype: str, invariant: bool | None, why: str = "") -> str:
     return "\n".join([f"{dtype} · {exact}", *(f"({part})" for part in why.split("; ") if part)])
 
 
+THREADS_TIP = (
+    "The compute threads this take runs on, measured as it runs: while another program keeps "
+    "a core busy, threads that wait for each other are slower than fewer threads, so the "
+    "count that measures fastest is kept and checked again as the take goes on. The text does "
+    "not depend on it."
+)
+
+
 def precision_sentence(invariant: bool | None) -> str:
     if invariant:
         return (
@@ -241,6 +249,7 @@ class StatsDock(QDockWidget):
             ("context", "Measured at"),
             ("speedup", "Speedup"),
             ("precision", "Precision"),
+            ("threads", "Threads"),
             ("tau", "Tokens per pass (τ)"),
             ("sources", "Accepted drafts"),
             ("window", "Context"),
@@ -311,6 +320,9 @@ class StatsDock(QDockWidget):
                 fmt_precision(stats.dtype, stats.invariant, stats.dtype_why)
             )
             self.labels["precision"].setToolTip(precision_sentence(stats.invariant))
+        if stats.threads:
+            self.labels["threads"].setText(stats.threads_why or f"{stats.threads}")
+            self.labels["threads"].setToolTip(THREADS_TIP)
         if stats.plain_in_run and stats.plain_tokens_per_s:
             self.labels["plain"].setText(
                 f"{stats.plain_tokens_per_s:.1f} tokens/s, measured in this run"

@@ -73,6 +73,7 @@ class Generator:
         invariant: bool | None = None,
         sync_timing: bool = False,
         batched_accept: bool | None = None,
+        tune_threads: bool = True,
     ):
         """`invariant` (the model's default, normally on): every pass computes each row as the
         one-token pass does, so speculation writes plain decoding's text in every dtype
@@ -80,6 +81,7 @@ class Generator:
         then matches up to rounding, bfloat16 and float16 may write another text)."""
         self.model = model
         self.invariant = exact_by_default(model) if invariant is None else invariant
+        self.tune_threads = tune_threads  # engine/decoding/threads.py
         self.sync_timing = sync_timing  # wait for each pass on a GPU: model vs host time
         # greedy choices for every node in one read per step: where reads stall a device's
         # queue (the default off a CPU); on a CPU the lm_head runs only where the walk goes

@@ -23,6 +23,7 @@ from swiftwriter.engine.decoding.estimate import (
 from swiftwriter.engine.decoding.logits import Draws, GumbelRow, PenaltyWindow
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
+from swiftwriter.engine.decoding.threads import tuner
 from swiftwriter.engine.decoding.trie import Trie, best_size, build_trie, prune
 from swiftwriter.engine.decoding.window import ContextWindow
 from swiftwriter.engine.passes import ModelRunner, to_host
@@ -71,6 +72,8 @@ class Run:
         # (a plain step costs what plain decoding's does), the next drafting step hands them on
         self._unseen: list[int] = []
         self.head_s = 0.0  # this step's lm_head calls (model time spent inside the walk)
+        # the compute threads, chosen by measurement as the run goes (CPU passes only)
+        self.threads = tuner() if self.runner.device.type == "cpu" and gen.tune_threads else None
 
     def _draws(self, seed: int | None) -> Draws | None:
         """The run's random numbers (sampling only): the call's seed, the settings', or a fresh one."""
@@ -213,6 +216,8 @@ class Run:
         """One model pass over every trie node (waited for when timings are synchronised, so
         the model's time is told apart from the host's on an asynchronous device)."""
         self.head_s = 0.0
+        if self.threads is not None:
+            self.threads.before()
         self.runner.forward_trie(trie)
         self._sync()
         self.stats.kv_tokens_max = max(self.stats.kv_tokens_max, self.runner.length + len(trie))
@@ -352,6 +357,9 @@ class Run:
         self.runner.compact([0] + path)
         self._judge_gated(trie, path)
         self.gen.costs.observe(len(trie), verify_s)
+        if self.threads is not None:
+            self.threads.observe(verify_s / self.gen.costs(len(trie)))
+            self.stats.threads, self.stats.threads_why = self.threads.current, self.threads.why
         self.committed.extend(new)
         self.produced.extend(new)
         self.window.extend(new)

@@ -70,6 +70,9 @@ class RunStats:
     # one-token pass computes it): then speculation wrote plain decoding's text exactly.
     dtype: str = ""
     invariant: bool = False
+    # The compute threads the last pass ran on, and why (engine/decoding/threads.py)
+    threads: int = 0
+    threads_why: str = ""
     # How surprised the plain model is by the text it writes: the mean of -log p(token) under
     # its raw distribution (no penalty, temperature 1), per piece of SURPRISE_PIECE tokens.
     # Prose reads at about 1.5-2.5 nats a token with the default model, a loop near 0, a take
@@ -182,4 +185,6 @@ class RunStats:
             "quality": self.quality,
             "dtype": self.dtype,
             "invariant": self.invariant,
+            "threads": self.threads,
+            "threads_why": self.threads_why,
         }

@@ -776,12 +776,11 @@ class FusedLayers:
 def _parts(modules) -> tuple | None:
     """(packed, types, rows, biases) of projections reading one input, as `attn_in` takes
     them: their joined weight where they were merged, else each apart."""
-    merged = modules if isinstance(modules, QuantMerged) else None
-    if merged is not None:
-        w = merged.weight
-        return [w.packed], [w.qtype], [w.n], [merged.bias]
-    if not all(isinstance(m, QuantLinear) for m in modules):
-        return None
+    if isinstance(modules, QuantMerged):
+        w = modules.weight
+        return [w.packed], [w.qtype], [w.n], [modules.bias]
+    if not isinstance(modules, list) or not all(isinstance(m, QuantLinear) for m in modules):
+        return None  # float projections (merged or not): the lean pass's own way
     return ([m.qweight.packed for m in modules], [m.qweight.qtype for m in modules],
             [m.out_features for m in modules], [m.bias for m in modules])  # fmt: skip
 
