@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+from swiftwriter.bench.ggufgen import permute_rows
 
 CHAT = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
@@ -29,16 +30,6 @@ def _byte_tokens() -> list[str]:
             extra += 1
     table = dict(zip(keep, chars, strict=True))
     return [chr(table[b]) for b in range(256)]
-
-
-def _permute(weights: np.ndarray, n_head: int) -> np.ndarray:
-    """llama.cpp's q/k row order (transformers undoes it when it reads the file)."""
-    rows = weights.shape[0]
-    return (
-        weights.reshape(n_head, 2, rows // n_head // 2, *weights.shape[1:])
-        .swapaxes(1, 2)
-        .reshape(weights.shape)
-    )
 
 
 def tiny_model(seed: int = 7, context: int = 2048):
@@ -95,9 +86,9 @@ def write_gguf(path: Path, model=None, arch: str = "llama", qtype: str = "F32") 
         name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
         data = tensor.detach().float().numpy()
         if name.endswith("attn_q.weight"):
-            data = _permute(data, n_head)
+            data = permute_rows(data, n_head)
         elif name.endswith("attn_k.weight"):
-            data = _permute(data, n_kv)
+            data = permute_rows(data, n_kv)
         kind = quant if data.ndim == 2 else gguf.GGMLQuantizationType.F32
         if qtype == "I8" and data.ndim == 2:  # a type transformers cannot de-quantise
             writer.add_tensor(name, data.astype(np.int8))

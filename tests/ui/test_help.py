@@ -1,9 +1,10 @@
-"""The Help menu: the manual is the README's part for writers (shipped, in sync), every
+"""The Help menu: the manual is docs/manual.md (shipped, in sync), every
 shortcut is listed, and About names the versions and the folders a bug report needs."""
 
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 from PySide6.QtWidgets import QTableWidget, QTextBrowser
@@ -11,14 +12,17 @@ from PySide6.QtWidgets import QTableWidget, QTextBrowser
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_shipped_manual_is_the_readmes_part_for_writers():
+def test_the_shipped_manual_is_the_docs_manual():
     spec = importlib.util.spec_from_file_location("manual", ROOT / "resources/dev/manual.py")
     manual = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(manual)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    source = (ROOT / "docs" / "manual.md").read_text(encoding="utf-8")
     shipped = (ROOT / "resources/help/manual.md").read_text(encoding="utf-8")
-    assert shipped == manual.manual_from(readme), "run resources/dev/manual.py"
-    assert "## Your work is safe" in shipped and "## Speed, measured" not in shipped
+    assert shipped == manual.manual_from(source), "run resources/dev/manual.py"
+    assert "## Your work is safe" in shipped and "## Your own models" in shipped
+    assert "Earlier measurements" not in shipped  # the measurements stay in docs/
+    for picture in re.findall(r"\]\((resources/[^)]+)\)", shipped):
+        assert (ROOT / picture).is_file(), picture
 
 
 def test_help_menu_opens_the_manual_shortcuts_and_about(window, qtbot, tmp_path):

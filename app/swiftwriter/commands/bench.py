@@ -685,6 +685,8 @@ def _verify_curve(entry, args) -> int:
     from swiftwriter.modelstore import loader
 
     dtypes = ["float32", "bfloat16"] if args.dtype == "auto" else [args.dtype]
+    if args.dtype == "auto" and not loader.can_store(entry):  # a GGUF's weights as stored too
+        dtypes.append(loader.STORED)
     curves: dict[str, dict[int, dict[int, float]]] = {}
     for dtype in dtypes:
         model = loader.load(entry, device=args.device, dtype=dtype, with_drafter=False).model

@@ -466,6 +466,20 @@ def _tree_attention(model, head_dim: int):
     return native.tree_attention()
 
 
+def _path_tables(allowed, n: int, prefix: int):
+    """paths(kind): the pass's attention plan, "tiles" (the native kernel's) or "plan"
+    (PyTorch's), each built the first time a layer asks for it."""
+    built: dict = {}
+
+    def paths(kind: str):
+        if kind not in built:
+            table = invariant_mod.PathTable if kind == "tiles" else invariant_mod.PathPlan
+            built[kind] = table(allowed, n, prefix)
+        return built[kind]
+
+    return paths
+
+
 class LeanDecoder:
     """The decoder's forward for a verification pass over `n` tokens (a flattened trie).
     `invariant` (the default) makes every row's result independent of the pass's other rows
@@ -583,14 +597,7 @@ class LeanDecoder:
         if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
             ids = torch.cat([ids, ids[:1].expand(m - n)])
             positions = torch.cat([positions, positions[:1].expand(m - n)])
-        prefix, built = cache.get_seq_length(), {}
-
-        def paths(kind: str):
-            if kind not in built:
-                table = invariant_mod.PathTable if kind == "tiles" else invariant_mod.PathPlan
-                built[kind] = table(allowed, n, prefix)
-            return built[kind]
-
+        paths = _path_tables(allowed, n, cache.get_seq_length())
         tables = {id(r): r.tables(positions, last) for r in self.rotaries}
         run = self.classes.apply
         norm = lambda x, module: _norm(fam.norm, x, module)  # noqa: E731
@@ -738,14 +745,7 @@ class FusedLayers:
 
         kernel = quant.kernel()
         n, d, hk, hq = ids.shape[0], lean.head_dim, lean.kv_heads, lean.heads
-        prefix, built = cache.get_seq_length(), {}
-
-        def paths(kind: str):
-            if kind not in built:
-                table = invariant_mod.PathTable if kind == "tiles" else invariant_mod.PathPlan
-                built[kind] = table(allowed, n, prefix)
-            return built[kind]
-
+        paths = _path_tables(allowed, n, cache.get_seq_length())
         tables = {id(r): r.tables(positions, last) for r in lean.rotaries}
         h = lean.decoder.embed_tokens(ids).float().contiguous()
         for index, f in enumerate(self.layers):
