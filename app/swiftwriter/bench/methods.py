@@ -36,7 +36,6 @@ from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings,
 from swiftwriter.engine.passes import execution_device
 
 METHODS = (
-    "llamacpp",
     "hf",
     "hf-lookup",
     "ar",
@@ -47,6 +46,11 @@ METHODS = (
     "ar-legacy",
     "tokenswift-legacy",
 )
+
+
+# another engine, timed beside ours on the same GGUF file (bench/llamacpp.py): only where the
+# file loads in it, so not among the methods every bench can run
+OTHER_ENGINES = ("llamacpp",)
 
 
 @dataclass

@@ -154,7 +154,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "tokenswift-legacy (the earlier passes, not batch-invariant: what exactness costs), "
         "tokenswift-fullcache (the drafter's separate draft pass over the whole context instead "
         "of the partial cache: beside tokenswift --draft-mode pass it shows what the partial "
-        "cache saves as the context grows)",
+        "cache saves as the context grows), llamacpp (llama.cpp's plain decoding on the same "
+        "GGUF file: pip install -e '.[compare]')",
     )
     p.add_argument(
         "--heads",
@@ -321,9 +322,10 @@ def run(args: argparse.Namespace) -> int:
     if args.methods is None:
         args.methods = SLIDE_METHODS if args.context_policy == "slide" else METHODS
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    unknown = set(methods) - set(bench.METHODS)
+    known = (*bench.OTHER_ENGINES, *bench.METHODS)
+    unknown = set(methods) - set(known)
     if unknown:
-        raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(bench.METHODS)}")
+        raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(known)}")
     if args.verify_cost:
         return _verify_cost(entry, args)
     if args.verify_curve:
