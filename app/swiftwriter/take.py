@@ -397,8 +397,10 @@ def story_only_bans(loaded, writers_text: str = "") -> tuple[int, ...]:
 
 def _pieces_and_ends(loaded) -> tuple[list[str], set[int]]:
     """Each token's text (as the tokenizer spells it) and the model's end-of-text ids."""
+    from swiftwriter.engine.decoding.generator import vocab_size_of  # torch: loaded by now
+
     model, tokenizer = loaded.model, loaded.tokenizer
-    vocab = model.get_output_embeddings().out_features
+    vocab = vocab_size_of(model)
     if hasattr(tokenizer, "convert_ids_to_tokens"):
         pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
     else:

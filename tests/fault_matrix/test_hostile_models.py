@@ -97,7 +97,7 @@ def test_a_250_character_name_is_refused_before_the_file_is_read(env, tmp_path, 
 
 # -- a model folder whose config.json declares far more than this machine holds ---------------
 GENERATE = ("--max-new-tokens", "2", "--device", "cpu", "--dtype", "float32",
-            "--sampling", "greedy")  # fmt: skip
+            "--preset", "precise")  # fmt: skip
 # PyTorch's attention: the first generate of a session would otherwise build the native kernel
 # (a minute, and the compiler's memory in the baseline); a refusal never reaches it.
 NO_KERNEL = {"SWIFTWRITER_NATIVE": "0"}

@@ -10,6 +10,7 @@ import torch
 from swiftwriter.bench.draftpass import DraftPass, DraftPassGenerator, PassDrafterSource
 from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
 from swiftwriter.engine.decoding import drafter_files as files
+from swiftwriter.engine.passes import row_values
 from swiftwriter.engine.passes.verify import ModelRunner
 from swiftwriter.errors import UserError
 from swiftwriter.training.features import extract_rows
@@ -284,7 +285,10 @@ def test_a_grown_tree_expands_only_the_paths_the_drafter_is_confident_of(tiny_ll
 
     source, every = drafts(0.0)
     assert sum(len(t) == 2 for t in every) == 6  # all three first-level nodes grew
-    state = source.module(feature[None].to(source.dtype), source.emb[[7]].to(source.dtype))
+    state = source.module(
+        feature[None].to(source.dtype),
+        row_values(source.embedding, torch.tensor([7])).to(source.dtype),
+    )
     indices, values = source._top(state, None, 3, 0)
     firsts = [source.vocab_list[i] for i in indices[0].tolist()]
     assert [t for t in every if len(t) == 1] == [(f,) for f in firsts]
@@ -339,7 +343,10 @@ def test_coupled_candidates_are_the_drafters_draws_under_the_noise(tiny_llama, t
     draws = Draws(4)
     source.couple(lambda k: draws.gumbel(10 + k, 256))
     feature = torch.randn(tiny_llama.config.hidden_size, generator=torch.Generator().manual_seed(5))
-    state = source.module(feature[None].to(source.dtype), source.emb[[7]].to(source.dtype))
+    state = source.module(
+        feature[None].to(source.dtype),
+        row_values(source.embedding, torch.tensor([7])).to(source.dtype),
+    )
     indices, values = source._top(state, None, 3, 1)
     x = penalise(source.draft_logits(state).float(), None, source.draft_penalty)
     processed = LogitsPipeline(dataclasses.replace(CREATIVE, penalty=1.0)).process(x, None)

@@ -178,7 +178,7 @@ def test_a_failed_build_falls_back_with_its_reason(monkeypatch):
 def test_without_openmp_the_kernel_is_built_serial(monkeypatch):
     builds = []
 
-    def build_with(cflags, ldflags):
+    def build_with(cflags, ldflags, source=native.SOURCE):
         builds.append(list(cflags))
         if native.OPENMP[0] in cflags:
             raise OSError("omp.h: no such file")

@@ -21,7 +21,7 @@ from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.sources import CandidateSource, build_sources
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
-from swiftwriter.engine.passes import exact_by_default, execution_device
+from swiftwriter.engine.passes import exact_by_default, execution_device, thread_invariant
 from swiftwriter.errors import UserError
 
 # One cost model per model object and pass kind (invariant or not): measured once, then refined
@@ -49,7 +49,9 @@ def context_length(config) -> int | None:
 def vocab_size_of(model) -> int:
     """The token ids the model can read and write: 0 to this, less one."""
     head = model.get_output_embeddings()
-    return head.out_features if head is not None else model.config.vocab_size
+    if head is None:
+        return model.config.vocab_size
+    return getattr(head, "out_features", None) or head.weight.shape[0]
 
 
 class Generator:
@@ -73,7 +75,7 @@ class Generator:
         invariant: bool | None = None,
         sync_timing: bool = False,
         batched_accept: bool | None = None,
-        tune_threads: bool = True,
+        tune_threads: bool | None = None,
     ):
         """`invariant` (the model's default, normally on): every pass computes each row as the
         one-token pass does, so speculation writes plain decoding's text in every dtype
@@ -81,7 +83,9 @@ class Generator:
         then matches up to rounding, bfloat16 and float16 may write another text)."""
         self.model = model
         self.invariant = exact_by_default(model) if invariant is None else invariant
-        self.tune_threads = tune_threads  # engine/decoding/threads.py
+        # the thread count chosen as the run goes (engine/decoding/threads.py), where a pass's
+        # bits cannot depend on it
+        self.tune_threads = thread_invariant(model) if tune_threads is None else tune_threads
         self.sync_timing = sync_timing  # wait for each pass on a GPU: model vs host time
         # greedy choices for every node in one read per step: where reads stall a device's
         # queue (the default off a CPU); on a CPU the lm_head runs only where the walk goes

@@ -9,9 +9,11 @@ expects of its size (one-token units), are compared between thread counts; every
 passes, or when a pass takes `jump` times its count's usual time, every count is tried for a
 few passes (the one in use last) and the fastest is kept.
 
-A row's bits never depend on the thread count (each output of the products and of the tree
-attention is computed by one thread, in one order), so switching changes the speed only; the
-tests hold the text of a run that switches to that of one that does not."""
+Only where a row's bits cannot depend on the thread count: a model on stored blocks, whose
+products and tree attention compute each output on one thread, in one order
+(passes.thread_invariant). Float products may split a sum across threads (a float32 cache was
+seen to differ in its last bits), so a float model keeps the count it starts with. The tests
+hold the text of a run that switches to that of one that does not."""
 
 from __future__ import annotations
 

@@ -44,6 +44,7 @@ from swiftwriter.engine.passes.quant import (
     row_values,
     stored_bytes,
     table_of,
+    thread_invariant,
 )
 from swiftwriter.engine.passes.quant import available as quant_available
 from swiftwriter.engine.passes.quant import path_name as quant_path
@@ -87,6 +88,7 @@ __all__ = [
     "set_kernel",
     "stored_bytes",
     "table_of",
+    "thread_invariant",
     "supports",
     "time_few_rows",
     "time_kernels",

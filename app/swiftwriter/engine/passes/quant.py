@@ -209,6 +209,15 @@ def quantized_model(model) -> bool:
     return any(is_quantized(m) for m in model.modules())
 
 
+def thread_invariant(model) -> bool:
+    """Whether this model's passes give the same bits whatever the thread count: every
+    product on stored blocks (each output computed by one thread, in one order). Float
+    products (MKL, oneDNN) may split their sums across threads: a float32 cache was seen to
+    differ in its last bits when the count changed between passes."""
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    return quantized_model(model) and not linears
+
+
 def row_values(module, ids: torch.Tensor) -> torch.Tensor:
     """Rows of a Linear's or an embedding's weight as float32, whichever form it keeps."""
     if is_quantized(module):
