@@ -99,7 +99,9 @@ class DrafterSource(CandidateSource):
         vocab = bundle.vocab[:vocab_limit] if vocab_limit > 0 else bundle.vocab
         self.dtype = torch.float32
         device = execution_device(head)
-        if compute_dtype(model) == torch.bfloat16 and device.type == "cpu":
+        # a bfloat16 drafter where it measures faster: its drafts need only be good, so a
+        # float32 or stored-block target's drafter may round too
+        if device.type == "cpu" and compute_dtype(model) in (torch.bfloat16, torch.float32):
             self.module, self.dtype = bfloat16_if_faster(self.module)
         with torch.no_grad():  # the draft vocabulary's rows of the head, whatever form it keeps
             self.w_t = row_values(head, vocab.to(device)).to(self.dtype).T.contiguous()  # [H, N]

@@ -43,6 +43,7 @@ def to_host(*tensors: torch.Tensor) -> list[torch.Tensor]:
 # reads the whole head weight whatever its few rows, so the first accepted draft's logits come
 # almost free instead of costing a second call.
 ROOT_ROWS = 16
+QUANT_HEAD_ROWS = 4  # a head on stored blocks: the node and its first children
 
 
 class ModelRunner:
@@ -170,11 +171,20 @@ class ModelRunner:
         if trie is None or len(trie) == 1:
             rows = [node]
         else:  # the root's first rows: the walk goes on below the root when a draft is right
-            rows = trie.subtree(node, limit=ROOT_ROWS if node == 0 else 32)
+            rows = trie.subtree(node, limit=self._head_rows(node))
         out = self.logits_rows(rows)
         for i, r in enumerate(rows):
             self._row_logits[r] = out[i]
         return self._row_logits[node]
+
+    def _head_rows(self, node: int) -> int:
+        """Rows one head call computes for a node and its subtree. A float head streams its
+        weight whatever its few rows (more rows are nearly free); a head on stored blocks
+        pays each row's integer products (0.25 ms a row for the default model, against 1.2 ms
+        for the weight's one read), so it takes the node and its nearest children only."""
+        if is_quantized(self.lm_head):
+            return QUANT_HEAD_ROWS
+        return ROOT_ROWS if node == 0 else 32
 
     @torch.inference_mode()
     def logits_rows(self, rows: list[int]) -> torch.Tensor:
