@@ -167,13 +167,13 @@ def plant_kernel(tmp_path: Path, env: dict) -> None:
     (tmp_path / "planted.c").write_text(PLANTED)
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(planted), str(tmp_path / "planted.c")],
                    check=True)  # fmt: skip
-    flags = native._flags() + native.OPENMP
+    flags = [*native._flags(), *native.OPENMP]
     directory = Path(env["SWIFTWRITER_CACHE_DIR"]) / "native" / native._name(flags)
     build = textwrap.dedent(f"""
         from torch.utils.cpp_extension import load
         try:
             load(name={directory.name!r}, sources=[{str(native.SOURCE)!r}],
-                 extra_cflags={flags!r}, extra_ldflags={native.OPENMP!r},
+                 extra_cflags={flags!r}, extra_ldflags={list(native.OPENMP)!r},
                  build_directory={str(directory)!r})
         except ImportError:  # no module in it: the planted object was made and loaded
             pass

@@ -6,6 +6,7 @@ kernel the passes fall back to PyTorch's attention and stay exact."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -186,8 +187,27 @@ def test_without_openmp_the_kernel_is_built_serial(monkeypatch):
 
     monkeypatch.setattr(native, "_build_with", build_with)
     assert native._build() == "serial module"
-    assert builds == [native.FLAGS + native.OPENMP, native.FLAGS]
-    assert native._name(native.FLAGS) != native._name(native.FLAGS + native.OPENMP)
+    assert builds == [[*native.FLAGS, *native.OPENMP], list(native.FLAGS)]
+    assert native._name(list(native.FLAGS)) != native._name([*native.FLAGS, *native.OPENMP])
+
+
+def test_a_build_leaves_the_next_builds_name_alone(monkeypatch, tmp_path):
+    """PyTorch's builder appends its own flags to the lists it is given: once those were ours,
+    the next kernel built in the process got another name than the cache's (built again each
+    start), and a planted build was looked for under the wrong name."""
+    import torch.utils.cpp_extension as cpp
+
+    def lengthening_load(name, sources, extra_cflags, extra_ldflags, **kwargs):
+        extra_cflags.append("-DBUILDER_OWN")
+        extra_ldflags.append("-lbuilder_own")
+        Path(kwargs["build_directory"], f"{name}.so").write_bytes(b"built")
+        return name
+
+    monkeypatch.setenv("SWIFTWRITER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cpp, "load", lengthening_load)
+    before = native._name([*native._flags(), *native.OPENMP])
+    assert native._build_threaded(native.SOURCE) == before
+    assert native._name([*native._flags(), *native.OPENMP]) == before
 
 
 @pytest.mark.skipif(not PAIRS, reason="this CPU has no AVX512-BF16")

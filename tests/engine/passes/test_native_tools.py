@@ -94,7 +94,7 @@ def test_a_build_killed_halfway_does_not_hold_later_starts(tmp_path):
         shutil.copytree(made, tmp_path / "cache" / "native", symlinks=True)
     where = child(
         "from swiftwriter.engine.passes import native\n"
-        "print(native.build_dir() / native._name(native._flags() + native.OPENMP))",
+        "print(native.build_dir() / native._name([*native._flags(), *native.OPENMP]))",
         tmp_path,
     )
     folder = Path(where.stdout.strip())

@@ -35,13 +35,16 @@ from swiftwriter import paths
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("tree_attention.cpp")
-FLAGS = ["-O3", "-march=native", "-ffp-contract=off"]
-if platform.machine().lower() in ("x86_64", "amd64"):  # GCC keeps to 256-bit vectors otherwise
-    FLAGS.append("-mprefer-vector-width=512")
+# tuples: PyTorch's builder appends its own flags to the lists it is given, and a name hashed
+# from a list it lengthened named the next build of the process differently (built again)
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off") + (
+    # GCC keeps to 256-bit vectors otherwise
+    ("-mprefer-vector-width=512",) if platform.machine().lower() in ("x86_64", "amd64") else ()
+)
 # the kernel's chunks run on PyTorch's threads only when built with OpenMP (without it
 # at::parallel_for runs serially in an extension): twice as fast on 2 cores; a compiler
 # without OpenMP gets the serial build
-OPENMP = ["-fopenmp"]
+OPENMP = ("-fopenmp",)
 DISABLE_ENV = "SWIFTWRITER_NATIVE"
 # bfloat16 models on a build with AVX512-BF16 read their keys as bfloat16 pairs (pair dot
 # products, probabilities rounded to bfloat16 for the values: PyTorch's own bfloat16 attention
@@ -72,7 +75,7 @@ def build_dir() -> Path:
 
 
 def _flags() -> list[str]:
-    return FLAGS + (["-DSW_NO_AMX"] if _off(AMX_ENV) else [])
+    return [*FLAGS, *(["-DSW_NO_AMX"] if _off(AMX_ENV) else [])]
 
 
 def _name(flags: list[str] | None = None, source: Path = SOURCE) -> str:
@@ -256,7 +259,7 @@ def _build(source: Path = SOURCE):
     says so (a build made earlier loads without them)."""
     built = any(
         (build_dir() / _name(flags, source) / f"{_name(flags, source)}.so").is_file()
-        for flags in (_flags() + OPENMP, _flags())
+        for flags in ([*_flags(), *OPENMP], _flags())
     )
     if not built and _compiler() is None:  # before the builder's own warnings
         raise OSError(_NO_COMPILER.format(os.environ.get("CXX") or "c++"))
@@ -274,7 +277,7 @@ def _build(source: Path = SOURCE):
 def _build_threaded(source: Path = SOURCE):
     """The threaded build, or where that fails (no OpenMP) the serial one."""
     try:
-        return _build_with(_flags() + OPENMP, OPENMP, source)
+        return _build_with([*_flags(), *OPENMP], list(OPENMP), source)
     except Exception as exc:
         log.info("%s: no OpenMP build (%s), building it serial", source.name, exc)
         return _build_with(_flags(), [], source)
@@ -290,8 +293,8 @@ def _build_with(cflags: list[str], ldflags: list[str], source: Path = SOURCE):
         module = load(
             name=name,
             sources=[str(source)],
-            extra_cflags=cflags,
-            extra_ldflags=ldflags,
+            extra_cflags=list(cflags),  # copies: the builder appends to what it is given
+            extra_ldflags=list(ldflags),
             build_directory=str(directory),
             verbose=False,
         )
