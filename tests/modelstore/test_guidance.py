@@ -135,3 +135,31 @@ def test_the_speed_comes_from_the_dtype_an_earlier_load_measured(user_dirs, monk
     assert guidance.for_this_machine("tiny").dtype == "float32"  # four bytes a weight here
     remember_pass(entry, seconds, "bfloat16", stale=True)
     assert loader.remembered_pass(entry) is None
+
+
+def test_a_gguf_run_as_stored_is_scaled_by_its_files_bytes(user_dirs, monkeypatch, tmp_path):
+    """`auto` may choose a GGUF's blocks as stored: the speed is then that pass for the file's
+    bytes, a bigger model's is scaled to its Q4_K_M file, and the welcome text says so (the
+    app once failed to start here: "stored" had no bytes a weight)."""
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(b"\0" * 4000)
+    entry = registry.ModelEntry(id="mine", name="mine", source="gguf", file=str(gguf))
+    monkeypatch.setattr(registry, "load_registry", lambda: {"mine": entry})
+    seconds = {"stored/1": 0.01, "stored/8": 0.02, "bfloat16/1": 0.02, "bfloat16/8": 0.03}
+    remember_pass(entry, seconds, loader.STORED)
+    assert guidance.measured_speed(entry) == Speed(loader.STORED, 0.01, 4000)
+    monkeypatch.setattr(guidance, "total_memory", lambda: 16 * GIB)
+    advice = guidance.for_this_machine("mine")
+    assert advice.dtype == loader.STORED and advice.size.label == "12-14B"  # bfloat16: 3-4B
+    text = advice.welcome_text()
+    assert "12-14B" in text
+    fiction = guidance.FICTION
+    minutes = advice.speed.words_a_minute(fiction)
+    assert minutes == pytest.approx(
+        60
+        / (0.01 * fiction.parameters * guidance.Q4_K_M_BITS / 8 / 4000)
+        / guidance.DEFAULT_TOKENS_PER_WORD
+    )
+    gguf.unlink()  # the file gone: no speed, and still a welcome
+    assert guidance.measured_speed(entry) is None
+    assert "3-4B" in guidance.for_this_machine("mine").welcome_text()  # bfloat16 assumed

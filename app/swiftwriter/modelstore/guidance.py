@@ -31,6 +31,12 @@ Q4_K_M_BITS = 4.85  # bits a weight of a Q4_K_M GGUF file, averaged over its ten
 CONVERTING_BYTES = 8
 
 
+def bytes_per_parameter(dtype: str) -> float:
+    """A weight's bytes in `dtype`; "stored" (a GGUF's blocks as they are) counts the
+    Q4_K_M files writers download."""
+    return DTYPE_BYTES.get(dtype, Q4_K_M_BITS / 8)
+
+
 @dataclass(frozen=True)
 class SizeClass:
     """Open models of one size, by one representative's shape (its parameters and KV cache)."""
@@ -43,13 +49,14 @@ class SizeClass:
     head_dim: int = 128
 
     def weight_bytes(self, dtype: str) -> int:
-        return int(self.parameters * DTYPE_BYTES[dtype])
+        return int(self.parameters * bytes_per_parameter(dtype))
 
     def running_bytes(self, dtype: str) -> int:
         """Weights, a KV cache of CONTEXT tokens and the app itself."""
         shape = SimpleNamespace(num_hidden_layers=self.layers, num_key_value_heads=self.kv_heads,
                                 head_dim=self.head_dim)  # fmt: skip
-        return self.weight_bytes(dtype) + kv_bytes_per_token(shape, dtype) * CONTEXT + RUNTIME
+        cache = dtype if dtype in DTYPE_BYTES else "float32"  # stored blocks: float32 caches
+        return self.weight_bytes(dtype) + kv_bytes_per_token(shape, cache) * CONTEXT + RUNTIME
 
 
 CLASSES = (
@@ -218,11 +225,26 @@ def measured_speed(entry) -> Speed | None:
     from swiftwriter.modelstore import loader
 
     found = loader.remembered_pass(entry)
-    parameters = folder_parameters(entry.folder()) if found else None
-    if not found or not parameters:
+    if not found:
         return None
     dtype, seconds = found
-    return Speed(dtype, seconds, parameters * DTYPE_BYTES[dtype])
+    if dtype == loader.STORED:  # the blocks the pass read: the GGUF file's
+        weights = gguf_bytes(entry)
+    else:
+        parameters = folder_parameters(entry.folder())
+        weights = parameters * DTYPE_BYTES[dtype] if parameters else None
+    return Speed(dtype, seconds, weights) if weights else None
+
+
+def gguf_bytes(entry) -> int | None:
+    """The size of the GGUF file an entry's weights are read from (None when it is gone)."""
+    from swiftwriter.errors import UserError
+    from swiftwriter.modelstore import provision
+
+    try:
+        return provision.locate_gguf(entry).stat().st_size
+    except (UserError, OSError, AttributeError):
+        return None
 
 
 def for_this_machine(current: str | None = None) -> Advice:
