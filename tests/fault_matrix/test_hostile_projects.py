@@ -235,13 +235,12 @@ def test_a_50_mb_prompt_is_refused_without_reading_it_all(child_env, benign, tmp
     assert "the model's context holds 2,048" in hostile.stderr
 
 
-@pytest.mark.parametrize("flags", [(), ("--no-history",)], ids=["history", "no-history"])
-def test_a_200_mb_chapter_before_the_target(novel, child_env, benign, flags):
-    base, _ = benign("generate", "ROOT/Novel.swiftwriter", "Target", *GENERATE, *flags)
+def test_a_200_mb_chapter_before_the_target(novel, child_env, benign):
+    """With the project's history seeding the drafts (the default), which reads the most."""
+    base, _ = benign("generate", "ROOT/Novel.swiftwriter", "Target", *GENERATE)
     with Project.open(novel) as p:
         p.update_text(p.documents()[0].id, paragraphs(200))
-    hostile = run(f"200 MB chapter {flags}", child_env, "generate", str(novel), "Target",
-                  *GENERATE, *flags)  # fmt: skip
+    hostile = run("200 MB chapter", child_env, "generate", str(novel), "Target", *GENERATE)
     survived(hostile, base)
     take_written(novel)
 
