@@ -156,3 +156,17 @@ def test_a_gpu_index_torch_does_not_see_is_refused(monkeypatch):
         loader.pick_device("cuda:3")
     with pytest.raises(UserError, match="not 'meta'"):
         loader.pick_device("meta")
+
+
+def test_a_spread_load_of_stored_weights_is_refused_in_one_line(tmp_path):
+    """`auto` on a CPU may choose a GGUF's blocks as stored, which run on the CPU alone: a
+    spread load said so with a KeyError from the map's bytes a weight."""
+    from swiftwriter.modelstore import loader, registry
+    from transformers import LlamaConfig
+
+    LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=256).save_pretrained(tmp_path)  # fmt: skip
+    entry = registry.ModelEntry(id="tiny", name="tiny", source="folder", path=str(tmp_path))
+    spread = placement.Placement("cpu", "auto", {"cpu": 1 << 30})
+    with pytest.raises(UserError, match="never spread"):
+        loader.load_placed(entry, spread, dtype=loader.STORED)
