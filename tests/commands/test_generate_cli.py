@@ -119,3 +119,18 @@ def test_the_precision_line_says_what_auto_chose_and_how_to_stay_exact(tiny, cap
         "precision: float32 · may differ from plain decoding (auto chose this CPU's fastest "
         "float32 kernels over exact passes; --dtype float32 keeps every pass exact)"
     )
+
+
+def test_dtype_help_names_every_dtype_the_loader_takes():
+    """`stored` (a GGUF's blocks, which auto may choose) is a --dtype too: the help of
+    generate and bench once named only auto and the float dtypes."""
+    import argparse
+
+    from swiftwriter.commands import bench, generate
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    generate.register(sub)
+    bench.register(sub)
+    for name in ("generate", "bench"):
+        helped = sub.choices[name]._option_string_actions["--dtype"].help
+        assert all(d in helped for d in ("auto", "stored", "float32", "bfloat16", "float16"))

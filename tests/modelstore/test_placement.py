@@ -156,3 +156,33 @@ def test_a_gpu_index_torch_does_not_see_is_refused(monkeypatch):
         loader.pick_device("cuda:3")
     with pytest.raises(UserError, match="not 'meta'"):
         loader.pick_device("meta")
+
+
+def test_a_spread_load_of_stored_weights_is_refused_in_one_line(tmp_path):
+    """`auto` on a CPU may choose a GGUF's blocks as stored, which run on the CPU alone: a
+    spread load said so with a KeyError from the map's bytes a weight."""
+    from swiftwriter.modelstore import loader, registry
+    from transformers import LlamaConfig
+
+    LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=256).save_pretrained(tmp_path)  # fmt: skip
+    entry = registry.ModelEntry(id="tiny", name="tiny", source="folder", path=str(tmp_path))
+    spread = placement.Placement("cpu", "auto", {"cpu": 1 << 30})
+    with pytest.raises(UserError, match="never spread"):
+        loader.load_placed(entry, spread, dtype=loader.STORED)
+
+
+def test_stored_weights_are_estimated_as_their_gguf_file_and_a_float32_cache(tmp_path):
+    """The Models dialog's estimate for "stored": the file's blocks and a float32 KV cache on
+    the CPU (it was described as bfloat16 weights, which a stored model never holds)."""
+    from transformers import LlamaConfig
+
+    config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=256)  # fmt: skip
+    config.save_pretrained(tmp_path)
+    kv = placement.kv_bytes_per_token(config, "float32") * 4096
+    text = placement.describe(tmp_path, "cpu", "stored", 4096, gguf_bytes=5000)
+    assert text.startswith("stored, 4,096 tokens of context, cpu: ")
+    assert f"4.9 KiB weights (the GGUF file) + {placement.fmt_bytes(kv)} KV cache" in text
+    assert "CPU alone" in placement.describe(tmp_path, "cuda", "stored", 4096, gguf_bytes=5000)
+    assert "Only a GGUF" in placement.describe(tmp_path, "cpu", "stored", 4096)

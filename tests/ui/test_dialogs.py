@@ -219,3 +219,37 @@ def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_pa
     dialog.convert_selected()
     qtbot.waitUntil(lambda: dialog._thread is None, timeout=10000)
     assert dialog.message.text() == "Conversion failed: disk full"
+
+
+def test_the_models_dialog_offers_stored_weights_and_sizes_them_by_their_file(
+    qtbot, tmp_path, monkeypatch
+):
+    """The guidance may say "Set Precision to stored" (auto loads a GGUF in float32 first to
+    measure) and the CLI takes --dtype stored: the Precision list once lacked it, so a kept
+    "stored" showed as auto, and the estimate had no bytes for it."""
+    from swiftwriter import paths
+    from swiftwriter.modelstore import registry
+    from swiftwriter.ui.model_manager import ModelManagerDialog
+    from swiftwriter.ui.settings import AppSettings
+    from transformers import LlamaConfig
+
+    gguf = tmp_path / "mine.gguf"
+    gguf.write_bytes(b"\0" * 5000)
+    entry = registry.ModelEntry(id="mine", name="mine", source="gguf", file=str(gguf), sha256="s")
+    folder = paths.models_dir() / "mine"
+    LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=256).save_pretrained(folder)  # fmt: skip
+    (folder / registry.MANIFEST).write_text(json.dumps({"gguf_sha256": "s", "dtype": "stored"}))
+    settings = AppSettings()
+    settings.dtype = "stored"
+    dialog = ModelManagerDialog(settings)
+    qtbot.addWidget(dialog)
+    assert dialog.dtype.currentText() == "stored"
+    monkeypatch.setattr(dialog, "selected", lambda: entry)
+    dialog.device.setCurrentText("cpu")
+    dialog.update_estimate()
+    assert "4.9 KiB weights (the GGUF file)" in dialog.estimate.text()
+    plain = registry.ModelEntry(id="plain", name="plain", source="folder", path=folder)
+    monkeypatch.setattr(dialog, "selected", lambda: plain)  # no GGUF: once a ValueError
+    dialog.update_estimate()
+    assert "Only a GGUF model's weights run as stored" in dialog.estimate.text()

@@ -34,7 +34,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compare plain and accelerated decoding side by side")
     p.add_argument("--model", help="registry id or model folder (default: the default model)")
     p.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
-    p.add_argument("--dtype", default="auto", help="auto (measured), float32, bfloat16 or float16")
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (measured), stored (a GGUF file's blocks, on the CPU), float32, bfloat16 "
+        "or float16",
+    )
     p.add_argument(
         "--baseline-dtype",
         metavar="DTYPE",

@@ -101,7 +101,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", help="registry id or model folder (default: the default model)")
     parser.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
     parser.add_argument(
-        "--dtype", default="auto", help="auto (measured), float32, bfloat16 or float16"
+        "--dtype",
+        default="auto",
+        help="auto (measured), stored (a GGUF file's blocks, on the CPU), float32, bfloat16 "
+        "or float16",
     )
     parser.add_argument(
         "--device-map",

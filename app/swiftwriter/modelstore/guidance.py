@@ -237,10 +237,13 @@ def measured_speed(entry) -> Speed | None:
 
 
 def gguf_bytes(entry) -> int | None:
-    """The size of the GGUF file an entry's weights are read from (None when it is gone)."""
+    """The size of the GGUF file an entry's weights are read from (None when it is gone, or
+    the model is no GGUF: the Models dialog asks for any model the writer selects)."""
     from swiftwriter.errors import UserError
     from swiftwriter.modelstore import provision
 
+    if entry.source not in provision.GGUF_SOURCES:
+        return None
     try:
         return provision.locate_gguf(entry).stat().st_size
     except (UserError, OSError, AttributeError):

@@ -651,6 +651,11 @@ def load_placed(entry: ModelEntry, placement, dtype: str = "auto", context: int 
 
     device = pick_device(placement.device)
     dtype = pick_dtype(entry, device, dtype)
+    if dtype == STORED:  # said here: the map's estimates have no bytes a weight for it
+        raise UserError(
+            "GGUF weights run as stored on the CPU alone, never spread: choose the device "
+            "cpu, or bfloat16 or float16 to spread the model"
+        )
     device_map = "auto"
     if placement.max_memory:
         from transformers import AutoConfig

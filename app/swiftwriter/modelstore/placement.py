@@ -28,6 +28,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _DEVICE = re.compile(r"^(cpu|disk|mps|cuda:\d+|\d+)$")
 _ONE_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+STORED = "stored"  # a GGUF file's blocks computed as stored (gguf_weights.py): no bytes a weight
 
 
 def parse_size(text: str) -> int:
@@ -239,11 +240,17 @@ def _name(device: int | str) -> str:
     return f"cuda:{device}" if isinstance(device, int) else str(device)
 
 
-def describe(folder, device: str, dtype: str, context: int, max_memory: str = "") -> str:
+def describe(
+    folder, device: str, dtype: str, context: int, max_memory: str = "",
+    gguf_bytes: int | None = None,
+) -> str:  # fmt: skip
     """The Models dialog's estimate for a model folder, in a few lines: what the weights and
-    a KV cache of `context` tokens need on each device, or why the placement cannot work."""
+    a KV cache of `context` tokens need on each device, or why the placement cannot work.
+    `gguf_bytes`: the size of the GGUF file a "stored" model computes from."""
     from transformers import AutoConfig
 
+    if dtype == STORED:
+        return _describe_stored(folder, device, context, gguf_bytes)
     dtype = dtype if dtype in DTYPE_BYTES else "bfloat16"  # "auto": bf16 or the like
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True)
@@ -265,3 +272,21 @@ def describe(folder, device: str, dtype: str, context: int, max_memory: str = ""
         ]
     )
     return "\n".join([head, *lines])
+
+
+def _describe_stored(folder, device: str, context: int, gguf_bytes: int | None) -> str:
+    """A GGUF's blocks as stored: the file's bytes and a float32 KV cache, on the CPU alone
+    (it was once described as bfloat16 weights, twice to four times the file)."""
+    from transformers import AutoConfig
+
+    if gguf_bytes is None:
+        return "Only a GGUF model's weights run as stored: choose another precision"
+    if device != "cpu":
+        return "GGUF weights run as stored on the CPU alone: choose the device cpu or auto"
+    try:
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        kv = kv_bytes_per_token(config, "float32") * context
+    except (OSError, ValueError, KeyError, AttributeError) as exc:
+        return f"No estimate for this model: {exc}"
+    head = f"{STORED}, {context:,} tokens of context, cpu: {fmt_bytes(gguf_bytes + kv)} in all"
+    return f"{head}\n{fmt_bytes(gguf_bytes)} weights (the GGUF file) + {fmt_bytes(kv)} KV cache"

@@ -42,7 +42,7 @@ from swiftwriter.ui.model_worker import start_converter
 
 DEVICES = ("auto", "cpu", "cuda", "mps", "spread")
 ESTIMATE_CONTEXT = 8192  # tokens of context the estimate starts at
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+DTYPES = ("auto", "stored", "float32", "bfloat16", "float16")  # as the CLI's --dtype
 COLUMNS = ("Model", "Id", "Status", "Drafting heads", "Heads", "Where")
 # engine.decoding.drafter_files' names, repeated here so that listing models never imports torch
 # (a test checks they agree)
@@ -422,13 +422,17 @@ class ModelManagerDialog(QDialog):
         if entry is None or not entry.is_ready():
             self.estimate.setText("– (select a model that is ready)")
             return
-        from swiftwriter.modelstore.placement import describe
+        from swiftwriter.modelstore.placement import STORED, describe
 
         device = self.device.currentText()
         device = "cpu" if device == "auto" else device
+        dtype = self.dtype.currentText()
+        stored = (
+            guidance.gguf_bytes(entry) if dtype == STORED else None
+        )  # the blocks it computes from
         self.estimate.setText(
-            describe(entry.folder(), device, self.dtype.currentText(), self.context.value(),
-                     self.max_memory.text().strip())
+            describe(entry.folder(), device, dtype, self.context.value(),
+                     self.max_memory.text().strip(), stored)
         )  # fmt: skip
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)

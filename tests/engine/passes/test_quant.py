@@ -185,3 +185,16 @@ def test_tokenswift_on_stored_blocks_writes_plain_decodings_text(kind, tmp_path_
         got, stats = generate(sampling, drafting, sources)
         assert got == plain, sampling.greedy
         assert stats.accepted_drafts > 0, (sampling.greedy, "no speculation")
+
+
+def test_a_take_on_stored_blocks_says_stored_not_float32(tmp_path_factory):
+    """The stats (Speed dock, stored take, bench) name the loader's precision: a model on
+    stored blocks computes its activations in float32, and once said "float32" beside auto's
+    reason "measured ... vs float32"."""
+    from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+
+    model = stored_model("Q8_0", tmp_path_factory)
+    sampling = SamplingSettings(greedy=True)
+    gen = Generator(model, sampling, DraftSettings.plain(), calibrate=False)
+    list(gen.generate([5, 6, 7], 2))
+    assert gen.stats.dtype == "stored"

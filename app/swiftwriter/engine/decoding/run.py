@@ -26,7 +26,7 @@ from swiftwriter.engine.decoding.stats import RunStats, StepStats
 from swiftwriter.engine.decoding.threads import tuner
 from swiftwriter.engine.decoding.trie import Trie, best_size, build_trie, prune
 from swiftwriter.engine.decoding.window import ContextWindow
-from swiftwriter.engine.passes import ModelRunner, to_host
+from swiftwriter.engine.passes import ModelRunner, quantized_model, to_host
 
 
 @dataclass
@@ -39,6 +39,16 @@ class Request:
     seed: int | None = None
     pinned: Sequence[int] = ()
     min_new_tokens: int = 0
+
+
+STORED = "stored"  # the loader's name for a model computing from a GGUF file's blocks
+
+
+def precision_name(model, dtype: torch.dtype) -> str:
+    """The precision the stats say: "stored" for a model on a GGUF file's blocks (its
+    activations are float32, but calling it float32 contradicted the loader and `auto`'s
+    reason in the Speed dock), else the dtype's name."""
+    return STORED if quantized_model(model) else str(dtype).removeprefix("torch.")
 
 
 class Run:
@@ -64,7 +74,7 @@ class Run:
         self.committed = list(request.prompt)
         self.produced: list[int] = []
         self.stats = RunStats(prompt_tokens=len(request.prompt))
-        self.stats.dtype = str(self.runner.dtype).removeprefix("torch.")
+        self.stats.dtype = precision_name(gen.model, self.runner.dtype)
         self.stats.invariant = self.runner.invariant
         self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
         self._gated_s: dict[int, float] = {}
