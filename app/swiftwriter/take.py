@@ -211,27 +211,24 @@ class Take:
         session = self.session
         self.on_stats(LiveStats("measuring", self.target))
         prompt = session.build_prompt()
+        context = len(prompt) + self.target // 2
         base = measure_plain(  # at the take's middle: its steps run from the prompt to its end
-            session.model,
-            prompt,
-            self.request.sampling,
-            should_stop=stop,
-            context=len(prompt) + self.target // 2,
+            session.model, prompt, self.request.sampling, should_stop=stop, context=context
         )
         if base is not None:
             self.plain = base.tokens_per_s
             session.extra_stats.update(base.as_dict())
             self.on_baseline(base.as_dict())
-            self._recheck_dtype(base.tokens_per_s)
+            self._recheck_dtype(base.tokens_per_s, context)
 
-    def _recheck_dtype(self, plain_tokens_per_s: float) -> None:
+    def _recheck_dtype(self, plain_tokens_per_s: float, context: int | None = None) -> None:
         """Plain decoding just timed is evidence about the remembered dtype choice: the model
         marks it stale when this contradicts it (modelstore.loader.recheck_dtype), and the
         Speed dock says so."""
         observe = getattr(self.request.loaded, "observe_plain", None)
         if observe is None or plain_tokens_per_s <= 0:
             return
-        why = observe(1.0 / plain_tokens_per_s)
+        why = observe(1.0 / plain_tokens_per_s, context)
         if why:
             again = f"auto's remembered choice is measured again at the next load: {why}"
             self.dtype_why = f"{self.dtype_why}; {again}" if self.dtype_why else again

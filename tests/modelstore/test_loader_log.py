@@ -22,4 +22,9 @@ def test_a_load_logs_its_folder_dtype_kernel_and_drafter(tmp_path, caplog, one_t
     said = [r.getMessage() for r in caplog.records if r.name == "swiftwriter.modelstore.loader"]
     assert f"loading tiny-logged from {folder} on cpu in float32 (chosen by hand)" in said[0]
     assert any(line.startswith("product kernel for tiny-logged in float32: ") for line in said)
+    # a model this small is not timed: a second or two a start would buy nothing
+    assert any("(unmeasured: under 20,000,000 parameters)" in line for line in said)
+    from swiftwriter.modelstore import measurements
+
+    assert not any("tiny-logged" in key for key in measurements._read())
     assert said[-1] == "loaded tiny-logged: LlamaForCausalLM, drafter missing"

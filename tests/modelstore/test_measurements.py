@@ -405,6 +405,24 @@ def test_what_a_take_observes_decides_fairly(quiet, tmp_path):
     assert "remembered 36 ms" in loader.recheck_dtype(entry, "float32", 0.020)
 
 
+def test_a_take_after_a_shorter_context_is_no_evidence_of_a_slower_pass(quiet, tmp_path):
+    """The remembered pass was timed after PASS_CONTEXT cached tokens; a take timed after
+    fewer reads a shorter cache, so being faster by up to SHORTER_CONTEXT says nothing (each
+    short take marked the default model's choice stale, and every start measured again)."""
+    entry = tiny_entry(tmp_path)
+    close = {"float32": {1: 0.036, 8: 0.045}, "bfloat16": {1: 0.034, 8: 0.043}}
+    key = plant(entry, as_new_format(close, "float32"))
+    short = loader.PASS_CONTEXT // 2
+    assert loader.recheck_dtype(entry, "float32", 0.020, context=short) == ""
+    assert loader.recheck_dtype(entry, "bfloat16", 0.030, context=short) == ""  # no flip
+    assert "stale" not in stored()[key]
+    why = loader.recheck_dtype(entry, "float32", 0.010, context=short)  # far faster still
+    assert why == "a take ran float32 at 10 ms per token, remembered 36 ms"
+    plant(entry, as_new_format(close, "float32"))
+    at_length = loader.recheck_dtype(entry, "float32", 0.020, context=loader.PASS_CONTEXT)
+    assert "remembered 36 ms" in at_length
+
+
 def test_kernel_and_layout_are_remembered_only_when_quiet(monkeypatch, data):
     """The kernel and few-row measurements go through the same check as the dtype's."""
     from tests.conftest import build_tiny

@@ -54,12 +54,13 @@ class LoadedModel:
         name = f"GGUF as stored: {self.stored}" if self.dtype == STORED else self.dtype
         return f"{name} ({self.dtype_why})" if self.dtype_why else name
 
-    def observe_plain(self, seconds_per_token: float) -> str:
-        """A take timed plain decoding at this speed: mark the remembered CPU dtype choice
-        stale when this contradicts it (recheck_dtype); why, or ""."""
+    def observe_plain(self, seconds_per_token: float, context: int | None = None) -> str:
+        """A take timed plain decoding at this speed, after `context` cached tokens: mark the
+        remembered CPU dtype choice stale when this contradicts it (recheck_dtype); why, or
+        ""."""
         if self.device != "cpu":
             return ""
-        return recheck_dtype(self.entry, self.dtype, seconds_per_token)
+        return recheck_dtype(self.entry, self.dtype, seconds_per_token, context)
 
 
 def pick_device(device: str = "auto") -> str:
@@ -271,19 +272,30 @@ def dtype_reason(found: measurements.Measured) -> str:
 
 
 RECHECK = 1.5  # a take's plain decoding this much faster than remembered: measured again
+# A take timed with fewer cached tokens than the measurement's PASS_CONTEXT reads a shorter
+# cache: up to this much faster for the same weights (the default model as stored: 4.7 ms a
+# token after 300 tokens against 8.1 ms after 1,000), which is no evidence against it
+SHORTER_CONTEXT = 2.0
 
 
-def recheck_dtype(entry: ModelEntry, dtype: str, seconds_per_token: float) -> str:
+def recheck_dtype(
+    entry: ModelEntry, dtype: str, seconds_per_token: float, context: int | None = None
+) -> str:
     """Mark the remembered dtype choice stale when a take's plain decoding contradicts it: it
     ran `dtype` RECHECK times faster than the one-token pass remembered for it (the entry was
     taken under load), or fast enough that the other dtype would not have been chosen. A
-    take's step also pays sampling and other contexts, so only a faster take is evidence.
-    Returns why it was marked, or ""."""
+    take's step also pays sampling and other contexts, so only a faster take is evidence;
+    one timed after fewer than PASS_CONTEXT cached tokens (`context`) counts as SHORTER_CONTEXT
+    times slower (every short take once marked the default model's choice stale, so every
+    start measured it again). Returns why it was marked, or ""."""
     if not measurements.cache_file().is_file():
         return ""
     found = measurements.stored(dtype_key(entry))
     if found is None or found.get("stale") or seconds_per_token <= 0:
         return ""
+    timed = seconds_per_token
+    if context is not None and context < PASS_CONTEXT:
+        seconds_per_token *= SHORTER_CONTEXT
     costs = pass_costs(found.get("seconds") or {})
     remembered = costs.get(dtype, {}).get("1")
     if not remembered or seconds_per_token >= remembered:
@@ -295,8 +307,26 @@ def recheck_dtype(entry: ModelEntry, dtype: str, seconds_per_token: float) -> st
         why = f"faster than {found.get('value')} remembered"
     else:
         return ""
-    why = f"a take ran {dtype} at {ms(seconds_per_token)} per token, {why}"
+    why = f"a take ran {dtype} at {ms(timed)} per token, {why}"
     return why if measurements.mark_stale(dtype_key(entry), why) else ""
+
+
+# Below this many parameters a model's products take microseconds: timing the kernels and the
+# layout (a second or two at each start in a new data folder) costs more than any choice saves
+MEASURED_FROM_PARAMETERS = 20_000_000
+
+
+def too_small_to_measure(model) -> bool:
+    return sum(p.numel() for p in model.parameters()) < MEASURED_FROM_PARAMETERS
+
+
+def set_kernel_unmeasured(entry: ModelEntry, model, dtype: str) -> None:
+    """The stock kernel and layout for a model too small to time (too_small_to_measure)."""
+    from swiftwriter.engine.passes import STOCK_KERNEL, set_kernel
+
+    set_kernel(model, STOCK_KERNEL)
+    log.debug("product kernel for %s in %s: %s (unmeasured: under %s parameters)", entry.id,
+              dtype, STOCK_KERNEL, f"{MEASURED_FROM_PARAMETERS:,}")  # fmt: skip
 
 
 def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
@@ -527,9 +557,12 @@ def load(
         )
 
         transpose_linear_weights(model)
-        kernel = kernel_here(entry, model, dtype)
-        if kernel == "stock":  # oneDNN reads the [in, out] layout for any row count
-            add_few_row_copies(model, few_rows_here(entry, model, dtype))
+        if too_small_to_measure(model):
+            set_kernel_unmeasured(entry, model, dtype)
+        else:
+            kernel = kernel_here(entry, model, dtype)
+            if kernel == "stock":  # oneDNN reads the [in, out] layout for any row count
+                add_few_row_copies(model, few_rows_here(entry, model, dtype))
         merge_projections(model)
     if chosen and device == "cpu" and device_map is None:
         exact_by_default_here(model)
