@@ -14,10 +14,12 @@ def test_run_command_opens_app_on_default_model():
     """What `make run` does, minus the event loop: start, load the default model, quit."""
     from tests.conftest import TEST_ROOT
 
-    # the session's models (the writer's converted default model, linked), not this test's
+    # the session's models (the writer's converted default model, linked) and data, not this
+    # test's: a second start, which finds the precision measured by an earlier one (a first
+    # start measures it: test_default_model's command line does, ~30 s)
     models = str(TEST_ROOT / "models")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", SWIFTWRITER_EXIT_WHEN_READY="1",
-               SWIFTWRITER_MODELS_DIR=models)  # fmt: skip
+               SWIFTWRITER_MODELS_DIR=models, SWIFTWRITER_DATA_DIR=str(TEST_ROOT / "data"))  # fmt: skip
     result = subprocess.run(
         [sys.executable, "-m", "swiftwriter"], env=env, capture_output=True, text=True, timeout=300
     )
