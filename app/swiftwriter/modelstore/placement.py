@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore.gguf_weights import STORED  # a GGUF's blocks: no bytes a weight
 
 _UNITS = {
     "b": 1,
@@ -28,7 +29,6 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _DEVICE = re.compile(r"^(cpu|disk|mps|cuda:\d+|\d+)$")
 _ONE_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-STORED = "stored"  # a GGUF file's blocks computed as stored (gguf_weights.py): no bytes a weight
 
 
 def parse_size(text: str) -> int:
