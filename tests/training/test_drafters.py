@@ -361,3 +361,54 @@ def test_coupled_candidates_are_the_drafters_draws_under_the_noise(tiny_llama, t
     assert (
         greedy._top(state, None, 3, 1)[0][0].tolist() == x[0].softmax(-1).topk(3).indices.tolist()
     )
+
+
+def test_the_fastest_sampler_draws_the_drafters_tree_from_q_and_leaves_plain_text_alone(
+    tiny_llama, tiny_data, trained
+):
+    """The "fastest" sampler (engine/decoding/rejection.py): the drafter keeps each node's draws
+    and its distribution q for the walk, its tree has one shape whatever it drew (a grow
+    threshold or a value-sorted beam would make the trie depend on the draws), drafts are
+    accepted, and plain decoding writes the same text under either sampler."""
+    from swiftwriter.engine.decoding.drafter_source import DrafterSource
+    from swiftwriter.engine.decoding.rejection import RejectionDraws
+
+    prompt = tiny_data["tokens"][-1, :20].tolist()
+    for seed in range(3):
+        texts = [
+            [
+                t
+                for ev in Generator(
+                    tiny_llama, CREATIVE, DraftSettings(sources=(), max_nodes=0, sampler=sampler)
+                ).generate(prompt, 40, seed=seed)
+                for t in ev.tokens
+            ]
+            for sampler in ("same-text", "fastest")
+        ]
+        assert texts[0] == texts[1], seed
+
+    source = DrafterSource(trained["recurrent"], tiny_llama, tree=(3, 2), grow=0.5)
+    source.start(CREATIVE, 256)
+    source.set_feature(torch.randn(tiny_llama.config.hidden_size))
+    shapes = []
+    for seed in (1, 2):
+        source.sample_drafts(RejectionDraws(seed).next_call())
+        cands = source.propose(prompt, 20)
+        shapes.append([(len(c.tokens), c.ranks) for c in cands])
+        records = source.drawn()
+        assert set(records) == {()} | {c.tokens for c in cands if len(c.tokens) == 1}
+        for record in records.values():
+            assert abs(float(record.probs.sum()) - 1) < 1e-9
+            q = dict(zip(record.ids.tolist(), record.probs.tolist(), strict=True))
+            assert all(q.get(x, 0) > 0 for x in record.drawn)
+            assert len(set(record.drawn)) == len(record.drawn)  # without replacement
+    assert shapes[0] == shapes[1] and len(shapes[0]) == 3 + 3 * 2
+
+    drafting = DraftSettings(
+        sources=("heads",), max_nodes=12, adaptive=False, head_tree=(3, 2), sampler="fastest"
+    )
+    gen = Generator(tiny_llama, CREATIVE, drafting, drafter=trained["recurrent"])
+    for seed in range(3):
+        for _ in gen.generate(prompt, 60, seed=seed):
+            pass
+        assert gen.stats.sampler == "fastest" and gen.stats.accepted_drafts > 0

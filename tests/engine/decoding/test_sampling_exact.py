@@ -21,6 +21,7 @@ from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 PROMPT = [3, 7, 3, 7, 5]
 SETTINGS = SamplingSettings(greedy=False, penalty=1.3, window=4, temperature=1.0, min_p=0.05)
 N_SAMPLES = 4_000
+N_FASTEST = 2_500  # as many as the biased rule needs to fail at p = 4e-8
 
 
 class FixedDrafts(CandidateSource):
@@ -157,3 +158,69 @@ def test_the_same_check_rejects_a_biased_sampler(tiny_vocab_model, setup):
     joint, drafts = setup
     counts, _ = sample_many(tiny_vocab_model, drafts, LongestMatchOfIndependentSamples, n=2500)
     assert chi_square_p(counts, joint, 2500) < 1e-4  # measured 4e-8
+
+
+class DrawingSource(CandidateSource):
+    """A drafter for the "fastest" sampler: at the root it draws three tokens from `q` without
+    replacement, under the first two of them two more, with the noise the run hands it, and
+    keeps the draws by path, as the learned drafter does."""
+
+    name = "drawing"
+
+    def __init__(self, q: torch.Tensor):
+        self.q, self.noise, self.records = q, None, {}
+
+    def observe(self, tokens):
+        pass
+
+    def sample_drafts(self, noise):
+        self.noise = noise
+
+    def drawn(self):
+        return self.records
+
+    def _draw(self, path, level, row, k):
+        from swiftwriter.engine.decoding.rejection import DraftRecord
+
+        ids = torch.arange(len(self.q))
+        top = (self.q.log() + self.noise(level, row, len(self.q))[ids]).topk(k)
+        drawn = tuple(int(i) for i in top.indices)
+        self.records[path] = DraftRecord(ids, self.q, drawn)
+        return drawn
+
+    def propose(self, context, max_candidates):
+        self.records = {}
+        out = []
+        for slot, a in enumerate(self._draw((), 0, 0, 3)):
+            out.append(Candidate(self.name, (a,), ranks=(slot,)))
+            if slot < 2:
+                for sub, b in enumerate(self._draw((a,), 1, slot, 2)):
+                    out.append(Candidate(self.name, (a, b), ranks=(slot, sub)))
+        return out
+
+
+@pytest.mark.slow
+def test_the_fastest_sampler_matches_plain_distribution(tiny_vocab_model, setup):
+    """The rejection walk (rejection.py) with a drafter drawing several siblings at two depths
+    and a source of fixed drafts (point masses) in one trie: the same joint distribution."""
+    joint, drafts = setup
+    first = torch.zeros(16, dtype=torch.float64)
+    for (a, _b, _c), p in joint.items():
+        first[a] += p
+    q = 0.5 * first + 0.5 / 16  # near the target at depth 1, off it below
+    drafting = DraftSettings(sources=(), max_nodes=8, adaptive=False, sampler="fastest")
+    counts: dict[tuple, int] = {}
+    accepted = 0
+    drawing = DrawingSource(q)
+    sources = [drawing, FixedDrafts(drafts)]
+    gen = Generator(tiny_vocab_model, SETTINGS, drafting, sources=sources, calibrate=False)
+    for seed in range(N_FASTEST):
+        out = []
+        for ev in gen.generate(PROMPT, 3, seed=seed):
+            out.extend(ev.tokens)
+        accepted += gen.stats.accepted_drafts
+        counts[tuple(out[:3])] = counts.get(tuple(out[:3]), 0) + 1
+    assert accepted > N_FASTEST * 0.5, "drafts were rarely accepted: the test would prove little"
+    assert drawing.records, "the drafter never drew"
+    p = chi_square_p(counts, joint, N_FASTEST)
+    assert p > 0.01, f"the fastest sampler does not match plain sampling (p={p:.2e})"

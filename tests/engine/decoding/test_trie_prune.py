@@ -4,6 +4,7 @@ exactness, so only a direct check sees it)."""
 
 from __future__ import annotations
 
+from swiftwriter.engine.decoding.sources import Candidate
 from swiftwriter.engine.decoding.trie import Trie, prune
 
 
@@ -37,3 +38,35 @@ def test_prune_keeps_exactly_the_most_probable_nodes():
             parent = pruned.parents[node]
             assert parent < node and pruned.children[parent][pruned.tokens[node]] == node
             assert pruned.depths[node] == pruned.depths[parent] + 1
+
+
+def test_pruned_apart_a_kept_node_does_not_depend_on_the_other_groups_tokens():
+    """The "fastest" sampler's trie (trie.build_apart): each group is pruned on its own
+    estimates and merged only after, so which drafted positions stay is the same whether the
+    drafter's tokens happen to equal the counting sources' or not, and merged ones share a
+    node."""
+    from swiftwriter.engine.decoding.trie import build_apart
+
+    def estimate(source, depth, rank):
+        return {"heads": 0.6, "ngram": 0.5}[source] / (1 + rank) ** 0.5 / depth
+
+    counted = [Candidate("ngram", (5, 6, 7), 0), Candidate("ngram", (8,), 1)]
+
+    def kept(drafted_tokens):
+        drafted = [
+            Candidate("heads", (a,), ranks=(i,)) for i, a in enumerate(drafted_tokens[:3])
+        ] + [Candidate("heads", (drafted_tokens[0], b), ranks=(0, j))
+             for j, b in enumerate(drafted_tokens[3:])]  # fmt: skip
+        trie = build_apart(0, [drafted, counted], estimate, 8, lambda probs: 5)
+        heads = sorted(
+            (trie.depths[i], trie.source_ranks[i]["heads"])
+            for i in range(1, len(trie))
+            if "heads" in trie.sources[i]
+        )
+        return trie, heads
+
+    apart, heads_apart = kept([20, 21, 22, 30, 31])
+    merged, heads_merged = kept([5, 8, 22, 6, 31])  # two of them the n-gram's own tokens
+    assert heads_apart == heads_merged
+    assert len(merged) < len(apart)  # the same kept nodes, merged where tokens agree
+    assert merged.sources[merged.children[0][5]] == ("heads", "ngram")

@@ -16,6 +16,7 @@ import torch
 
 from swiftwriter.engine.decoding.drafter_files import DrafterBundle
 from swiftwriter.engine.decoding.logits import LogitsPipeline, PenaltyWindow, penalise
+from swiftwriter.engine.decoding.rejection import DraftRecord
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 from swiftwriter.engine.passes import compute_dtype, execution_device, row_values
@@ -122,6 +123,11 @@ class DrafterSource(CandidateSource):
         # and the noise each drafted position will be drawn with (couple)
         self.sampler: LogitsPipeline | None = None
         self.noise_ahead = None
+        # the "fastest" sampler: this call's own noise (sample_drafts) and what was drawn,
+        # by path (rejection.DraftRecord)
+        self.fresh = None
+        self.records: dict[tuple[int, ...], DraftRecord] = {}
+        self._row_records: list[DraftRecord] = []
         self.draft_penalty = 1.0  # for the drafter's logits (DRAFT_PENALTY_SHARE)
         self.module.to(self.dtype)
         # the draft head's product: the [H, N] matrix's own (MKL's fast one), or oneDNN's
@@ -151,6 +157,8 @@ class DrafterSource(CandidateSource):
         own window (a fresh one when drafting alone, as in tests)."""
         self.feature = None
         self.noise_ahead = None
+        self.fresh = None
+        self.records = {}
         self.sampler = (
             None
             if sampling.greedy
@@ -174,6 +182,20 @@ class DrafterSource(CandidateSource):
         target will draw with (logits.Draws), instead of its most likely ones."""
         self.noise_ahead = noise
 
+    def sample_drafts(self, noise) -> None:
+        """The "fastest" sampler: the next call draws from the drafter's processed distribution
+        with this noise, keeps each node's draws (`drawn`), and ranks its drafts by draw order,
+        so the trie's shape never depends on what was drawn (rejection.py)."""
+        self.fresh = noise
+
+    def drawn(self) -> dict:
+        return self.records
+
+    def _rank(self, slot: int, p: float) -> int:
+        """A draft's rank: its confidence bin, or under the "fastest" sampler its place among
+        its siblings (a bin would depend on the draw)."""
+        return min(slot, len(CONFIDENCE_BINS)) if self.fresh is not None else confidence_rank(p)
+
     def set_feature(self, feature: torch.Tensor) -> None:
         """Fused mode: the state of the node before the newest token."""
         self.feature = feature.detach().to("cpu", self.dtype)
@@ -193,6 +215,8 @@ class DrafterSource(CandidateSource):
         ids the run's filters leave no chance fill the rest by likelihood."""
         x = penalise(self.draft_logits(states).float(), presence, self.draft_penalty)
         probs = x.softmax(-1)
+        if self.fresh is not None and self.sampler is not None:
+            return self._sample(x, probs, k, level)
         if self.noise_ahead is None or self.sampler is None:
             top = probs.topk(k, dim=-1)
             return top.indices, top.values
@@ -209,8 +233,30 @@ class DrafterSource(CandidateSource):
         indices = torch.tensor(rows)
         return indices, probs.gather(-1, indices)
 
+    def _sample(self, x, probs, k: int, level: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """`_top` for the "fastest" sampler: each row draws k without replacement from its
+        processed distribution q (the top k of log q + the row's own noise, in float64, so the
+        draws follow q as the acceptance assumes), and keeps (q, the draws) for the walk;
+        likely ids fill the rest, judged as point masses."""
+        likely = probs.topk(k, dim=-1).indices.tolist()
+        rows, self._row_records = [], []
+        for r, (row, extra) in enumerate(zip(x, likely, strict=True)):
+            kept, values = self.sampler.kept(row)
+            values = values.double()
+            noise = self.fresh(level, r, len(self.vocab))[kept]
+            top = (values + noise).topk(min(k, len(kept)))
+            drawn = kept[top.indices[top.values > float("-inf")]].tolist()
+            ids = self.vocab[kept]
+            self._row_records.append(
+                DraftRecord(ids, values.softmax(-1), tuple(self.vocab_list[i] for i in drawn))
+            )
+            rows.append((drawn + [i for i in extra if i not in drawn])[:k])
+        indices = torch.tensor(rows)
+        return indices, probs.gather(-1, indices)
+
     @torch.inference_mode()
     def propose(self, context: Sequence[int], max_candidates: int) -> list[Candidate]:
+        self.records = {}
         if self.feature is None or not context:
             return []
         return self.draft(context, None, self.tree)
@@ -230,17 +276,21 @@ class DrafterSource(CandidateSource):
     def _propose_linear(self, presence, first, tree) -> list[Candidate]:
         states = self.module(self.feature[None])
         levels = [first] if first is not None else []
+        records: list[DraftRecord | None] = [None] * len(levels)  # a given first level drew none
         for k, state in zip(tree, states, strict=False):
             indices, values = self._top(state, presence, k, len(levels))
             ids = [self.vocab_list[i] for i in indices[0].tolist()]
             levels.append(list(zip(ids, values[0].tolist(), strict=True)))
+            records.append(self._row_records[0] if self.fresh is not None else None)
         out: list[Candidate] = []
         paths: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())]
-        for level in levels:
+        for depth, level in enumerate(levels):
+            for toks, _ in paths if records[depth] is not None else ():
+                self.records[toks] = records[depth]  # a level draws once, for all its parents
             paths = [
-                (toks + (tok,), ranks + (confidence_rank(p),))
+                (toks + (tok,), ranks + (self._rank(slot, p),))
                 for toks, ranks in paths
-                for tok, p in level
+                for slot, (tok, p) in enumerate(level)
             ]
             out.extend(Candidate(self.name, t, r[-1], ranks=r) for t, r in paths)
         return out
@@ -248,6 +298,8 @@ class DrafterSource(CandidateSource):
     def _to_grow(self, nodes: list) -> list:
         """The nodes (most probable first) expanded at the next depth: the beam's, while the
         path probability holds `grow` (EAGLE-2's dynamic tree)."""
+        if self.fresh is not None:  # "fastest": the shape may not depend on what was drawn
+            return nodes[: self.beam]
         return [n for n in nodes[: self.beam] if n[4] >= self.grow]
 
     def _propose_recurrent(self, last_token: int, presence, first, tree) -> list[Candidate]:
@@ -257,8 +309,8 @@ class DrafterSource(CandidateSource):
             frontier = [(self.feature, last_token, (), (), 1.0)]
         else:
             frontier = []
-            for tok, p in first:
-                node = (self.feature, tok, (tok,), (confidence_rank(p),), p)
+            for slot, (tok, p) in enumerate(first):
+                node = (self.feature, tok, (tok,), (self._rank(slot, p),), p)
                 frontier.append(node)
                 out.append(Candidate(self.name, node[2], node[3][-1], ranks=node[3]))
             frontier = self._to_grow(frontier)
@@ -271,17 +323,22 @@ class DrafterSource(CandidateSource):
             indices, values = self._top(states, presence, k, len(frontier[0][2]))
             children = []
             for row, (_f, _t, path, ranks, p_path) in enumerate(frontier):
-                for i, p in zip(indices[row].tolist(), values[row].tolist(), strict=True):
+                if self.fresh is not None:
+                    self.records[path] = self._row_records[row]
+                for slot, (i, p) in enumerate(
+                    zip(indices[row].tolist(), values[row].tolist(), strict=True)
+                ):
                     tok = self.vocab_list[i]
                     cand = (
                         states[row],
                         tok,
                         path + (tok,),
-                        ranks + (confidence_rank(p),),
+                        ranks + (self._rank(slot, p),),
                         p_path * p,
                     )
                     children.append(cand)
                     out.append(Candidate(self.name, cand[2], cand[3][-1], ranks=cand[3]))
-            children.sort(key=lambda c: -c[4])
+            if self.fresh is None:  # the "fastest" sampler grows by draw order, not by value
+                children.sort(key=lambda c: -c[4])
             frontier = self._to_grow(children)
         return out

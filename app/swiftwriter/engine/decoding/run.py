@@ -21,10 +21,11 @@ from swiftwriter.engine.decoding.estimate import (
     SourceGate,
 )
 from swiftwriter.engine.decoding.logits import Draws, GumbelRow, PenaltyWindow
+from swiftwriter.engine.decoding.rejection import FASTEST, RejectionDraws, resolve
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
 from swiftwriter.engine.decoding.threads import tuner
-from swiftwriter.engine.decoding.trie import Trie, best_size, build_trie, prune
+from swiftwriter.engine.decoding.trie import Trie, best_size, build_apart, build_trie, prune
 from swiftwriter.engine.decoding.window import ContextWindow
 from swiftwriter.engine.passes import ModelRunner, quantized_model, to_host
 
@@ -69,13 +70,20 @@ class Run:
         self.learner = ShadowLearner(self.estimator)
         self.window = PenaltyWindow(gen.vocab_size, self.sampling.window, device=self.runner.device)
         self.draws = self._draws(request.seed)
-        self.batched = gen.batched_accept  # every node's choice in one read per step
+        # the "fastest" sampler's walk (rejection.py): drafts judged by recursive rejection
+        fastest = self.draws is not None and self.drafting.sampler == FASTEST
+        self.rejection = RejectionDraws(self.draws.seed) if fastest else None
+        self._drawn: dict[tuple[int, ...], object] = {}  # this step's drafters' draws, by path
+        self._sampled: set[str] = set()  # the sources that drew them
+        # every node's choice in one read per step (the rejection walk goes node by node)
+        self.batched = gen.batched_accept and self.rejection is None
         self._read_features: dict[str, torch.Tensor] = {}
         self.committed = list(request.prompt)
         self.produced: list[int] = []
         self.stats = RunStats(prompt_tokens=len(request.prompt))
         self.stats.dtype = precision_name(gen.model, self.runner.dtype)
         self.stats.invariant = self.runner.invariant
+        self.stats.sampler = "greedy" if self.draws is None else self.drafting.sampler
         self.view = ContextWindow(gen.max_context, gen.context, request.prompt, request.pinned)
         self._gated_s: dict[int, float] = {}
         # tokens committed since the sources last saw the text: plain steps leave them here
@@ -98,7 +106,7 @@ class Run:
         measured once per model."""
         for src in self.sources:
             src.start(self.sampling, self.gen.vocab_size, self.window)
-            if self.draws is not None and self.drafting.couple:
+            if self.draws is not None and self.drafting.couple and self.rejection is None:
                 src.couple(self.noise_ahead)
         if any(s.wants_feature == "prenorm" for s in self.readers):
             self.runner.enable_prenorm()
@@ -185,18 +193,25 @@ class Run:
         self._catch_up()
         out = []
         vocab = self.gen.vocab_size
+        self._drawn, self._sampled = {}, set()
         for src in self.sources:
             gate = self.gates.get(id(src))
             if gate is not None and not gate.wanted():
                 self.stats.gated_skips += 1
                 continue
             t = time.perf_counter()
+            if self.rejection is not None:
+                src.sample_drafts(self.rejection.next_call())
             # a draft the model cannot read (a damaged history's ids) is never verified
             out.extend(
                 c
                 for c in src.propose(self.committed, self.drafting.ngram_branches)
                 if all(0 <= token < vocab for token in c.tokens)
             )
+            drawn = src.drawn() if self.rejection is not None else {}
+            if drawn:
+                self._drawn.update(drawn)
+                self._sampled.add(src.name)
             if gate is not None:
                 self._gated_s[id(src)] = time.perf_counter() - t
         return out
@@ -212,15 +227,27 @@ class Run:
         self.learner.update(self.committed)
 
     def build_trie(self, candidates: list[Candidate]) -> Trie:
-        """The proposals merged, then pruned to the size the cost model says pays best."""
-        trie = build_trie(self.committed[-1], candidates, self.estimator, self.drafting.max_depth)
+        """The proposals merged, then pruned to the size the cost model says pays best (under
+        the "fastest" sampler, the drawn drafts pruned apart from the others and merged after,
+        so whether a node is kept never depends on what a drafter drew below it)."""
+        root, depth = self.committed[-1], self.drafting.max_depth
+        trie = build_trie(root, candidates, self.estimator, depth)
         self.learner.add(len(self.committed), trie)
         budget = min(self.drafting.max_nodes, self.room() - 1)
-        keep = 0
-        if budget > 0 and len(trie) > 1:
-            probs = sorted(trie.probs[1:], reverse=True)
-            keep = best_size(probs, self.gen.costs, budget) if self.drafting.adaptive else budget
-        return prune(trie, keep)
+
+        def size(probs: list[float]) -> int:
+            if budget <= 0 or not probs:
+                return 0
+            probs = sorted(probs, reverse=True)
+            return best_size(probs, self.gen.costs, budget) if self.drafting.adaptive else budget
+
+        if self._sampled:
+            groups = (
+                [c for c in candidates if c.source in self._sampled],
+                [c for c in candidates if c.source not in self._sampled],
+            )
+            return build_apart(root, groups, self.estimator, depth, size)
+        return prune(trie, size(trie.probs[1:]))
 
     def verify(self, trie: Trie) -> None:
         """One model pass over every trie node (waited for when timings are synchronised, so
@@ -251,7 +278,10 @@ class Run:
         there, or, `batched`, every node's at once with one read from the device. End-of-text
         is forbidden for the request's first `min_new_tokens` tokens. Returns (accepted nodes,
         new tokens)."""
-        choose = self._choose_all(trie).__getitem__ if self.batched else self._chooser(trie)
+        if self.batched:
+            choose = self._choose_all(trie).__getitem__
+        else:
+            choose = self._chooser(trie, self._judge if self.rejection is not None else None)
         eos_ids = self.gen.eos_ids
         node, path, new = 0, [], []
         while True:
@@ -263,8 +293,9 @@ class Run:
             path.append(child)
             node = child
 
-    def _chooser(self, trie: Trie):
-        """Plain decoding's choice after one node, computed when the walk gets there."""
+    def _chooser(self, trie: Trie, judge=None):
+        """Plain decoding's choice after one node, computed when the walk gets there (or,
+        with `judge`, the "fastest" sampler's: `judge(processed, trie, node)`)."""
         pipeline, sampling = self.gen.pipeline, self.sampling
         banned = max(0, self.request.min_new_tokens - len(self.produced))
         eos = sorted(self.gen.eos_ids)
@@ -278,12 +309,29 @@ class Run:
             presence = self.window.presence(above) if sampling.penalty != 1.0 else None
             context = self.window.context(above) if sampling.dry_multiplier > 0 else None
             processed = pipeline.process(logits, presence, context)
-            token = pipeline.choose(processed, self.noise(trie.depths[node]))
+            if judge is not None:
+                token = judge(processed, trie, node)
+            else:
+                token = pipeline.choose(processed, self.noise(trie.depths[node]))
             raw = logits.reshape(-1).float()
             self._nats[node] = float(torch.logsumexp(raw, -1) - raw[token])
             return token
 
         return choose
+
+    def _judge(self, processed: torch.Tensor, trie: Trie, node: int) -> int:
+        """The "fastest" sampler at one node: its drafter's draws and its other children judged
+        by recursive rejection against the target's processed row (rejection.resolve)."""
+        depth = trie.depths[node]
+        position = len(self.produced) + depth
+        token, _accepted = resolve(
+            processed.reshape(-1),
+            self._drawn.get(tuple(trie.path_to(node))),
+            list(trie.children[node]),
+            lambda j: self.rejection.uniform(position, j),
+            self.noise(depth),
+        )
+        return token
 
     def _sync(self) -> None:
         if self.gen.sync_timing and self.runner.device.type == "cuda":

@@ -9,6 +9,12 @@ from swiftwriter.errors import UserError
 # Below this a draw is greedy decoding in all but name, and far below it the scaled logits
 # overflow (1e-320 is 0 in float32: a take wrote nothing); Precise is the greedy mode.
 MIN_TEMPERATURE = 0.01
+# How speculation judges sampled drafts (DraftSettings.sampler): the same text per seed as
+# plain decoding, or the most accepted drafts for the same distribution.
+SAMPLERS = ("same-text", "fastest")
+# The app's and `generate`'s sampler: the one measured faster on the held-out suite in
+# Creative on this project's reference machine (README, "Speed, measured").
+DEFAULT_SAMPLER = "same-text"
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,15 @@ class DraftSettings:
     # Sampling: drafters propose what their own distribution draws under the noise the target
     # will draw with (logits.Draws), not their most likely tokens. Off only to measure it.
     couple: bool = True
+    # Sampling: how drafts are judged (SAMPLERS). "same-text": the shared-noise coupling above,
+    # so a seed writes plain decoding's text; "fastest": recursive rejection sampling
+    # (engine/decoding/rejection.py), drafts accepted at 1 - TV, the same distribution but
+    # another text per seed. Greedy modes judge by the argmax either way.
+    sampler: str = "same-text"
 
     def __post_init__(self):
+        if self.sampler not in SAMPLERS:
+            raise UserError(f"The sampler is one of {', '.join(SAMPLERS)}, not '{self.sampler}'")
         if self.max_nodes < 0 or self.max_depth < 1:
             raise UserError("max_nodes must be >= 0 and max_depth >= 1")
         if not 0.0 <= self.head_grow < 1.0:

@@ -53,6 +53,17 @@ class CandidateSource:
         can propose the ones its own distribution draws under the same noise (logits.Draws);
         one that counts continuations can rank them so (`coupled_order`)."""
 
+    def sample_drafts(self, noise) -> None:
+        """The "fastest" sampler (rejection.py), before each `propose`: a source that scores
+        tokens draws this call's drafts from its own distribution with `noise(level, row,
+        size)` (Gumbel rows no other call reads) and keeps what it drew (`drawn`); one that
+        counts continuations proposes them as before, judged as point masses."""
+
+    def drawn(self) -> dict:
+        """{path below the committed text: rejection.DraftRecord} for the last `propose`
+        after `sample_drafts`; empty for a source that proposes without chance."""
+        return {}
+
     def observe(self, tokens: Sequence[int]) -> None:  # pragma: no cover - interface
         """New committed tokens (the prompt first, then each step's output)."""
         raise NotImplementedError

@@ -70,6 +70,9 @@ class RunStats:
     # one-token pass computes it): then speculation wrote plain decoding's text exactly.
     dtype: str = ""
     invariant: bool = False
+    # How drafts were judged: "greedy", or the sampler (settings.SAMPLERS): "same-text" keeps
+    # plain decoding's text for the seed, "fastest" its distribution only
+    sampler: str = ""
     # The compute threads the last pass ran on, and why (engine/decoding/threads.py)
     threads: int = 0
     threads_why: str = ""
@@ -185,6 +188,7 @@ class RunStats:
             "quality": self.quality,
             "dtype": self.dtype,
             "invariant": self.invariant,
+            "sampler": self.sampler,
             "threads": self.threads,
             "threads_why": self.threads_why,
         }
