@@ -73,6 +73,7 @@ class LiveStats:
     dtype: str = ""
     dtype_why: str = ""  # how `auto` chose it (modelstore.loader.dtype_reason), "" by hand
     invariant: bool = False
+    sampler: str = ""  # "greedy", "same-text" or "fastest" (engine settings.SAMPLERS)
     threads: int = 0  # the compute threads the take runs on (engine/decoding/threads.py)
     threads_why: str = ""
     plain_steps: int = 0  # steps decoded plainly because drafting measured slower
@@ -259,6 +260,7 @@ class Take:
                     "prefill_s": run.prefill_s,
                     "dtype": run.dtype,
                     "invariant": run.invariant,
+                    "sampler": run.sampler,
                     "threads": run.threads,
                     "threads_why": run.threads_why,
                     "plain_steps": run.plain_steps,
@@ -349,6 +351,7 @@ LIVE_FIELDS = (
     "decode_s",
     "dtype",
     "invariant",
+    "sampler",
     "threads",
     "threads_why",
     "plain_steps",

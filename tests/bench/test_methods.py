@@ -88,7 +88,8 @@ def test_sampled_bench_reports_quality_not_identity(tiny_vocab_model):
     # A fixed trie budget: the adaptive one follows measured pass times, and on a loaded
     # machine it may draft nothing at all, so "drafts were accepted" below would be timing.
     fixed = DraftSettings(adaptive=False)
-    report = run_bench(tiny_vocab_model, prompt, 48, sampling, ["hf", "ar", "tokenswift"], 1, fixed)
+    methods = ["hf", "ar", "tokenswift", "tokenswift-fastest"]
+    report = run_bench(tiny_vocab_model, prompt, 48, sampling, methods, 1, fixed)
     for method, row in report.items():
         assert row["tokens"] == 48, method
         assert row["identical_to_hf"] is None and "first_divergence" not in row, method
@@ -99,6 +100,11 @@ def test_sampled_bench_reports_quality_not_identity(tiny_vocab_model):
     assert report["tokenswift"]["forward_passes"] < 48  # and drafts were accepted on the way
     assert report["tokenswift"]["quality"] == report["tokenswift"]["stats"]["quality"]
     assert report["tokenswift"]["speedup_vs_ar"] is not None  # same text: a ratio
+    # the fastest sampler keeps the distribution, not the text: compared by time per token
+    fastest, ar = report["tokenswift-fastest"], report["ar"]
+    assert fastest["stats"]["sampler"] == "fastest" and fastest["forward_passes"] < 48
+    per_token = (ar["seconds"] / ar["tokens"]) / (fastest["seconds"] / fastest["tokens"])
+    assert fastest["speedup_vs_ar"] == pytest.approx(per_token, rel=0.01)
     assert "tokenswift" in format_table(report)
 
 

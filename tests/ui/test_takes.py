@@ -380,3 +380,43 @@ def test_the_speed_dock_forgets_the_last_take_with_its_project(qtbot, window, ma
     assert window.open_project(path)
     assert {label.text() for label in dock.labels.values()} == {"–"}
     assert dock.summary.text() == "" and dock.chart.rates == []
+
+
+def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
+    """Creative's sampler is the writer's choice (Precise has none to make), it reaches the
+    take's drafting settings, and the Speed dock says which one ran and what it keeps."""
+    from swiftwriter.engine.decoding.settings import DEFAULT_SAMPLER
+    from swiftwriter.take import LiveStats
+    from swiftwriter.ui.stats_dock import StatsDock
+    from swiftwriter.ui.take_panel import SAMPLER_LABELS, TakePanel
+
+    from PySide6.QtGui import QAction
+
+    names = ("generate", "stop", "continue", "regenerate", "undo")
+    panel = TakePanel({name: QAction(name) for name in names})
+    qtbot.addWidget(panel)
+    assert panel.drafting().sampler == DEFAULT_SAMPLER
+    panel.sampler.setCurrentText("Fastest")
+    assert panel.drafting().sampler == "fastest" and set(SAMPLER_LABELS.values()) == {
+        "fastest",
+        "same-text",
+    }
+    panel.precise.setChecked(True)
+    assert not panel.sampler.isEnabled()
+    panel.creative.setChecked(True)
+    assert panel.sampler.isEnabled()
+
+    dock = StatsDock()
+    qtbot.addWidget(dock)
+    dock.update_stats(
+        LiveStats("generating", target=60, tokens=30, dtype="bfloat16", invariant=True,
+                  sampler="fastest")
+    )  # fmt: skip
+    assert dock.labels["sampler"].text().startswith("fastest: plain decoding's distribution")
+    assert "exact: plain decoding's distribution" in dock.labels["precision"].text()
+    dock.update_stats(
+        LiveStats("generating", target=60, tokens=40, dtype="bfloat16", invariant=True,
+                  sampler="same-text")
+    )  # fmt: skip
+    assert dock.labels["sampler"].text().startswith("same text per seed")
+    assert "exact: plain decoding's text" in dock.labels["precision"].text()

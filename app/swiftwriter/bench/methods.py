@@ -41,6 +41,7 @@ METHODS = (
     "ar",
     "tokenswift-noheads",
     "tokenswift",
+    "tokenswift-fastest",
     "tokenswift-fullcache",
     "tokenswift+history",
     "ar-legacy",
@@ -248,8 +249,10 @@ def start_method(
         return _hf_generate(model, prompt, n, sampling, lookup=10)
     if method == "ar":
         return ours(model, prompt, n, sampling, DraftSettings.plain(), name)
-    if method == "tokenswift":  # with its learned drafter, when one is given
+    if method in ("tokenswift", "tokenswift-fastest"):  # with its drafter, when one is given
         base = drafting or DraftSettings()
+        if method == "tokenswift-fastest":  # the "fastest" sampler (engine/decoding/rejection.py)
+            base = dataclasses.replace(base, sampler="fastest")
         if drafter is not None and "heads" not in base.sources:
             base = dataclasses.replace(base, sources=("heads", *base.sources))
         return ours(
@@ -493,6 +496,10 @@ def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
                 round(hf.seconds / res.seconds, 3) if hf is not None and res.seconds else None
             )
             row["speedup_vs_ar"] = _ratio(ar, res, bool(same_as_ar))
+            if method.endswith("-fastest") and ar is not None:
+                # the same distribution as ar's, another text per seed: compared by time per
+                # token, over seeds and prompts (the suite's geometric mean)
+                row["speedup_vs_ar"] = round(_per_token(ar) / _per_token(res), 3)
         if llama is not None:  # another engine's own text: compared by time per token
             row["speedup_vs_llamacpp"] = round(_per_token(llama) / _per_token(res), 3)
         row["quality"] = quality.summary(res.tokens)

@@ -155,7 +155,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help=f"comma-separated (default {METHODS}; {SLIDE_METHODS} with a sliding window): hf, "
         "hf-lookup, ar, tokenswift-noheads (n-grams and suffix "
-        "matches only), tokenswift (with the model's drafter when it has one), ar-legacy and "
+        "matches only), tokenswift (with the model's drafter when it has one), "
+        "tokenswift-fastest (sampled text: tokenswift with the fastest sampler, drafts judged "
+        "by rejection sampling; the same distribution as ar, another text per seed, compared "
+        "by time per token: --methods ar,tokenswift,tokenswift-fastest compares the two "
+        "samplers in one run), ar-legacy and "
         "tokenswift-legacy (the earlier passes, not batch-invariant: what exactness costs), "
         "tokenswift-fullcache (the drafter's separate draft pass over the whole context instead "
         "of the partial cache: beside tokenswift --draft-mode pass it shows what the partial "
@@ -526,12 +530,13 @@ def _segments(args, tokenizer):
 def _not_lossless(report: dict, prompt: str | None, seed) -> list[str]:
     """One line per speculative method of ours whose text is not ar's (for the same prompt and
     seed): they promise exactly plain decoding's text (the -legacy passes, not batch-invariant,
-    and transformers' methods do not)."""
+    transformers' methods and the "fastest" sampler, which keeps only the distribution, do
+    not)."""
     run = f"prompt {prompt or 'default'}" + ("" if seed is None else f", seed {seed}")
     return [
         f"{method} wrote another text than ar ({run})"
         for method, row in report.items()
-        if method.startswith("tokenswift") and not method.endswith("-legacy")
+        if method.startswith("tokenswift") and not method.endswith(("-legacy", "-fastest"))
         if row.get("identical_to_ar") is False
     ]
 

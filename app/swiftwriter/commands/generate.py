@@ -19,7 +19,7 @@ from swiftwriter.commands.common import (
     renamed,
     sampler_overrides,
 )
-from swiftwriter.engine.decoding.settings import DEFAULT_MODE, MODES
+from swiftwriter.engine.decoding.settings import DEFAULT_MODE, DEFAULT_SAMPLER, MODES, SAMPLERS
 from swiftwriter.errors import UsageError, UserError
 
 
@@ -82,6 +82,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--min-p", type=non_negative_float, help="sampled text only")
     parser.add_argument(
         "--seed", type=int, default=None, help="sampled text only (default: random)"
+    )
+    parser.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default=DEFAULT_SAMPLER,
+        help=f"sampled text only (default {DEFAULT_SAMPLER}, as in the app): same-text writes "
+        "plain decoding's text for a seed; fastest accepts more drafts by rejection sampling, "
+        "the model's distribution exactly but another text for a seed",
     )
     parser.add_argument(
         "--exact-length",
@@ -210,7 +218,7 @@ def _prompt_fits(take, prompt_file: str) -> None:
 
 def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, ending):
     """The take both forms of `generate` run (take.Take), printing its text as it comes."""
-    from swiftwriter.engine.decoding.settings import ContextSettings
+    from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings
     from swiftwriter.take import Take, TakeRequest
 
     def show(piece: str) -> None:
@@ -224,6 +232,7 @@ def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, end
         prompt_text=prompt_text,
         target=ending.target,
         sampling=_sampling(args),
+        drafting=DraftSettings(sampler=args.sampler),
         context=ContextSettings(policy=args.context_policy, slide_mode=args.slide_mode),
         history=project is not None and not args.no_history,
         measure_baseline=False,

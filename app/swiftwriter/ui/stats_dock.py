@@ -201,10 +201,25 @@ class SpeedChart(QWidget):
         painter.end()
 
 
-def fmt_precision(dtype: str, invariant: bool | None, why: str = "") -> str:
-    """The dtype in use, whether the text is exactly plain decoding's, and how `auto` chose
-    the dtype (its measurement, on a line of its own)."""
-    exact = "exact: plain decoding's text" if invariant else "may differ from plain decoding"
+SAMPLER_LINES = {
+    "greedy": "greedy: the most likely token",
+    "same-text": "same text per seed: plain decoding's text, token for token",
+    "fastest": "fastest: plain decoding's distribution, another text per seed",
+}
+SAMPLER_TIP = (
+    "How drafted words are checked while sampling. Same text per seed: a seed writes exactly "
+    "the text plain decoding writes with it. Fastest: drafts are accepted by rejection "
+    "sampling, more of them, so the take is faster; the text has exactly the model's "
+    "distribution but is another text than plain decoding's for the same seed."
+)
+
+
+def fmt_precision(dtype: str, invariant: bool | None, why: str = "", sampler: str = "") -> str:
+    """The dtype in use, whether the text is exactly plain decoding's (under the fastest
+    sampler: its distribution), and how `auto` chose the dtype (its measurement, on a line of
+    its own)."""
+    kept = "distribution" if sampler == "fastest" else "text"
+    exact = f"exact: plain decoding's {kept}" if invariant else "may differ from plain decoding"
     return "\n".join([f"{dtype} · {exact}", *(f"({part})" for part in why.split("; ") if part)])
 
 
@@ -249,6 +264,7 @@ class StatsDock(QDockWidget):
             ("context", "Measured at"),
             ("speedup", "Speedup"),
             ("precision", "Precision"),
+            ("sampler", "Sampler"),
             ("threads", "Threads"),
             ("tau", "Tokens per pass (τ)"),
             ("sources", "Accepted drafts"),
@@ -317,8 +333,11 @@ class StatsDock(QDockWidget):
         self.labels["eta"].setText(fmt_time(stats.eta_s))
         if stats.dtype:
             self.labels["precision"].setText(
-                fmt_precision(stats.dtype, stats.invariant, stats.dtype_why)
+                fmt_precision(stats.dtype, stats.invariant, stats.dtype_why, stats.sampler)
             )
+        if stats.sampler:
+            self.labels["sampler"].setText(SAMPLER_LINES.get(stats.sampler, stats.sampler))
+            self.labels["sampler"].setToolTip(SAMPLER_TIP)
             self.labels["precision"].setToolTip(precision_sentence(stats.invariant))
         if stats.threads:
             self.labels["threads"].setText(stats.threads_why or f"{stats.threads}")

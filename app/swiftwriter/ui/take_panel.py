@@ -6,6 +6,8 @@ samples; the advanced box exposes the sampler itself."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from swiftwriter.engine.decoding.settings import (
+    DEFAULT_SAMPLER,
     MODES,
     STRATEGIES,
     ContextSettings,
@@ -37,6 +40,8 @@ from swiftwriter.ui.settings import PRESETS
 PRESET_DRAFTING = {name.capitalize(): drafting for name, drafting in STRATEGIES.items()}
 CREATIVE = MODES["creative"]
 UNITS = ("words", "tokens")
+# Creative's two ways of checking drafts (engine settings.SAMPLERS)
+SAMPLER_LABELS = {"Fastest": "fastest", "Same text per seed": "same-text"}
 CONTEXT_POLICIES = {"Stop": "stop", "Slide window": "slide"}
 
 
@@ -113,6 +118,17 @@ class TakePanel(QWidget):
         mode_row.addWidget(self.creative)
         mode_row.addStretch(1)
         form.addRow("Mode", mode_row)
+        self.sampler = QComboBox()
+        self.sampler.addItems(list(SAMPLER_LABELS))
+        self.sampler.setCurrentText(
+            next(label for label, name in SAMPLER_LABELS.items() if name == DEFAULT_SAMPLER)
+        )
+        self.sampler.setToolTip(
+            "Creative only. Fastest: more drafts accepted (rejection sampling), the model's own "
+            "distribution, but another text than plain decoding's for a seed. Same text per "
+            "seed: a seed writes exactly plain decoding's text"
+        )
+        form.addRow("Sampler", self.sampler)
         layout.addLayout(form)
 
         self.advanced = QCheckBox("Advanced sampler")
@@ -208,6 +224,8 @@ class TakePanel(QWidget):
         self.preset.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
         self.context_policy.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
         self.precise.toggled.connect(lambda *_: self.settings_changed.emit())
+        self.precise.toggled.connect(lambda on: self.sampler.setEnabled(not on))
+        self.sampler.currentIndexChanged.connect(lambda *_: self.settings_changed.emit())
 
     @staticmethod
     def _double(low, high, value, step, tip) -> QDoubleSpinBox:
@@ -267,7 +285,8 @@ class TakePanel(QWidget):
         )
 
     def drafting(self) -> DraftSettings:
-        return drafting_for(self.preset.currentText())
+        sampler = SAMPLER_LABELS[self.sampler.currentText()]
+        return replace(drafting_for(self.preset.currentText()), sampler=sampler)
 
     def context(self) -> ContextSettings:
         return ContextSettings(policy=CONTEXT_POLICIES[self.context_policy.currentText()])
