@@ -246,3 +246,65 @@ def test_the_cycle_check_catches_a_loop_through_a_function_level_import(tmp_path
     assert import_cycles(module_graph(package)) == [
         ["swiftwriter.store.backups", "swiftwriter.store.project"]
     ]
+
+
+DICT_WRITES = {"update", "pop", "popitem", "setdefault", "clear", "__setitem__", "__delitem__"}
+
+
+def _a_dict(node: ast.AST) -> bool:
+    """`x.__dict__` or `vars(x)`."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "__dict__"
+    return isinstance(node, ast.Call) and getattr(node.func, "id", None) == "vars"
+
+
+def foreign_state_writes(path: Path) -> list[str]:
+    """Where a file keeps state on an object that is not ours: a `_swiftwriter_*` attribute
+    (as a name, or a string for setattr, getattr or a `__dict__` key) or a write through an
+    object's `__dict__`. Per-model state lives in engine/passes/modelstate.py and LoadedModel."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        name = getattr(node, "attr", None) or getattr(node, "value", None)
+        if isinstance(name, str) and name.startswith("_swiftwriter"):
+            bad.append((node.lineno, name))
+        elif (
+            isinstance(node, ast.Subscript)
+            and not isinstance(node.ctx, ast.Load)
+            and _a_dict(node.value)
+        ):
+            bad.append((node.lineno, "__dict__[...] written"))
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) in DICT_WRITES
+            and _a_dict(node.func.value)
+        ):
+            bad.append((node.lineno, f"__dict__.{node.func.attr}(...)"))
+    return [f"{line}: {what}" for line, what in sorted(bad)]
+
+
+def test_no_state_is_kept_on_other_libraries_objects():
+    """torch and transformers own their objects: a model's kernel, exact flag, tree-attention
+    switch and costs are ours to keep, in our objects (issue 61)."""
+    for path in PACKAGE.rglob("*.py"):
+        bad = foreign_state_writes(path)
+        assert not bad, f"{path.relative_to(PACKAGE)} keeps state on a foreign object: {bad}"
+
+
+def test_the_foreign_state_check_catches_the_old_ways(tmp_path):
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(
+        "def f(model, loaded):\n"
+        "    model._swiftwriter_tree_attention = True\n"
+        "    model.__dict__['kernel'] = 'stock'\n"
+        "    vars(model)['exact'] = True\n"
+        "    model.__dict__.pop('kernel', None)\n"
+        "    setattr(model, '_swiftwriter_exact', True)\n"
+        "    return model.__dict__.get('kernel'), loaded.entry.__dict__\n"
+    )
+    assert foreign_state_writes(sneaky) == [
+        "2: _swiftwriter_tree_attention",
+        "3: __dict__[...] written",
+        "4: __dict__[...] written",
+        "5: __dict__.pop(...)",
+        "6: _swiftwriter_exact",
+    ]

@@ -11,7 +11,6 @@ go to the log (logs.py), for a bug report."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import time
@@ -382,11 +381,7 @@ def story_only_bans(loaded, writers_text: str = "") -> tuple[int, ...]:
     from swiftwriter.engine.decoding.scripts import foreign_tokens, writers_scripts
 
     own = writers_scripts(writers_text)
-    cache = getattr(loaded, "_story_only_bans", None)
-    if cache is None:
-        cache = {}
-        with contextlib.suppress(AttributeError):  # a slotted stand-in: worked out each time
-            loaded._story_only_bans = cache
+    cache = getattr(loaded, "story_bans", {})  # a LoadedModel's; a stand-in may have none
     if own in cache:
         return cache[own]
     pieces, keep = _pieces_and_ends(loaded)

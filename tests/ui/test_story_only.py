@@ -32,7 +32,7 @@ def _loaded():
         get_output_embeddings=lambda: SimpleNamespace(weight=torch.zeros(len(PIECES), 2)),
         generation_config=SimpleNamespace(eos_token_id=[0]),
     )
-    return SimpleNamespace(model=model, tokenizer=_Tokenizer())
+    return SimpleNamespace(model=model, tokenizer=_Tokenizer(), story_bans={})
 
 
 def test_the_marks_only_chatter_writes_are_banned_the_end_of_text_kept():

@@ -126,3 +126,19 @@ def test_the_drafters_linears_take_the_faster_kernel_once(monkeypatch):
 def test_a_model_without_linears_keeps_the_stock_kernel():
     times = kernels.time_linears([], rows=(1, 8))
     assert kernels.choose_kernel(times) == kernels.STOCK
+
+
+def test_the_kernel_is_kept_per_model_and_a_deep_copy_starts_bare():
+    """Kept in our own settings, not on the module: another model, or a deep copy of this one
+    (the drafter's bfloat16 twin), has none chosen and will choose its own."""
+    import copy
+
+    from swiftwriter.engine.decoding.drafters import RecurrentDrafter
+    from swiftwriter.engine.passes.modelstate import settings_for
+
+    module, other = RecurrentDrafter(32), RecurrentDrafter(32)
+    kernels.set_kernel(module, kernels.ONEDNN)
+    twin = copy.deepcopy(module)
+    assert kernels.kernel_of(module) == kernels.ONEDNN
+    assert kernels.kernel_of(other) == kernels.kernel_of(twin) == kernels.STOCK
+    assert settings_for(twin).kernel is None  # adopt_fastest will time it anew

@@ -52,9 +52,7 @@ def bfloat16_if_faster(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.
     from swiftwriter.engine.passes import time_linears
 
     def copy_in(dtype: torch.dtype) -> torch.nn.Module:
-        twin = copy.deepcopy(module).to(dtype)
-        twin.__dict__.pop("_swiftwriter_kernel", None)  # its kernel is chosen anew
-        return twin
+        return copy.deepcopy(module).to(dtype)  # a new object: its kernel is chosen anew
 
     def cost(mod: torch.nn.Module) -> float:
         lins = [m for m in mod.modules() if isinstance(m, torch.nn.Linear)]

@@ -11,7 +11,6 @@ Either way every emitted token is drawn from exactly the distribution plain deco
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -21,12 +20,13 @@ from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.sources import CandidateSource, build_sources
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
-from swiftwriter.engine.passes import exact_by_default, execution_device, thread_invariant
+from swiftwriter.engine.passes import (
+    exact_by_default,
+    execution_device,
+    settings_for,
+    thread_invariant,
+)
 from swiftwriter.errors import UserError
-
-# One cost model per model object and pass kind (invariant or not): measured once, then refined
-# by every run on that model.
-_COSTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -102,7 +102,9 @@ class Generator:
         self.vocab_size = vocab_size_of(model)
         self.max_context = context_length(model.config)
         self.pipeline = LogitsPipeline(self.sampling)
-        self.costs = _COSTS.setdefault(model, {}).setdefault(invariant, CostModel())
+        # one cost model per model and pass kind (invariant or not): measured once, then
+        # refined by every run on that model
+        self.costs = settings_for(model).costs.setdefault(invariant, CostModel())
         self.stats = RunStats()
         self.drafter_source = None
         if drafter is not None:

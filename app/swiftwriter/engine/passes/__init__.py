@@ -33,6 +33,7 @@ from swiftwriter.engine.passes.leanpass import (
     row_classes,
     supports,
 )
+from swiftwriter.engine.passes.modelstate import ModelSettings, settings_for
 from swiftwriter.engine.passes.native import identity as native_identity
 from swiftwriter.engine.passes.native import notice as native_notice
 from swiftwriter.engine.passes.quant import TYPES as QUANT_TYPES
@@ -58,6 +59,7 @@ __all__ = [
     "STOCK_KERNEL",
     "BufferLayer",
     "ModelRunner",
+    "ModelSettings",
     "PrenormCapture",
     "QuantEmbedding",
     "QuantLinear",
@@ -86,6 +88,7 @@ __all__ = [
     "row_values",
     "set_exact",
     "set_kernel",
+    "settings_for",
     "stored_bytes",
     "table_of",
     "thread_invariant",

@@ -25,6 +25,7 @@ from swiftwriter.engine.passes.leanpass import (
     supports,
     windows,
 )
+from swiftwriter.engine.passes.modelstate import settings_for
 from swiftwriter.engine.passes.tree import Trie
 
 
@@ -151,11 +152,11 @@ def tree_mask(trie: Trie, prefix: int, dtype, window: int | None = None) -> torc
 def set_exact(model, exact: bool) -> None:
     """Whether generations on this model run batch-invariant passes unless told otherwise
     (the loader turns them off where they cost too much: modelstore.loader.exact_by_default)."""
-    model.__dict__["_swiftwriter_exact"] = exact
+    settings_for(model).exact = exact
 
 
 def exact_by_default(model) -> bool:
-    return model.__dict__.get("_swiftwriter_exact", True)
+    return settings_for(model).exact
 
 
 def backend_for(model, lean: bool = True, invariant: bool = True) -> StockBackend:

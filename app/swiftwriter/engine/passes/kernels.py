@@ -21,6 +21,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from swiftwriter.engine.passes.modelstate import settings_for
+
 STOCK, ONEDNN, PACKED = "stock", "onednn", "onednn-packed"
 PACK_ROWS = 4  # the row count oneDNN is told to expect when it lays a weight out for itself
 
@@ -106,11 +108,11 @@ def product(kernel: str):
 
 def kernel_of(model) -> str:
     """The kernel this model's passes use (set at load time; stock when never measured)."""
-    return model.__dict__.get("_swiftwriter_kernel", STOCK)
+    return settings_for(model).kernel or STOCK
 
 
 def set_kernel(model, kernel: str) -> None:
-    model.__dict__["_swiftwriter_kernel"] = kernel
+    settings_for(model).kernel = kernel
 
 
 def _linears(model: nn.Module) -> list[nn.Linear]:
@@ -179,7 +181,7 @@ def adopt_fastest(
     few-row products off Intel took 0.7 ms for the drafter's 1,152 x 576 matrix, about five
     times oneDNN's; in bfloat16 oneDNN's packed layout took 30 us where its plain one took
     50. Returns the kernel."""
-    if "_swiftwriter_kernel" in module.__dict__:
+    if settings_for(module).kernel is not None:
         return kernel_of(module)
     linears = [
         m for m in module.modules() if isinstance(m, nn.Linear) and m.weight.device.type == "cpu"

@@ -34,6 +34,7 @@ from torch.nn import functional as F
 
 from swiftwriter.engine.passes import invariant as invariant_mod
 from swiftwriter.engine.passes import kernels, native
+from swiftwriter.engine.passes.modelstate import settings_for
 from swiftwriter.engine.passes.quant import QuantLinear, QuantWeight
 
 
@@ -435,7 +436,7 @@ def row_classes(model) -> invariant_mod.RowClasses:
 def use_tree_attention(model, enabled: bool) -> None:
     """Whether `model`'s batch-invariant passes may use the native tree-attention kernel
     (default: yes where it builds); read when a LeanDecoder is set up for the model."""
-    model._swiftwriter_tree_attention = enabled
+    settings_for(model).tree_attention = enabled
 
 
 def compute_dtype(model) -> torch.dtype:
@@ -457,7 +458,7 @@ def compute_device(model) -> torch.device:
 def _tree_attention(model, head_dim: int):
     """The native kernel for this model's passes, or None for PyTorch's attention: CPU
     weights and a head size up to 256 (the kernel's limit)."""
-    if not getattr(model, "_swiftwriter_tree_attention", True):
+    if not settings_for(model).tree_attention:
         return None
     if compute_device(model).type != "cpu" or head_dim > 256:
         return None
