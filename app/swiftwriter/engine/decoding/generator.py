@@ -100,7 +100,7 @@ class Generator:
         self.calibrate = calibrate
         self.context = context or ContextSettings()
         self.vocab_size = vocab_size_of(model)
-        self.max_context = context_length(model.config)
+        self.max_context = self.context.window(context_length(model.config))
         self.pipeline = LogitsPipeline(self.sampling)
         self.costs = _COSTS.setdefault(model, {}).setdefault(invariant, CostModel())
         self.stats = RunStats()
