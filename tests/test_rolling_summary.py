@@ -13,6 +13,7 @@ from swiftwriter.engine.decoding.settings import ContextSettings
 from swiftwriter.store import Project
 from swiftwriter.take import Take, TakeRequest
 
+from tests.test_context import novel, tiny_cli  # noqa: F401 - fixtures
 from tests.test_session import Latin1Tokenizer, random_text
 
 GREEDY = SamplingSettings(greedy=True, penalty=1.0)
@@ -110,3 +111,27 @@ def test_a_failure_to_summarise_keeps_the_take_and_the_summary(
         )
         assert project.summary(doc.id).text == "Mara left."
         assert len(project.document(doc.id).text) == 40 + len(result.result.token_ids)
+
+
+def test_the_cli_writes_shows_edits_and_switches_off_the_summary(tiny_cli, capsys):  # noqa: F811
+    from swiftwriter.cli import main
+
+    path, _, three = tiny_cli
+    take = ["generate", str(path), "Chapter 3", "--no-history", "--exact-length", "--preset",
+            "precise", "--max-new-tokens", "160", "--min-new-tokens", "160", "--context-limit", "128"]  # fmt: skip
+    assert main(take) == 0
+    err = capsys.readouterr().err
+    assert "Rolling summary updated from" in err and "rolling summary of 'Chapter 3': " in err
+    with Project.open(path, readonly=True) as project:
+        written = project.summary(three)
+    assert written.source == "model" and written.text in err
+    assert main(["project", "summary", str(path), "Chapter 3"]) == 0
+    assert "(last written by the model; rolling summaries are on)" in capsys.readouterr().out
+    assert main(["project", "summary", str(path), "Chapter 3", "--set", "Mara left."]) == 0
+    assert capsys.readouterr().out.startswith("Mara left.\n(last written by the writer")
+    assert main(["project", "summary", str(path), "--rolling", "off"]) == 0
+    assert "Rolling summaries are off" in capsys.readouterr().out
+    assert main(take) == 0
+    assert "olling summary" not in capsys.readouterr().err
+    with Project.open(path, readonly=True) as project:
+        assert project.summary(three).text == "Mara left."
