@@ -13,7 +13,7 @@ from swiftwriter.engine.decoding.settings import ContextSettings
 from swiftwriter.store import Project
 from swiftwriter.take import Take, TakeRequest
 
-from tests.test_context import novel, tiny_cli  # noqa: F401 - fixtures
+from tests.test_context import novel  # noqa: F401 - a fixture
 from tests.test_session import Latin1Tokenizer, random_text
 
 GREEDY = SamplingSettings(greedy=True, penalty=1.0)
@@ -113,12 +113,28 @@ def test_a_failure_to_summarise_keeps_the_take_and_the_summary(
         assert len(project.document(doc.id).text) == 40 + len(result.result.token_ids)
 
 
-def test_the_cli_writes_shows_edits_and_switches_off_the_summary(tiny_cli, capsys):  # noqa: F811
+@pytest.fixture
+def cli_novel(novel, monkeypatch, model):  # noqa: F811 - the fixture imported above
+    """The CLI's model loader returns the tiny model (its one-time set-up shared with the
+    other tests here) with the Latin-1 tokenizer."""
+    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore.loader import LoadedModel
+    from swiftwriter.modelstore.registry import ModelEntry
+
+    entry = ModelEntry(id="tiny", name="tiny", source="folder", path=novel[0].parent)
+    loaded = LoadedModel(entry=entry, model=model, tokenizer=Latin1Tokenizer(), device="cpu",
+                         dtype="float32")  # fmt: skip
+    monkeypatch.setattr(registry, "resolve", lambda name: entry)
+    monkeypatch.setattr(loader, "load", lambda *a, **k: loaded)
+    return novel
+
+
+def test_the_cli_writes_shows_edits_and_switches_off_the_summary(cli_novel, capsys, one_thread):
     from swiftwriter.cli import main
 
-    path, _, three = tiny_cli
+    path, _, three = cli_novel
     take = ["generate", str(path), "Chapter 3", "--no-history", "--exact-length", "--preset",
-            "precise", "--max-new-tokens", "160", "--min-new-tokens", "160", "--context-limit", "128"]  # fmt: skip
+            "precise", "--max-new-tokens", "100", "--min-new-tokens", "100", "--context-limit", "128"]  # fmt: skip
     assert main(take) == 0
     err = capsys.readouterr().err
     assert "Rolling summary updated from" in err and "rolling summary of 'Chapter 3': " in err
