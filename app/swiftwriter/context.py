@@ -2,7 +2,9 @@
 model's budget, in this order:
 
 1. memory: the project's "what this book is" (premise, style, characters) and the pinned notes,
-   then the lorebook entries that fired (lorebook.py), within the lorebook's budget;
+   then the lorebook entries that fired (lorebook.py), within the lorebook's budget, then the
+   document's rolling summary (what slid out of earlier takes' window, store/summaries.py),
+   within a third of the budget;
 2. story: the end of the preceding documents in tree order (none, the previous one, or as many
    as fit), each document's synopsis standing in for its text where the writer wrote one;
 3. text: the current document before the cursor;
@@ -54,6 +56,13 @@ Source = str | Reader
 FIRST_CHARS_PER_TOKEN = 8
 MOST_CHARS_PER_TOKEN = 128
 CUT_TOKENS = 8  # tokens dropped where a text was cut: the word cut in two tokenizes otherwise
+SUMMARY_SHARE = 3  # the rolling summary takes at most this fraction of the budget (a third)
+SUMMARY_LABEL = "rolling summary of this document (what slid out of earlier takes' window)"
+
+
+def summary_block(summary: str) -> str:
+    """How a document's rolling summary enters the prompt."""
+    return f"Story so far: {summary.strip()}\n\n" if summary.strip() else ""
 
 
 @dataclass(frozen=True)
@@ -168,12 +177,14 @@ def assemble(
     decode: Callable[[list[int]], str] | None = None,
     lore: Lorebook | None = None,
     note: AuthorsNote | None = None,
+    summary: str = "",
 ) -> StoryContext:
     """The parts within `budget` tokens. `story`: the preceding documents in tree order as
     (title, text, synopsis); `chat`: the tokenizer's chat template (messages -> ids) when the
     model has one, used when a direction is given (with `decode`, ids -> text); `lore`: the
     project's lorebook, its keys searched in `text` and the direction; `note`: the standing
-    author's note. Every text is a string or a stored text's `Reader`, and is read and
+    author's note; `summary`: the document's rolling summary, pinned after memory and lore. Every
+    text is a string or a stored text's `Reader`, and is read and
     tokenized only as far as the budget can use (`fitted`)."""
     if mode not in STORY_MODES:
         raise ValueError(f"story context must be one of {STORY_MODES}, not {mode!r}")
@@ -191,9 +202,13 @@ def assemble(
     memory_ids = memory_fit.ids if memory_fit.text.strip() or memory_fit.cut else []
     memory_room = max(budget // 2, budget - len(text_fit.ids))  # at most half when text is long
     memory_kept = memory_ids[:memory_room]
+    summary_room = min(budget // SUMMARY_SHARE, memory_room - len(memory_kept))
+    summary_fit = fitted(encode, summary_block(summary), summary_room, end=False)
+    summary_ids = summary_fit.ids
     scanned = _tail(text, lore.scan + SCAN_MARGIN) if lore is not None else ""
-    chosen, lore_ids = _lore(lore, scanned, direction, encode, memory_room - len(memory_kept))
-    head = memory_kept + lore_ids  # what a sliding window keeps
+    lore_room = memory_room - len(memory_kept) - len(summary_ids)
+    chosen, lore_ids = _lore(lore, scanned, direction, encode, lore_room)
+    head = memory_kept + lore_ids + summary_ids  # what a sliding window keeps
     story_fits = _read_story(encode, _story_pieces(story, mode), budget)
     story_total = sum(fit.total for _, fit in story_fits if fit is not None)
     # The text keeps at least half; the story gets what memory, lore and the text leave.
@@ -208,6 +223,9 @@ def assemble(
                                  memory_fit.text, cut))  # fmt: skip
     if chosen is not None:
         parts.append(_lore_part(chosen, lore_ids))
+    if summary.strip():
+        cut = _shortened(len(summary_ids), summary_fit.total, "first", summary_fit.cut)
+        parts.append(ContextPart("summary", SUMMARY_LABEL, summary_ids, summary_fit.text, cut))
     if story_fits:
         cut = any(fit is not None and fit.cut for _, fit in story_fits)
         shortened = _shortened(len(story_kept), story_total, "last", cut)

@@ -204,6 +204,9 @@ class SessionResult:
     text: str
     token_ids: list[int]
     stats: dict = field(default_factory=dict)
+    # the document's text (and the take's) that slid out of the window during the take: what
+    # the rolling summary is written from (rolling.py); empty when the window never slid
+    slid_out_ids: list[int] = field(default_factory=list)
 
 
 DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
@@ -262,6 +265,10 @@ class PromptSession:
         self.extra_stats: dict = {}
         self.encode = self.encoder_for(tokenizer)
 
+    def window(self) -> int | None:
+        """The tokens the model sees at once: its context, or the take's context limit."""
+        return self.context.window(context_length(self.model.config))
+
     @staticmethod
     def encoder_for(tokenizer) -> Callable[[str], list[int]]:
         """Text -> ids without special tokens: how documents enter the prompt and the history."""
@@ -286,7 +293,7 @@ class PromptSession:
         """`prompt_text`'s ids, read and tokenized only as far as the model's context: a
         prompt as long as the context is refused under the "stop" policy (PromptTooLong,
         known from its end alone), and reaches the engine by its end under "slide"."""
-        limit = context_length(self.model.config)
+        limit = self.window()
         fit = fitted(self.encode, self.prompt_text or "", limit or (1 << 30))
         if limit is not None and fit.total >= limit and self.context.policy == "stop":
             tokens = f"about {fit.total:,}" if fit.cut else f"{fit.total:,}"
@@ -454,7 +461,7 @@ class DocumentSession(PromptSession):
         `story_mode`), the text before the cursor with the standing author's note, and the
         direction, within the model's context less the take's room. Stored texts are read only
         as far as the window can use (`context.fitted`)."""
-        limit = context_length(self.model.config)
+        limit = self.window()
         budget = 1 << 30
         if limit is not None:
             budget = limit - min(self.ending.limit, limit // 2) - 1
@@ -480,6 +487,7 @@ class DocumentSession(PromptSession):
             decode=self._decode,
             lore=self.project.lorebook(),
             note=self.project.authors_note,
+            summary=self.project.summary(self.doc_id).text if self.project.rolling_summary else "",
         )
         if not built.ids:
             built.ids = [self._bos()]
@@ -518,7 +526,7 @@ class DocumentSession(PromptSession):
         the rest of the prompt)."""
         built = built or self.story_context()
         pinned = built.pinned
-        limit = context_length(self.model.config)
+        limit = self.window()
         if self.context.policy == "slide" and limit is not None:
             pinned = min(pinned, limit // 2)
         return built.ids[:pinned], built.ids[pinned:]
@@ -574,7 +582,8 @@ class DocumentSession(PromptSession):
         if self.history is not None:
             self.history.add_generation(self.project.generation(generation.id))
         document = self.project.document(self.doc_id) if generation.applied else None
-        return SessionResult(status, generation, document, generation.text, produced, stats)
+        slid = slid_out_of(built, prompt, produced, generator.stats.slid_out)
+        return SessionResult(status, generation, document, generation.text, produced, stats, slid)
 
     def _settings(self, prompt_tokens: int) -> dict:
         drafting = asdict(self.drafting)
@@ -605,6 +614,17 @@ class DocumentSession(PromptSession):
         if source is not None:
             stats["history"] = {**history, "proposed": source.proposed, "deferred": source.deferred}
         return stats
+
+
+def slid_out_of(built: StoryContext, prompt: list[int], produced: list[int], span) -> list[int]:
+    """The ids of the document's text and the take's that the window left behind: the engine's
+    `slid_out` span of prompt + output, less what came before this document's text (memory,
+    lore, the summary, earlier documents: each has its own place)."""
+    if not span:
+        return []
+    text_ids = next((len(p.ids) for p in built.parts if p.name == "text"), 0)
+    start = max(int(span[0]), len(prompt) - text_ids)
+    return (prompt + produced)[start : int(span[1])]
 
 
 CONTEXT_KEPT = 200_000  # characters of the rendered context kept with a take (History shows it)

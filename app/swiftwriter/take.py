@@ -95,6 +95,7 @@ class TakeResult:
     result: SessionResult | None  # None when cancelled while measuring the baseline
     stats: dict  # the stored stats, with the final speedup
     target: int
+    summary_line: str = ""  # what the rolling summary did after the take ("" when nothing)
 
 
 class Take:
@@ -184,7 +185,23 @@ class Take:
             stats.get("speedup_vs_plain", "unmeasured"),
             f", generation {result.generation.id}" if result.generation is not None else "",
         )
-        return TakeResult(result.status, result, stats, self.target)
+        return TakeResult(result.status, result, stats, self.target, self._summarise(result, stop))
+
+    def _summarise(self, result: SessionResult, stop: Callable[[], bool]) -> str:
+        """After a take whose window slid: what slid out rolled into the document's summary
+        (rolling.py), once the take is stored, so the take's own tokens never depend on it."""
+        job = self.request
+        if job.project is None or not result.slid_out_ids or not job.project.rolling_summary:
+            return ""
+        from swiftwriter.rolling import update_summary
+
+        if result.status == "cancelled":
+            line = "Rolling summary not updated: the take was stopped (it is as it was)"
+            log.info(line)
+            return line
+        return update_summary(
+            job.project, job.doc_id, job.loaded, result.slid_out_ids, job.context, stop
+        ).line
 
     def _log_settings(self) -> None:
         """What a bug report needs to replay the take: model, precision, length, settings."""

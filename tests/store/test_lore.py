@@ -67,7 +67,7 @@ def test_a_format_3_project_gains_an_empty_lorebook_and_keeps_the_rest(tmp_path)
     conn.commit()
     conn.close()
     with Project.open(old) as proj:
-        assert proj.schema_version() == 4 and proj.lore_entries() == []
+        assert proj.schema_version() == schema.SCHEMA_VERSION and proj.lore_entries() == []
         assert proj.memory == "A harbour town."
         assert [(d.title, d.text, d.synopsis) for d in proj.documents()] == [
             ("One", "It began.", "A start.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from swiftwriter.errors import UserError
-from swiftwriter.store import Project, ProjectError
+from swiftwriter.store import Project, ProjectError, schema
 
 from .conftest import file_digest
 
@@ -16,7 +16,7 @@ def tree(proj):
 
 def test_create_sets_meta_and_refuses_an_existing_path(project, project_path):
     assert project.meta["title"] == "My novel" and project.meta["author"] == "A. Writer"
-    assert not project.readonly and project.schema_version() == 4
+    assert not project.readonly and project.schema_version() == schema.SCHEMA_VERSION
     names = {p.name for p in project_path.parent.iterdir()}
     assert {"Novel.swiftwriter", "Novel.swiftwriter.lock"} <= names
     assert not any(name.endswith(".creating") for name in names)  # made aside, then named

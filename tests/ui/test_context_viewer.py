@@ -57,3 +57,23 @@ def test_the_viewer_shows_the_prompt_of_the_take_that_follows(
     assert limit == shown.ending.limit
     generation = window.project.generation(done.args[0]["generation_id"])
     assert generation.settings["context_given"] == dialog.view.toPlainText()
+
+
+def test_the_viewer_shows_the_rolling_summary_and_saves_an_edit(qtbot, window, make_project):
+    assert window.open_project(make_project())
+    doc_id = window.doc_id
+    window.project.set_summary(doc_id, "Mara left the harbour.", source="model")
+    dialog = window.show_context()
+    shown = dialog.view.toPlainText()
+    assert "=== rolling summary of this document" in shown and "Mara left the harbour." in shown
+    assert dialog.summary.toPlainText() == "Mara left the harbour." and dialog.rolling.isChecked()
+    dialog.summary.setPlainText("Mara sailed north with the keeper's lamp.")
+    dialog.save_summary_button.click()
+    saved = window.project.summary(doc_id)
+    assert saved.text == "Mara sailed north with the keeper's lamp." and saved.source == "writer"
+    assert "Mara sailed north" in dialog.view.toPlainText()  # the context shown anew
+    dialog.rolling.setChecked(False)
+    dialog.save_summary_button.click()
+    assert not window.project.rolling_summary and window.project.summary(doc_id).source == "writer"
+    assert "rolling summary of this document" not in dialog.view.toPlainText()  # off: not read
+    dialog.close()

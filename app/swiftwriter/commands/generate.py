@@ -143,9 +143,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--context-policy",
         choices=("stop", "slide"),
-        default="stop",
-        help="at the model's context limit: stop with a message, or slide a window that keeps "
-        "the first tokens, pinned notes and the recent text (exact w.r.t. the windowed model)",
+        help="at the model's context limit: stop with a message (the default), or slide a "
+        "window that keeps the first tokens, pinned notes and the recent text (exact w.r.t. the "
+        "windowed model; the default with --context-limit)",
+    )
+    parser.add_argument(
+        "--context-limit",
+        type=positive_int,
+        metavar="TOKENS",
+        help="a window smaller than the model's context (8 tokens or more): a take slides as a "
+        "long one would, and in a project what slides out goes into the document's rolling "
+        "summary after the take",
     )
     parser.add_argument(
         "--slide-mode",
@@ -233,7 +241,11 @@ def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, end
         target=ending.target,
         sampling=_sampling(args),
         drafting=DraftSettings(sampler=args.sampler),
-        context=ContextSettings(policy=args.context_policy, slide_mode=args.slide_mode),
+        context=ContextSettings(
+            policy=args.context_policy or ("slide" if args.context_limit else "stop"),
+            slide_mode=args.slide_mode,
+            limit=args.context_limit,
+        ),
         history=project is not None and not args.no_history,
         measure_baseline=False,
         direction=args.direction,
@@ -347,7 +359,8 @@ def run_project(args: argparse.Namespace) -> int:
         if args.show_context:
             print(take.session.story_context().render())
             return 0
-        result = take.run().result
+        outcome = take.run()
+        result = outcome.result
         sys.stdout.write("\n")
         stats = result.stats
         where = (
@@ -358,4 +371,10 @@ def run_project(args: argparse.Namespace) -> int:
             f"tau {stats.get('tau', 0):.2f}, {stats.get('tokens_per_s', 0):.1f} tokens/s",
             file=sys.stderr,
         )
+        if outcome.summary_line:
+            print(outcome.summary_line, file=sys.stderr)
+            summary = proj.summary(doc_id)
+            if summary.text and summary.source == "model":
+                print(f"rolling summary of '{result.document.title if result.document else doc_id}': "
+                      f"{summary.text}", file=sys.stderr)  # fmt: skip
     return 0

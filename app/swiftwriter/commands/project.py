@@ -60,6 +60,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="do not append its text to the document (it stays in the history)",
     )
     _register_lore(psub)
+    summary = psub.add_parser(
+        "summary",
+        help="show or edit a document's rolling summary, or switch rolling summaries on or off",
+    )
+    summary.add_argument("file", metavar="PROJECT")
+    summary.add_argument("doc", nargs="?", help="document id or exact title")
+    summary.add_argument(
+        "--set", metavar="TEXT", help="write the summary (an empty text clears it)"
+    )
+    summary.add_argument(
+        "--rolling",
+        choices=("on", "off"),
+        help="whether the model summarises what slides out of a take's window (on by default)",
+    )
     parser.set_defaults(func=run, project_parser=parser)
 
 
@@ -110,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
         return _backups(args) if cmd == "backups" else _restore(args)
     if cmd == "lore":
         return _lore(args)
+    if cmd == "summary":
+        return _summary(args)
     if cmd in ("docs", "show", "history", "backup"):
         if cmd == "backup":
             with Project.open(args.file, readonly=True) as proj:
@@ -229,6 +245,33 @@ def _lore(args) -> int:
     if read.regex_keys:
         said += f" ({read.regex_keys} regular-expression keys left out: keys here are words)"
     print(said)
+    return 0
+
+
+def _summary(args) -> int:
+    """A document's rolling summary shown or written; the project's setting shown or switched."""
+    from swiftwriter.store import Project
+
+    if args.doc is None and args.set is not None:
+        raise UserError("--set goes with a DOC: the summary is a document's")
+    writes = args.set is not None or args.rolling is not None
+    with Project.open(args.file, readonly=not writes) as proj:
+        if args.rolling is not None:
+            proj.set_rolling_summary(args.rolling == "on")
+        state = "on" if proj.rolling_summary else "off"
+        if args.doc is None:
+            print(f"Rolling summaries are {state} in {printable(proj.path.name)}")
+            return 0
+        doc_id = find_document(proj, args.doc)
+        if args.set is not None:
+            proj.set_summary(doc_id, args.set)
+        summary = proj.summary(doc_id)
+    if not summary.text:
+        print(f"No rolling summary yet (rolling summaries are {state})")
+        return 0
+    who = "the model" if summary.source == "model" else "the writer"
+    print(summary.text)
+    print(f"(last written by {who}; rolling summaries are {state})")
     return 0
 
 

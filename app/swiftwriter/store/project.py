@@ -38,6 +38,7 @@ from swiftwriter.store.records import (
     check_text,
     now,
 )
+from swiftwriter.store.summaries import SummariesMixin
 from swiftwriter.store.take_records import GenerationsMixin
 from swiftwriter.store.texts import as_text
 
@@ -45,7 +46,9 @@ SUFFIX = ".swiftwriter"
 log = logging.getLogger(__name__)
 
 
-class Project(DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin, LoreMixin):
+class Project(
+    DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin, LoreMixin, SummariesMixin
+):
     """An open project. Use `Project.create` or `Project.open`, and `close()` (or `with`)."""
 
     def __init__(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import sqlite_utils
 
 APPLICATION_ID = 0x53575254  # "SWRT"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 GENERATION_STATUSES = ("streaming", "finished", "cancelled", "failed")
 
@@ -142,11 +142,24 @@ def _v4_lorebook(db: sqlite_utils.Database) -> None:
     )
 
 
+def _v5_rolling_summaries(db: sqlite_utils.Database) -> None:
+    """A rolling summary per document: what slid out of a long take's window, summarised by the
+    model after the take (or written by the writer), read by the document's next takes."""
+    db["summaries"].create(
+        {"doc_id": int, "text": str, "source": str, "modified": str},
+        pk="doc_id",
+        foreign_keys=[("doc_id", "documents", "id")],
+        not_null={"text", "source"},
+        defaults={"text": "", "source": "writer"},
+    )
+
+
 MIGRATIONS: dict[int, Callable[[sqlite_utils.Database], None]] = {
     1: _v1_documents_snapshots_notes,
     2: _v2_generations_and_caches,
     3: _v3_synopses,
     4: _v4_lorebook,
+    5: _v5_rolling_summaries,
 }
 
 

@@ -1,5 +1,5 @@
 """The context viewer (exactly what the model is given for the next take, part by part, with
-token counts), the project's memory (what this book is) and a document's synopsis (by hand, or
+token counts, and the document's rolling summary to edit), the project's memory (what this book is) and a document's synopsis (by hand, or
 summarised by the model in the background), for the main window."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QLabel,
@@ -29,9 +30,11 @@ def next_take(window) -> Take:
 class ContextDialog(QDialog):
     """Read-only: the parts of the next take's prompt, marked, with token counts, and the
     lorebook entries that fired, each with why (`lore`: a lorebook.LoreChoice, or None for a
-    project without a lorebook)."""
+    project without a lorebook). With `project` and `doc_id`: the document's rolling summary,
+    editable, and the project's switch for it; saved, the view is `rebuild()` (the context
+    rendered again)."""
 
-    def __init__(self, window, text: str, lore=None):
+    def __init__(self, window, text: str, lore=None, project=None, doc_id=None, rebuild=None):
         super().__init__(window)
         self.setWindowTitle("What the model is given")
         self.resize(760, 560)
@@ -55,9 +58,52 @@ class ContextDialog(QDialog):
         self.view.setReadOnly(True)
         self.view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         layout.addWidget(self.view)
+        self.project, self.doc_id, self.rebuild = project, doc_id, rebuild
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
+        self.summary = self.rolling = self.save_summary_button = None
+        if project is not None and doc_id is not None:
+            self._summary_field(layout, buttons)
         layout.addWidget(buttons)
+
+    def _summary_field(self, layout, buttons) -> None:
+        """The document's rolling summary, editable, and whether the model keeps it."""
+        project = self.project
+        summary = project.summary(self.doc_id)
+        who = {"model": "last written by the model", "writer": "last edited by you"}
+        layout.addWidget(QLabel(
+            "Rolling summary of this document: what slid out of long takes' window, summarised "
+            "by the model after each such take (" + (who[summary.source] if summary.text else
+            "none yet") + "). Every take of this document reads it; edit it here:",
+            wordWrap=True,
+        ))  # fmt: skip
+        self.summary = QPlainTextEdit(summary.text)
+        self.summary.setReadOnly(project.readonly)
+        self.summary.setMaximumHeight(120)
+        layout.addWidget(self.summary)
+        self.rolling = QCheckBox("Summarise what slides out of a long take's window")
+        self.rolling.setChecked(project.rolling_summary)
+        self.rolling.setEnabled(not project.readonly)
+        layout.addWidget(self.rolling)
+        self.summary_status = QLabel("")
+        layout.addWidget(self.summary_status)
+        self.save_summary_button = buttons.addButton(
+            "Save summary", QDialogButtonBox.ButtonRole.ActionRole
+        )
+        self.save_summary_button.setEnabled(not project.readonly)
+        self.save_summary_button.clicked.connect(self.save_summary)
+
+    def save_summary(self) -> None:
+        """The edited summary and the switch into the project; the view shows the context anew."""
+        if self.project.readonly:
+            return
+        text = self.summary.toPlainText().strip()
+        if text != self.project.summary(self.doc_id).text:  # the switch alone keeps who wrote it
+            self.project.set_summary(self.doc_id, text)
+        self.project.set_rolling_summary(self.rolling.isChecked())
+        if self.rebuild is not None:
+            self.view.setPlainText(self.rebuild())
+        self.summary_status.setText("Saved: the next take reads it")
 
 
 class TextFieldDialog(QDialog):

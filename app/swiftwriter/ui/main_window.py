@@ -607,7 +607,14 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         except UserError as exc:
             self.show_error("Cannot show the context", str(exc))
             return None
-        dialog = ContextDialog(self, built.render(), built.lore)
+        dialog = ContextDialog(
+            self,
+            built.render(),
+            built.lore,
+            project=self.project,
+            doc_id=self.doc_id,
+            rebuild=lambda: next_take(self).session.story_context().render(),
+        )
         self._dialogs.append(dialog)
         dialog.show()
         return dialog

@@ -197,7 +197,8 @@ class TakeController(QObject):
         why = STOP_REASONS.get(stats.get("stop_reason", ""), "")
         w.statusBar().showMessage(
             f"Generation {result.get('status', 'finished')}: {stats.get('tokens', 0):,} tokens"
-            + (f" ({why})" if why else ""),
+            + (f" ({why})" if why else "")
+            + (f". {result['summary_line']}" if result.get("summary_line") else ""),
             10000,
         )
         self.finished.emit(result)

@@ -69,6 +69,7 @@ class GenerationWorker(StoppableWorker):
                 "text": result.text if result else "",
                 "stats": outcome.stats,
                 "target": outcome.target,
+                "summary_line": outcome.summary_line,  # what the rolling summary did after it
             }
         )
 

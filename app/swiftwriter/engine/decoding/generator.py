@@ -100,7 +100,7 @@ class Generator:
         self.calibrate = calibrate
         self.context = context or ContextSettings()
         self.vocab_size = vocab_size_of(model)
-        self.max_context = context_length(model.config)
+        self.max_context = self.context.window(context_length(model.config))
         self.pipeline = LogitsPipeline(self.sampling)
         # one cost model per model and pass kind (invariant or not): measured once, then
         # refined by every run on that model

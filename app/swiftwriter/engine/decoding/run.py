@@ -115,6 +115,7 @@ class Run:
         if self.view.needs_slide(prompt):  # "slide": a prompt longer than the context is windowed
             stats.windowed_from = 0
             self.runner.prefill(self.view.slide(prompt)[:-1])
+            stats.slid_out = self.view.slid_out()
         else:
             self.runner.prefill(prompt[:-1])
         stats.prefill_s = time.perf_counter() - t0
@@ -167,6 +168,7 @@ class Run:
             stats.reprefills += 1
         if stats.windowed_from is None:
             stats.windowed_from = len(self.produced)
+        stats.slid_out = self.view.slid_out()
         stats.slides += 1
         elapsed = time.perf_counter() - t
         if why:

@@ -137,12 +137,14 @@ class ContextSettings:
     after the head dropped, the kept keys turned to their new positions: no prefill), falling
     back to "reprefill" (the cache rebuilt on the window) where a model's rotary cannot be
     turned exactly. Plain decoding and speculation slide at the same token the same way, so
-    they write the same tokens either way."""
+    they write the same tokens either way. `limit` narrows the window below the model's context
+    (`generate --context-limit`: a short take slides as a long one would)."""
 
     policy: str = "stop"
     sink: int = 16
     keep: float = 0.75
     slide_mode: str = "shift"
+    limit: int | None = None
 
     def __post_init__(self):
         if self.policy not in ("stop", "slide"):
@@ -155,6 +157,18 @@ class ContextSettings:
             raise UserError(
                 f"The slide mode must be 'shift' or 'reprefill', not '{self.slide_mode}'"
             )
+        if self.limit is not None and (
+            isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 8
+        ):
+            raise UserError(
+                f"The context limit is a whole number of 8 tokens or more, not {self.limit!r}"
+            )
+
+    def window(self, model_context: int | None) -> int | None:
+        """The tokens the model sees at once: its context, or `limit` where that is smaller."""
+        if self.limit is None:
+            return model_context
+        return self.limit if model_context is None else min(model_context, self.limit)
 
 
 # The app's modes and drafting strategies, one definition for the generation panel, `generate`

@@ -48,6 +48,9 @@ class RunStats:
     # why), and the memory bounds (KV tokens held at once, entries per candidate source)
     # against their caps.
     windowed_from: int | None = None
+    # what the window left behind: [start, end) in prompt + output, the ids between the kept
+    # head (sinks and pinned tokens) and the window's text (None: it never slid)
+    slid_out: list | None = None
     slides: int = 0
     shifts: int = 0
     shift_s: float = 0.0  # inside overhead_s: already part of `seconds`
@@ -175,6 +178,7 @@ class RunStats:
             "tokens_per_s": round(self.tokens_per_s, 3),
             "stop_reason": self.stop_reason,
             "windowed_from": self.windowed_from,
+            "slid_out": self.slid_out,
             "slides": self.slides,
             "shifts": self.shifts,
             "shift_s": round(self.shift_s, 4),

@@ -35,8 +35,10 @@ class ContextWindow:
         if pinned and list(prompt[: len(pinned)]) == pinned:
             # The prompt opens with the pinned tokens (notes first): keep them once.
             self.slide_head = list(prompt[: max(sink, len(pinned))])
+            self.kept_prefix = len(self.slide_head)  # the prompt's opening ids a slide keeps
         else:
             self.slide_head = list(prompt[:sink]) + pinned
+            self.kept_prefix = sink
         self.head: list[int] = []  # empty until the first slide
         self.tail_start = 0
         self.slides = 0
@@ -80,6 +82,13 @@ class ContextWindow:
         tail = self.keep_tokens - h
         start = len(self.head) + (len(committed) - tail) - self.tail_start  # the kept tail's slot
         return h, start - h
+
+    def slid_out(self) -> list[int] | None:
+        """[start, end) of the text the view has left behind (between the kept head and its
+        text), in prompt + output; None before the first slide."""
+        if not self.slides:
+            return None
+        return [self.kept_prefix, max(self.kept_prefix, self.tail_start)]
 
     def slide(self, committed: Sequence[int]) -> list[int]:
         """Rebuild the view on head + the most recent text; returns the new view."""
