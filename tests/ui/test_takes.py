@@ -385,12 +385,11 @@ def test_the_speed_dock_forgets_the_last_take_with_its_project(qtbot, window, ma
 def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
     """Creative's sampler is the writer's choice (Precise has none to make), it reaches the
     take's drafting settings, and the Speed dock says which one ran and what it keeps."""
+    from PySide6.QtGui import QAction
     from swiftwriter.engine.decoding.settings import DEFAULT_SAMPLER
     from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
     from swiftwriter.ui.take_panel import SAMPLER_LABELS, TakePanel
-
-    from PySide6.QtGui import QAction
 
     names = ("generate", "stop", "continue", "regenerate", "undo")
     panel = TakePanel({name: QAction(name) for name in names})
