@@ -394,7 +394,8 @@ def test_the_fastest_sampler_draws_the_drafters_tree_from_q_and_leaves_plain_tex
     for seed in (1, 2):
         source.sample_drafts(RejectionDraws(seed).next_call())
         cands = source.propose(prompt, 20)
-        shapes.append([(len(c.tokens), c.ranks) for c in cands])
+        # below the first level's drafts lie the second's: their ranks are their places
+        shapes.append([(len(c.tokens), c.ranks[0]) for c in cands])
         records = source.drawn()
         assert set(records) == {()} | {c.tokens for c in cands if len(c.tokens) == 1}
         for record in records.values():
@@ -403,6 +404,7 @@ def test_the_fastest_sampler_draws_the_drafters_tree_from_q_and_leaves_plain_tex
             assert all(q.get(x, 0) > 0 for x in record.drawn)
             assert len(set(record.drawn)) == len(record.drawn)  # without replacement
     assert shapes[0] == shapes[1] and len(shapes[0]) == 3 + 3 * 2
+    assert sorted({rank for _, rank in shapes[0]}) == [0, 1, 2]
 
     drafting = DraftSettings(
         sources=("heads",), max_nodes=12, adaptive=False, head_tree=(3, 2), sampler="fastest"

@@ -189,10 +189,14 @@ class DrafterSource(CandidateSource):
     def drawn(self) -> dict:
         return self.records
 
-    def _rank(self, slot: int, p: float) -> int:
-        """A draft's rank: its confidence bin, or under the "fastest" sampler its place among
-        its siblings (a bin would depend on the draw)."""
-        return min(slot, len(CONFIDENCE_BINS)) if self.fresh is not None else confidence_rank(p)
+    def _rank(self, slot: int, p: float, last: bool) -> int:
+        """A draft's rank: its confidence bin; under the "fastest" sampler, on a level with
+        drafts below it, its place among its siblings instead: a bin depends on the draw, and
+        the trie's pruning must not depend on the draws below a node it keeps (on the last
+        level none are below, and the bins' sharper estimates size the trie better)."""
+        if self.fresh is None or last:
+            return confidence_rank(p)
+        return min(slot, len(CONFIDENCE_BINS))
 
     def set_feature(self, feature: torch.Tensor) -> None:
         """Fused mode: the state of the node before the newest token."""
@@ -286,7 +290,7 @@ class DrafterSource(CandidateSource):
             for toks, _ in paths if records[depth] is not None else ():
                 self.records[toks] = records[depth]  # a level draws once, for all its parents
             paths = [
-                (toks + (tok,), ranks + (self._rank(slot, p),))
+                (toks + (tok,), ranks + (self._rank(slot, p, depth == len(levels) - 1),))
                 for toks, ranks in paths
                 for slot, (tok, p) in enumerate(level)
             ]
@@ -308,11 +312,11 @@ class DrafterSource(CandidateSource):
         else:
             frontier = []
             for slot, (tok, p) in enumerate(first):
-                node = (self.feature, tok, (tok,), (self._rank(slot, p),), p)
+                node = (self.feature, tok, (tok,), (self._rank(slot, p, not tree),), p)
                 frontier.append(node)
                 out.append(Candidate(self.name, node[2], node[3][-1], ranks=node[3]))
             frontier = self._to_grow(frontier)
-        for k in tree:
+        for level, k in enumerate(tree):
             if not frontier:  # no path confident enough to grow (EAGLE-2's dynamic tree)
                 break
             feats = torch.stack([f for f, *_ in frontier])
@@ -331,7 +335,7 @@ class DrafterSource(CandidateSource):
                         states[row],
                         tok,
                         path + (tok,),
-                        ranks + (self._rank(slot, p),),
+                        ranks + (self._rank(slot, p, level == len(tree) - 1),),
                         p_path * p,
                     )
                     children.append(cand)

@@ -14,7 +14,7 @@ text with and without speculation (the distribution is the same).
 Exact only while the numbers a node uses are fresh: the drafter's draws come from their own
 noise per step, level and row (never the position's, which the residual draw reads), each
 acceptance reads its own uniform by (position, proposal), and whether a node is kept in the
-trie never depends on the values its drafter drew (Run.build_trie prunes a drafter's tree apart
+trie never depends on what a drafter drew below it (Run.build_trie prunes a drafter's tree apart
 from the counting sources' and merges after)."""
 
 from __future__ import annotations
