@@ -13,7 +13,7 @@ from swiftwriter.engine.decoding.rejection import DraftRecord, RejectionDraws, r
 P = torch.tensor([0.30, 0.22, 0.16, 0.12, 0.09, 0.06, 0.05, 0.0], dtype=torch.float64)
 Q = torch.tensor([0.18, 0.30, 0.10, 0.16, 0.04, 0.02, 0.0, 0.20], dtype=torch.float64)
 CRITICAL = 24.3  # chi-square, 7 degrees of freedom, 0.999 quantile
-N = 8_000
+N = 5_000
 
 
 def processed_row(p: torch.Tensor) -> torch.Tensor:
@@ -64,7 +64,7 @@ def test_one_draft_is_exact_and_accepted_at_one_minus_tv():
     assert set(counts) <= {i for i in range(len(P)) if P[i] > 0}
     assert chi_square(counts, P, N) < CRITICAL, counts
     tv = 0.5 * float((P - Q).abs().sum())
-    assert abs(rate - (1 - tv)) < 0.02, (rate, 1 - tv)
+    assert abs(rate - (1 - tv)) < 0.025, (rate, 1 - tv)
     assert rate > (1 - tv) / (1 + tv) + 0.1  # what the shared noise would reach
 
 
@@ -78,7 +78,7 @@ def test_several_drafts_and_point_masses_are_exact_and_accept_more():
 def test_point_masses_alone_are_exact_and_accepted_at_their_mass():
     counts, rate = sample_nodes(0, (2, 7, 4), seed=9)
     assert chi_square(counts, P, N) < CRITICAL, counts
-    assert abs(rate - float(P[2] + P[4])) < 0.02  # token 7 has no chance under p
+    assert abs(rate - float(P[2] + P[4])) < 0.025  # token 7 has no chance under p
 
 
 def test_the_chi_square_has_the_power_to_see_the_naive_rule():
@@ -92,7 +92,7 @@ def test_the_chi_square_has_the_power_to_see_the_naive_rule():
         for i in range(len(P))
         if P[i] > 0
     )
-    assert shift > 4 * CRITICAL
+    assert shift > 10 * CRITICAL
 
 
 def test_nothing_proposed_is_plain_decoding_s_own_draw():
