@@ -407,15 +407,13 @@ def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
 
     dock = StatsDock()
     qtbot.addWidget(dock)
-    dock.update_stats(
-        LiveStats("generating", target=60, tokens=30, dtype="bfloat16", invariant=True,
-                  sampler="fastest")
-    )  # fmt: skip
-    assert dock.labels["sampler"].text().startswith("fastest: plain decoding's distribution")
-    assert "exact: plain decoding's distribution" in dock.labels["precision"].text()
-    dock.update_stats(
-        LiveStats("generating", target=60, tokens=40, dtype="bfloat16", invariant=True,
-                  sampler="same-text")
-    )  # fmt: skip
-    assert dock.labels["sampler"].text().startswith("same text per seed")
-    assert "exact: plain decoding's text" in dock.labels["precision"].text()
+    for sampler, line, kept in (
+        ("fastest", "fastest: plain decoding's distribution", "distribution"),
+        ("same-text", "same text per seed", "text"),
+    ):
+        dock.update_stats(
+            LiveStats("generating", target=60, tokens=30, dtype="bfloat16", invariant=True,
+                      sampler=sampler)
+        )  # fmt: skip
+        assert dock.labels["sampler"].text().startswith(line)
+        assert f"exact: plain decoding's {kept}" in dock.labels["precision"].text()

@@ -213,45 +213,34 @@ class DrafterSource(CandidateSource):
         """The k draft-vocabulary ids to propose for the `level`-th token after the committed
         text, and the drafter's probability of each ([rows, k] both). Greedy: its k most
         likely. Sampling: the k its processed distribution draws under that token's noise
-        (the target's Gumbel winner is among them whenever the two distributions are close);
+        (the target's Gumbel winner is among them whenever the two distributions are close),
+        or under the "fastest" sampler k drawn from it without replacement (rejection.py);
         ids the run's filters leave no chance fill the rest by likelihood."""
         x = penalise(self.draft_logits(states).float(), presence, self.draft_penalty)
         probs = x.softmax(-1)
-        if self.fresh is not None and self.sampler is not None:
-            return self._sample(x, probs, k, level)
-        if self.noise_ahead is None or self.sampler is None:
+        fastest = self.fresh is not None and self.sampler is not None
+        if not fastest and (self.noise_ahead is None or self.sampler is None):
             top = probs.topk(k, dim=-1)
             return top.indices, top.values
-        noise = self.noise_ahead(level)
-        likely = probs.topk(k, dim=-1).indices.tolist()
-        rows = []
-        for row, extra in zip(x, likely, strict=True):
-            # the noise read at the ids the filters keep (a few dozen), not the whole vocabulary
-            kept, values = self.sampler.kept(row)
-            scores = values + noise[self.vocab[kept]].to(torch.float32)
-            top = scores.topk(min(k, len(kept)))
-            drawn = kept[top.indices[top.values > float("-inf")]].tolist()
-            rows.append((drawn + [i for i in extra if i not in drawn])[:k])
-        indices = torch.tensor(rows)
-        return indices, probs.gather(-1, indices)
-
-    def _sample(self, x, probs, k: int, level: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """`_top` for the "fastest" sampler: each row draws k without replacement from its
-        processed distribution q (the top k of log q + the row's own noise, in float64, so the
-        draws follow q as the acceptance assumes), and keeps (q, the draws) for the walk;
-        likely ids fill the rest, judged as point masses."""
+        # The "fastest" sampler draws each row from its own noise in float64 (so the draws
+        # follow q as the acceptance assumes) and keeps (q, the draws) for the walk; the
+        # coupled draw reads the noise the target will draw that token with.
+        coupled = None if fastest else self.noise_ahead(level)
         likely = probs.topk(k, dim=-1).indices.tolist()
         rows, self._row_records = [], []
         for r, (row, extra) in enumerate(zip(x, likely, strict=True)):
+            # the noise read at the ids the filters keep (a few dozen), not the whole vocabulary
             kept, values = self.sampler.kept(row)
-            values = values.double()
-            noise = self.fresh(level, r, len(self.vocab))[kept]
+            if fastest:
+                values = values.double()
+                noise = self.fresh(level, r, len(self.vocab))[kept]
+            else:
+                noise = coupled[self.vocab[kept]].to(torch.float32)
             top = (values + noise).topk(min(k, len(kept)))
             drawn = kept[top.indices[top.values > float("-inf")]].tolist()
-            ids = self.vocab[kept]
-            self._row_records.append(
-                DraftRecord(ids, values.softmax(-1), tuple(self.vocab_list[i] for i in drawn))
-            )
+            if fastest:
+                record = tuple(self.vocab_list[i] for i in drawn)
+                self._row_records.append(DraftRecord(self.vocab[kept], values.softmax(-1), record))
             rows.append((drawn + [i for i in extra if i not in drawn])[:k])
         indices = torch.tensor(rows)
         return indices, probs.gather(-1, indices)

@@ -21,7 +21,7 @@ from swiftwriter.engine.decoding.estimate import (
     SourceGate,
 )
 from swiftwriter.engine.decoding.logits import Draws, GumbelRow, PenaltyWindow
-from swiftwriter.engine.decoding.rejection import FASTEST, RejectionDraws, resolve
+from swiftwriter.engine.decoding.rejection import FASTEST, DraftRecord, RejectionDraws, resolve
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
 from swiftwriter.engine.decoding.threads import tuner
@@ -73,7 +73,7 @@ class Run:
         # the "fastest" sampler's walk (rejection.py): drafts judged by recursive rejection
         fastest = self.draws is not None and self.drafting.sampler == FASTEST
         self.rejection = RejectionDraws(self.draws.seed) if fastest else None
-        self._drawn: dict[tuple[int, ...], object] = {}  # this step's drafters' draws, by path
+        self._drawn: dict[tuple[int, ...], DraftRecord] = {}  # this step's drafters' draws, by path
         self._sampled: set[str] = set()  # the sources that drew them
         # every node's choice in one read per step (the rejection walk goes node by node)
         self.batched = gen.batched_accept and self.rejection is None
