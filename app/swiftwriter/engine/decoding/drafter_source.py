@@ -9,6 +9,7 @@ bin as its rank, so the engine's acceptance estimates are calibrated per bin and
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -47,8 +48,6 @@ def bfloat16_if_faster(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.
     products), else (the module, float32). Every drafting step reads the drafter's weights
     (about 15 MB per level in float32) on the host, time the step pays in full; its drafts
     need not be exact, only good. Timed once per drafter shape and process (some ms)."""
-    import copy
-
     from swiftwriter.engine.passes import time_linears
 
     def copy_in(dtype: torch.dtype) -> torch.nn.Module:
@@ -148,6 +147,10 @@ class DrafterSource(CandidateSource):
                 self.draft_logits = lambda states: fn(states, weight, None)
 
     # -- engine hooks ---------------------------------------------------------------------------
+    def fork(self) -> DrafterSource:
+        """The same drafter and weights; `start` gives the copy its own run state."""
+        return copy.copy(self)
+
     def start(
         self, sampling: SamplingSettings, vocab_size: int, window: PenaltyWindow | None = None
     ) -> None:

@@ -20,6 +20,7 @@ from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.sources import CandidateSource, build_sources
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
+from swiftwriter.engine.decoding.together import SideEvent, generate_together
 from swiftwriter.engine.passes import (
     exact_by_default,
     execution_device,
@@ -106,6 +107,7 @@ class Generator:
         # refined by every run on that model
         self.costs = settings_for(model).costs.setdefault(invariant, CostModel())
         self.stats = RunStats()
+        self.together_stats: dict[int, RunStats] = {}  # generate_together's, by generation
         self.drafter_source = None
         if drafter is not None:
             from swiftwriter.engine.decoding.drafter_source import DrafterSource
@@ -169,6 +171,33 @@ class Generator:
                     return
         finally:
             run.close()
+
+    def generate_together(
+        self,
+        prompt_ids: Sequence[int],
+        max_new_tokens: int,
+        seeds: Sequence[int | None],
+        should_stop: Callable[[], bool] | None = None,
+        stop_on_text: Callable[[list[int]], bool] | None = None,
+        pinned_ids: Sequence[int] = (),
+        min_new_tokens: int = 0,
+    ) -> Iterator[SideEvent]:
+        """One generation per seed of the same prompt, written side by side with one model
+        pass per step for all of them (together.py): yields a SideEvent (which generation,
+        its StepEvent) per generation per step. Each generation is the one `generate` writes
+        for its seed; `together_stats` holds their RunStats."""
+        prompt = [int(t) for t in prompt_ids]
+        self._check_request(prompt, max_new_tokens)
+        if not seeds:
+            raise UserError("Name at least one seed: one generation per seed")
+        requests = [
+            Request(prompt, max_new_tokens, stop_on_text, seed, pinned_ids, min_new_tokens)
+            for seed in seeds
+        ]
+        self.together_stats = {}
+        for side in generate_together(self, requests, should_stop, StepEvent):
+            self.together_stats[side.index] = side.event.run
+            yield side
 
     def _sources(self) -> list[CandidateSource]:
         """This run's drafters: the built-in ones chosen, the caller's, and the learned drafter

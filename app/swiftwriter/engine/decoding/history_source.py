@@ -562,6 +562,13 @@ class HistorySource(CoupledRanking, CandidateSource):
         self.deferred = 0  # steps where the context knew as much (for statistics and tests)
         self.proposed = 0
 
+    def fork(self) -> HistorySource:
+        """The same history (read only) with a context of its own."""
+        return HistorySource(
+            self.index, (), self.min_match, self.max_occurrences, self.max_nodes,
+            self.min_prob, self.defer_to_context, self.ladder, self.max_context,
+        )  # fmt: skip
+
     def observe(self, tokens: Sequence[int]) -> None:
         ctx = self._context
         start = len(ctx)

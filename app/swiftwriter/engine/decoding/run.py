@@ -56,10 +56,11 @@ class Run:
     """One generation: set up (sources, prefill, cost calibration), then one `step` per
     verification pass until `stop_reason` says why it ends."""
 
-    def __init__(self, gen, request: Request, sources: list[CandidateSource]):
+    def __init__(self, gen, request: Request, sources: list[CandidateSource], backend=None):
+        """`backend`: another run's model backend, for runs verified together (together.py)."""
         self.gen, self.request = gen, request
         self.drafting, self.sampling = gen.drafting, gen.sampling
-        self.runner = ModelRunner(gen.model, invariant=gen.invariant)
+        self.runner = ModelRunner(gen.model, invariant=gen.invariant, backend=backend)
         self.sources = sources
         self.readers = [s for s in sources if s.wants_feature]
         self.gates = {id(s): SourceGate() for s in sources if s.gated}
@@ -101,9 +102,9 @@ class Run:
         return Draws(seed if seed is not None else secrets.randbits(63))
 
     # -- set-up ------------------------------------------------------------------------------
-    def start(self) -> None:
-        """Sources told the run's settings, the prompt prefilled and observed, the pass costs
-        measured once per model."""
+    def start(self, prefilled: Run | None = None) -> None:
+        """Sources told the run's settings, the prompt prefilled (or `prefilled`'s cache of
+        the same prompt copied) and observed, the pass costs measured once per model."""
         for src in self.sources:
             src.start(self.sampling, self.gen.vocab_size, self.window)
             if self.draws is not None and self.drafting.couple and self.rejection is None:
@@ -112,12 +113,15 @@ class Run:
             self.runner.enable_prenorm()
         prompt, stats = self.request.prompt, self.stats
         t0 = time.perf_counter()
+        ids = prompt[:-1]
         if self.view.needs_slide(prompt):  # "slide": a prompt longer than the context is windowed
             stats.windowed_from = 0
-            self.runner.prefill(self.view.slide(prompt)[:-1])
+            ids = self.view.slide(prompt)[:-1]
             stats.slid_out = self.view.slid_out()
+        if prefilled is not None:
+            self.runner.copy_from(prefilled.runner)
         else:
-            self.runner.prefill(prompt[:-1])
+            self.runner.prefill(ids)
         stats.prefill_s = time.perf_counter() - t0
         stats.kv_tokens_cap = self.gen.max_context
         self.window.extend(prompt)
@@ -228,10 +232,11 @@ class Run:
             self._unseen = []
         self.learner.update(self.committed)
 
-    def build_trie(self, candidates: list[Candidate]) -> Trie:
+    def build_trie(self, candidates: list[Candidate], others: tuple[int, float] = (0, 0.0)) -> Trie:
         """The proposals merged, then pruned to the size the cost model says pays best (under
         the "fastest" sampler, the drawn drafts pruned apart from the others and merged after,
-        so whether a node is kept never depends on what a drafter drew below it)."""
+        so whether a node is kept never depends on what a drafter drew below it). `others`:
+        the rows and expected tokens of the runs verified in the same pass (together.py)."""
         root, depth = self.committed[-1], self.drafting.max_depth
         trie = build_trie(root, candidates, self.estimator, depth)
         self.learner.add(len(self.committed), trie)
@@ -241,7 +246,9 @@ class Run:
             if budget <= 0 or not probs:
                 return 0
             probs = sorted(probs, reverse=True)
-            return best_size(probs, self.gen.costs, budget) if self.drafting.adaptive else budget
+            if not self.drafting.adaptive:
+                return budget
+            return best_size(probs, self.gen.costs, budget, rows=others[0], tokens=others[1])
 
         if self._sampled:
             groups = (
@@ -402,9 +409,10 @@ class Run:
         self._nats = dict(enumerate(read[1].tolist()))
         return read[0].tolist()
 
-    def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float) -> None:
+    def commit(self, trie: Trie, path: list[int], new: list[int], verify_s: float | None) -> None:
         """The accepted path kept in the cache, drafters fed, estimates and costs learned, the
-        new tokens appended everywhere."""
+        new tokens appended everywhere (`verify_s` None: the pass was shared by runs verified
+        together, whose caller learns its cost)."""
         node = path[-1] if path else 0
         for src in self.readers:  # fused drafting: the last accepted node's state
             read = self._read_features.get(src.wants_feature)
@@ -416,8 +424,9 @@ class Run:
         self._read_features = {}
         self.runner.compact([0] + path)
         self._judge_gated(trie, path)
-        self.gen.costs.observe(len(trie), verify_s)
-        if self.threads is not None:
+        if verify_s is not None:
+            self.gen.costs.observe(len(trie), verify_s)
+        if self.threads is not None and verify_s is not None:
             self.threads.observe(verify_s / self.gen.costs(len(trie)))
             self.stats.threads, self.stats.threads_why = self.threads.current, self.threads.why
         self.committed.extend(new)

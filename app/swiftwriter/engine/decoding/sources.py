@@ -6,6 +6,7 @@ each source's nodes are accepted and sizes the trie by that."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -63,6 +64,12 @@ class CandidateSource:
         """{path below the committed text: rejection.DraftRecord} for the last `propose`
         after `sample_drafts`; empty for a source that proposes without chance."""
         return {}
+
+    def fork(self) -> CandidateSource:
+        """This source for another run going on at the same time (runs verified together):
+        what it only reads shared, its run state its own. A deep copy unless a source knows
+        better."""
+        return copy.deepcopy(self)
 
     def observe(self, tokens: Sequence[int]) -> None:  # pragma: no cover - interface
         """New committed tokens (the prompt first, then each step's output)."""

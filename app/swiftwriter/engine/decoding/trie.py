@@ -108,19 +108,25 @@ def build_apart(
 
 
 def best_size(
-    probs_desc: Sequence[float], cost: Callable[[int], float], max_nodes: int, margin: float = 1.03
+    probs_desc: Sequence[float],
+    cost: Callable[[int], float],
+    max_nodes: int,
+    margin: float = 1.03,
+    rows: int = 0,
+    tokens: float = 0.0,
 ) -> int:
     """Number of draft nodes that maximises expected tokens per step / cost of the pass.
 
     Expected tokens = 1 (the target's own token) + the sum of the chosen nodes' acceptance
     probabilities; cost(n) is the relative cost of verifying n tokens (root included). Drafting
     must beat plain decoding by `margin`, so estimates that only just favour it (noise) do not
-    make the engine slower than plain decoding."""
-    plain_rate = 1.0 / cost(1)
-    best_k, best_rate, total = 0, plain_rate * margin, 1.0
+    make the engine slower than plain decoding. `rows` and `tokens`: what other runs verified
+    in the same pass bring to it (together.py), so a draft is priced at the pass's margin."""
+    plain_rate = (tokens + 1.0) / cost(rows + 1)
+    best_k, best_rate, total = 0, plain_rate * margin, tokens + 1.0
     for k, p in enumerate(probs_desc[:max_nodes], start=1):
         total += p
-        rate = total / cost(k + 1)
+        rate = total / cost(rows + k + 1)
         if rate > best_rate:
             best_k, best_rate = k, rate
     return best_k

@@ -20,8 +20,10 @@ from swiftwriter.engine.passes.attention import folding, install
 from swiftwriter.engine.passes.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.passes.leanpass import (
     LeanDecoder,
+    Part,
     describe,
     fixed_rotary,
+    path_tables,
     supports,
     windows,
 )
@@ -74,6 +76,7 @@ def head_finish(model):
 class StockBackend:
     name = "stock"
     invariant = False
+    together = False  # several runs' tries in one pass (`pass_together`)
     classes = None
     product = None  # the invariant pass's product kernel, for the lm_head too
 
@@ -124,6 +127,7 @@ class LeanBackend(StockBackend):
         super().__init__(model)
         self.lean = LeanDecoder(model, invariant=invariant)
         self.invariant = self.lean.invariant
+        self.together = self.invariant
         self.classes = self.lean.classes if self.invariant else None
         self.product = self.lean.product if self.invariant else None
 
@@ -132,6 +136,23 @@ class LeanBackend(StockBackend):
         last = runner.length + max(trie.depths)  # known here: no read from the device
         hidden, prenorm = self.lean.forward(ids[0], pos[0], allowed, runner.cache, last)
         return PassOutput(hidden, None, prenorm)
+
+    def pass_together(self, runners, tries: list[Trie], ids, pos) -> list[PassOutput]:
+        """Several runs' tries in one invariant pass (ids, pos: their rows side by side), each
+        run's rows attending to its own cache: one PassOutput per run."""
+        parts = [
+            Part(len(t), r.cache, path_tables(t.ancestor_mask() if len(t) > 1 else None,
+                                              len(t), r.length))
+            for r, t in zip(runners, tries, strict=True)
+        ]  # fmt: skip
+        last = max(r.length + max(t.depths) for r, t in zip(runners, tries, strict=True))
+        hidden, prenorm = self.lean.forward_parts(ids, pos, parts, last)
+        outs, start = [], 0
+        for t in tries:
+            rows = slice(start, start + len(t))
+            outs.append(PassOutput(hidden[rows], None, prenorm[rows]))
+            start += len(t)
+        return outs
 
 
 def tree_mask(trie: Trie, prefix: int, dtype, window: int | None = None) -> torch.Tensor:

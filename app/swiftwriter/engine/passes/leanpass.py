@@ -26,11 +26,13 @@ plain decoding."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 from torch.nn import functional as F
+from transformers import DynamicCache
 
 from swiftwriter.engine.passes import invariant as invariant_mod
 from swiftwriter.engine.passes import kernels, native
@@ -467,7 +469,17 @@ def _tree_attention(model, head_dim: int):
     return native.tree_attention()
 
 
-def _path_tables(allowed, n: int, prefix: int):
+@dataclass
+class Part:
+    """One generation's rows in a pass: how many, its KV cache, its attention plan
+    (`path_tables`, built before the pass writes to the cache)."""
+
+    n: int
+    cache: DynamicCache  # the generation's, of kvcache.GrowingLayer
+    paths: Callable[[str], object]
+
+
+def path_tables(allowed, n: int, prefix: int):
     """paths(kind): the pass's attention plan, "tiles" (the native kernel's) or "plan"
     (PyTorch's), each built the first time a layer asks for it."""
     built: dict = {}
@@ -578,6 +590,25 @@ class LeanDecoder:
         )
         return torch.where(fits[:, None].to(cut.device), whole, cut)
 
+    def _attend_parts(self, index: int, q, k, v, parts: list[Part]) -> torch.Tensor:
+        """One layer's attention for a pass that may hold several generations' tries (parts,
+        rows side by side): each part's keys and values go to its own cache and its rows
+        attend there alone, so a row's result is what a pass over its part alone computes."""
+        if len(parts) == 1:
+            part = parts[0]
+            layer_cache = part.cache.layers[index]
+            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            return self._attend(index, q, k, v, layer_cache, part.paths)
+        out, start = [], 0
+        for part in parts:
+            rows = slice(start, start + part.n)
+            start += part.n
+            kp, vp = k[rows], v[rows]
+            layer_cache = part.cache.layers[index]
+            layer_cache.update(kp.transpose(0, 1)[None], vp.transpose(0, 1)[None])
+            out.append(self._attend(index, q[rows], kp, vp, layer_cache, part.paths))
+        return torch.cat(out)
+
     def forward_invariant(
         self,
         ids: torch.Tensor,
@@ -590,15 +621,24 @@ class LeanDecoder:
         padded to (or split into) one kernel's row counts, each row's attention the one-token
         call over its own path (invariant.py)."""
         n = ids.shape[0]
+        part = Part(n, cache, path_tables(allowed, n, cache.get_seq_length()))
+        return self.forward_parts(ids, positions, [part], last)
+
+    def forward_parts(
+        self, ids: torch.Tensor, positions: torch.Tensor, parts: list[Part], last: int | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The invariant forward over one or more parts (`Part`: a generation's trie rows and
+        its cache), their rows side by side in `ids` and `positions`: every weight is read
+        once for all of them, each row computed as its own one-token pass computes it."""
+        n = ids.shape[0]
         if self.fused is not None:
-            return self.fused.forward(self, ids, positions, allowed, cache, last)
+            return self.fused.forward(self, ids, positions, parts, last)
         d, hk, hq = self.head_dim, self.kv_heads, self.heads
         fam = self.family
         m = self.classes.padded(n)
         if m > n:  # dummy rows: a copy of the first token, never cached, never attended to
             ids = torch.cat([ids, ids[:1].expand(m - n)])
             positions = torch.cat([positions, positions[:1].expand(m - n)])
-        paths = _path_tables(allowed, n, cache.get_seq_length())
         tables = {id(r): r.tables(positions, last) for r in self.rotaries}
         run = self.classes.apply
         norm = lambda x, module: _norm(fam.norm, x, module)  # noqa: E731
@@ -625,9 +665,7 @@ class LeanDecoder:
                     q, k = norm(q, attn.q_norm), norm(k, attn.k_norm)
                 q, k = rotary.apply(q, cos, sin)[:n], rotary.apply(k, cos, sin)[:n]
             v = qkv[:n, (hq + hk) * d :].view(n, hk, d)
-            layer_cache = cache.layers[index]
-            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
-            o = self._attend(index, q, k, v, layer_cache, paths)
+            o = self._attend_parts(index, q, k, v, parts)
             if out is not None:
                 out[:n] = o
                 o = out
@@ -741,12 +779,11 @@ class FusedLayers:
         layers = [_fused_layer(layer) for layer in lean.layers]
         return None if any(x is None for x in layers) else cls(layers)
 
-    def forward(self, lean: LeanDecoder, ids, positions, allowed, cache, last):
+    def forward(self, lean: LeanDecoder, ids, positions, parts: list[Part], last):
         from swiftwriter.engine.passes import quant
 
         kernel = quant.kernel()
         n, d, hk, hq = ids.shape[0], lean.head_dim, lean.kv_heads, lean.heads
-        paths = _path_tables(allowed, n, cache.get_seq_length())
         tables = {id(r): r.tables(positions, last) for r in lean.rotaries}
         h = lean.decoder.embed_tokens(ids).float().contiguous()
         for index, f in enumerate(self.layers):
@@ -758,9 +795,7 @@ class FusedLayers:
             q = qkv[:, : hq * d].view(n, hq, d)
             k = qkv[:, hq * d : (hq + hk) * d].view(n, hk, d)
             v = qkv[:, (hq + hk) * d :].view(n, hk, d)
-            layer_cache = cache.layers[index]
-            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
-            o = lean._attend(index, q, k, v, layer_cache, paths)
+            o = lean._attend_parts(index, q, k, v, parts)
             h = kernel.attn_out(
                 h,
                 o.float().contiguous(),

@@ -5,6 +5,8 @@ walk visits."""
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from swiftwriter.engine.passes.attention import folding
@@ -49,12 +51,20 @@ QUANT_HEAD_ROWS = 4  # a head on stored blocks: the node and its first children
 class ModelRunner:
     """Owns the KV cache of one generation and runs the target model over tries."""
 
-    def __init__(self, model, prefill_chunk: int = 2048, lean: bool = True, invariant: bool = True):
+    def __init__(
+        self,
+        model,
+        prefill_chunk: int = 2048,
+        lean: bool = True,
+        invariant: bool = True,
+        backend=None,
+    ):
+        """`backend`: another runner's, for runs verified together (`forward_together`)."""
         self.model = model
         self.config = model.config
         self.decoder = model.get_decoder()
         self.lm_head = model.get_output_embeddings()
-        self.backend = backend_for(model, lean=lean, invariant=invariant)
+        self.backend = backend or backend_for(model, lean=lean, invariant=invariant)
         self.lazy_head = self.backend.lazy_head  # else the model's own head runs in the pass
         self.device = execution_device(self.lm_head if self.lm_head is not None else model)
         self.input_device = execution_device(model.get_input_embeddings())
@@ -97,6 +107,14 @@ class ModelRunner:
         if kind == "final":
             return None if self._hidden is None else self._hidden[node]
         return None if self._prenorm is None else self._prenorm[node]
+
+    @torch.inference_mode()
+    def copy_from(self, other: ModelRunner) -> None:
+        """Start where `other` stands (its cache copied, not shared): runs of one prompt
+        prefill it once."""
+        self.cache = copy.deepcopy(other.cache)
+        self.length, self.highest = other.length, other.highest
+        self.prefill_features = dict(other.prefill_features)
 
     def reset(self) -> None:
         self.cache = growing_cache(self.config)
@@ -148,8 +166,33 @@ class ModelRunner:
         """Run the model over all trie tokens; the cache grows by len(trie) until `compact`."""
         ids = torch.tensor([trie.tokens], device=self.input_device)
         pos = (torch.tensor(trie.depths) + self.length)[None].to(self.input_device)
+        self._take(trie, self.backend.pass_over(self, trie, ids, pos))
+
+    @staticmethod
+    @torch.inference_mode()
+    def forward_together(runners: list[ModelRunner], tries: list[Trie]) -> None:
+        """Each runner's trie verified, in one pass where the runners share a backend that
+        can (the invariant lean forward: every weight read once for all rows, each row
+        computed as its own one-token pass computes it, so each generation is the one it
+        would be alone), else one pass each."""
+        lead = runners[0]
+        alone = len(runners) == 1 or not getattr(lead.backend, "together", False)
+        if alone or any(r.backend is not lead.backend for r in runners):
+            for runner, trie in zip(runners, tries, strict=True):
+                runner.forward_trie(trie)
+            return
+        device = lead.input_device
+        ids = torch.tensor([t for trie in tries for t in trie.tokens], device=device)
+        pos = torch.cat(
+            [torch.tensor(trie.depths) + r.length for r, trie in zip(runners, tries, strict=True)]
+        ).to(device)
+        outs = lead.backend.pass_together(runners, tries, ids, pos)
+        for runner, trie, out in zip(runners, tries, outs, strict=True):
+            runner._take(trie, out)
+
+    def _take(self, trie: Trie, out) -> None:
+        """A pass's output for this runner's trie (backends.PassOutput)."""
         self.highest = max(self.highest, self.length + max(trie.depths))
-        out = self.backend.pass_over(self, trie, ids, pos)
         self._hidden, self._logits = out.hidden, out.logits
         if self._capture is not None:  # the lean forward returns it; the stock one is hooked
             self._prenorm = out.prenorm if out.prenorm is not None else self._capture.value[0]
@@ -186,6 +229,28 @@ class ModelRunner:
             return QUANT_HEAD_ROWS
         return ROOT_ROWS if node == 0 else 32
 
+    @staticmethod
+    @torch.inference_mode()
+    def roots_together(runners: list[ModelRunner], tries: list[Trie]) -> None:
+        """The rows `logits_at` would compute first for each runner's root, for all runners
+        in one lm_head call (each row's bits are its own whatever the call's rows: the head
+        on stored blocks, or the invariant kernel): runs verified together read the head's
+        weight once instead of once per run."""
+        wanted = [
+            (r, [0] if len(t) == 1 else t.subtree(0, limit=r._head_rows(0)))
+            for r, t in zip(runners, tries, strict=True)
+            if r._logits is None and r._hidden is not None
+        ]
+        if len(wanted) < 2 or not all(r.invariant or is_quantized(r.lm_head) for r, _ in wanted):
+            return
+        hidden = torch.cat([r._hidden[rows] for r, rows in wanted])
+        out = wanted[0][0]._head(hidden)
+        start = 0
+        for runner, rows in wanted:
+            for i, row in enumerate(rows):
+                runner._row_logits[row] = out[start + i]
+            start += len(rows)
+
     @torch.inference_mode()
     def logits_rows(self, rows: list[int]) -> torch.Tensor:
         """float32 [len(rows), V] logits after these trie nodes, each row computed as a
@@ -193,7 +258,12 @@ class ModelRunner:
         if self._logits is not None:
             return self._logits[rows].float()
         index = torch.tensor(rows, device=self._hidden.device)
-        h = self._hidden.index_select(0, index).to(self.device)
+        return self._head(self._hidden.index_select(0, index))
+
+    def _head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """float32 logits of final-norm hidden rows [rows, D]."""
+        h = hidden.to(self.device)
+        rows = range(h.shape[0])
         if is_quantized(self.lm_head):  # stored blocks: a row's bits whatever the row count
             out = self.lm_head(h)
         elif self.invariant:  # the same kernel for one row as for many
