@@ -10,10 +10,10 @@ import os
 import sys
 
 from swiftwriter import __version__
-from swiftwriter.commands import bench, export, generate, heads, models, project
+from swiftwriter.commands import bench, export, generate, heads, models, project, rewrite
 from swiftwriter.errors import UsageError, UserError, is_native_panic, printable
 
-COMMANDS = [generate, models, heads, bench, export, project]
+COMMANDS = [generate, rewrite, models, heads, bench, export, project]
 
 
 def build_parser() -> argparse.ArgumentParser:

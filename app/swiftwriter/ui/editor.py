@@ -184,6 +184,7 @@ class Editor(QPlainTextEdit):
         self.highlighter = MarkdownHighlighter(self.document(), dark)
         self.generated_color = QColor("#33403a" if dark else "#e8f1e4")
         self.spans: list[QTextCursor] = []  # generated text not yet edited (shown tinted)
+        self.selection_menu = None  # the selection tools (QMenu), offered over a selection
         self.stream: QTextCursor | None = None  # the span being streamed into now
         self._stream_revision = -1
         self._streaming = False
@@ -207,8 +208,13 @@ class Editor(QPlainTextEdit):
         self.context_menu(event.pos()).exec(event.globalPos())
 
     def context_menu(self, pos):
-        """Qt's menu, led by corrections when the word under the pointer is misspelt."""
+        """Qt's menu, led by corrections when the word under the pointer is misspelt, and by
+        the selection tools over a selection."""
         menu = self.createStandardContextMenu(pos)
+        if self.selection_menu is not None and self.textCursor().hasSelection():
+            first = menu.actions()[0] if menu.actions() else None
+            menu.insertMenu(first, self.selection_menu)
+            menu.insertSeparator(first)
         cursor = self.cursorForPosition(pos)
         cursor.select(QTextCursor.SelectionType.WordUnderCursor)
         word = cursor.selectedText()

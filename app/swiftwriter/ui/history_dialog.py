@@ -23,10 +23,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from swiftwriter.alternatives import TOOLS as SELECTION_TOOLS
 from swiftwriter.baseline import plain_rate, stats_speedup
 from swiftwriter.store import Generation, Project, ProjectError
 
 COLUMNS = ("#", "Document", "Started", "Status", "Tokens", "tok/s", "τ", "Speedup", "Mode")
+
+
+def mode_of(settings: dict) -> str:
+    """The History's Mode column: the selection tool that wrote it, else the take's mode."""
+    tool = settings.get("tool")
+    if tool:
+        return SELECTION_TOOLS.get(tool, (str(tool),))[0]
+    return "Precise" if settings.get("sampling", {}).get("greedy", True) else "Creative"
 
 
 def describe(gen: Generation) -> str:
@@ -48,6 +57,12 @@ def describe(gen: Generation) -> str:
         lines.append(
             f"Plain decoding measured at {st.get('plain_context', 0):,} tokens of context: "
             f"{st['plain_tokens_per_s']:.1f} tok/s"
+        )
+    if s.get("tool"):
+        lines.append(
+            f"{mode_of(s)} of a selected passage ({s.get('instruction', '')}): alternative "
+            f"{s.get('chosen', '?')} of {s.get('alternatives', '?')}, seed {s.get('seed')}, "
+            f"in place of {len(s.get('replaced', '')):,} characters"
         )
     if gen.error:
         lines.append(f"Error: {gen.error}")
@@ -122,7 +137,6 @@ class HistoryDialog(QDialog):
         self.table.setRowCount(len(self.generations))
         for row, gen in enumerate(self.generations):
             st = gen.stats or {}
-            sampling = (gen.settings or {}).get("sampling", {})
             speed = stats_speedup(st)
             values = (
                 str(gen.id),
@@ -133,7 +147,7 @@ class HistoryDialog(QDialog):
                 f"{st.get('tokens_per_s', 0):.1f}",
                 f"{st.get('tau', 0):.2f}",
                 f"×{speed:.2f}" if speed else "–",
-                "Precise" if sampling.get("greedy", True) else "Creative",
+                mode_of(gen.settings or {}),
             )
             for col, value in enumerate(values):
                 self.table.setItem(row, col, QTableWidgetItem(value))

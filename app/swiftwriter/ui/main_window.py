@@ -39,6 +39,7 @@ from swiftwriter.ui.notes import NotesPanel
 from swiftwriter.ui.panel_state import Presets, PresetsMixin, apply_state, load_project_state
 from swiftwriter.ui.project_tree import ProjectTree
 from swiftwriter.ui.safekeeping import SafekeepingMixin
+from swiftwriter.ui.selection_tools import SelectionTools
 from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
 from swiftwriter.ui.spelling_control import SpellingControl
 from swiftwriter.ui.stats_dock import StatsDock
@@ -87,6 +88,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self._desk_laid_out = False
         self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
         self.takes = TakeController(self)
+        self.selection = SelectionTools(self)
         self.presets = Presets(self.settings.qs)
         self._build_actions()
         self._build_ui()
@@ -275,6 +277,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         gen = bar.addMenu("&Generate")
         for name in ("generate", "stop", "continue", "regenerate", "undo", "show_context"):
             gen.addAction(act[name])
+        gen.addMenu(self.selection.menu)
+        self.editor.selection_menu = self.selection.menu
         self.presets_menu = gen.addMenu("Presets")
         self.presets_menu.aboutToShow.connect(self._fill_presets)
         view = bar.addMenu("&View")
