@@ -75,3 +75,8 @@ def test_the_tools_ask_for_what_they_promise(loaded):
     assert not alternative_sampling(SamplingSettings(greedy=True)).greedy
     assert tidy('  "A quoted passage."  ') == "A quoted passage."
     assert tidy('"One" and "two"') == '"One" and "two"'
+    # out of tokens: ended at the last full sentence, unless that loses most of it
+    assert tidy("She ran. He said \u201cstop.\u201d Then the", cut=True) == (
+        "She ran. He said \u201cstop.\u201d"
+    )
+    assert tidy("Short. Then a long unfinished clause goes on and on", cut=True).endswith("on")

@@ -4,6 +4,7 @@ the project's history (incrementally), exact whatever the seeding, and safe when
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from swiftwriter.endings import TakeEnding
@@ -314,3 +315,26 @@ def test_symbol_soup_in_the_writers_own_script_has_broken_down():
     for i, text in enumerate(texts):  # each writer's text, continued by the others' prose
         others = "".join(t for j, t in enumerate(texts) if j != i)
         assert not turned_to_soup(others[-SCRIPT_SPAN:], {"LATIN"}, set(text)), text[:60]
+
+
+def test_takes_written_together_are_the_takes_their_seeds_write_alone(project, tiny_llama):
+    """run_several: the first take goes into the document, the others are stored beside it,
+    and each is exactly the take `run` writes with its seed (a fixed seed, then the next)."""
+    text = random_text(3, 60)
+    doc = project.add_document("Chapter 1", text)
+    tok = Latin1Tokenizer()
+    sampled = SamplingSettings(greedy=False, temperature=0.8, min_p=0.05, penalty=1.1, seed=11)
+
+    def session(seed):
+        return DocumentSession(
+            project, doc.id, model=tiny_llama, tokenizer=tok, model_id="tiny", history=False,
+            sampling=replace(sampled, seed=seed), ending=TakeEnding.exact(30),
+            prompt_text=text, flush_interval=0,
+        )  # fmt: skip
+
+    together = session(11).run_several(3)
+    assert together.text == project.document(doc.id).text[len(text) :]
+    assert [g.applied for g in together.others] == [False, False]
+    alone = [session(seed).run().text for seed in (11, 12, 13)]
+    assert [together.text, *(g.text for g in together.others)] == alone
+    assert len(set(alone)) == 3

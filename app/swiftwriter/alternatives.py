@@ -10,6 +10,7 @@ puts the chosen text in the document and records it (ui/selection_tools.py)."""
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -164,16 +165,24 @@ def write_alternatives(
             on_text(side.index, piece)
     seconds = time.perf_counter() - t0
     for alt in alternatives:
-        alt.text = tidy(alt.text)
+        alt.text = tidy(alt.text, cut=alt.stop_reason == "length")
     stats = [generator.together_stats[i].as_dict() for i in range(len(seeds))]
     words = instruction_for(tool, instruction)
     return AlternativesResult(tool, words, alternatives, seconds, stats, asdict(sampling), status)
 
 
-def tidy(text: str) -> str:
+SENTENCE_END = re.compile(r"""[.!?…]["'”’)]*(?=\s|$)""")
+
+
+def tidy(text: str, cut: bool = False) -> str:
     """An alternative as it goes into the document: without the blank edges and the quotation
-    marks a chat model may put around a whole passage."""
+    marks a chat model may put around a whole passage; `cut` (it ran out of tokens) ends it
+    at its last full sentence, where that keeps most of it."""
     text = text.strip()
+    if cut:
+        ends = [m.end() for m in SENTENCE_END.finditer(text)]
+        if ends and ends[-1] >= 0.6 * len(text):
+            text = text[: ends[-1]]
     for left, right in (('"', '"'), ("\u201c", "\u201d")):
         inner = text[1:-1]
         whole = text.startswith(left) and text.endswith(right)

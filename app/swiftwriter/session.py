@@ -207,9 +207,57 @@ class SessionResult:
     # the document's text (and the take's) that slid out of the window during the take: what
     # the rolling summary is written from (rolling.py); empty when the window never slid
     slid_out_ids: list[int] = field(default_factory=list)
+    # takes written together with this one (DocumentSession.run_several), stored beside it
+    others: list[Generation] = field(default_factory=list)
 
 
 DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
+
+
+class TakeStream:
+    """One take's text as the engine writes it: decoded piece by piece (each piece with its
+    ids to `keep`, then to `on_text`, every step to `on_step`), watched for breakdown (surprise
+    by piece, then letter or symbol soup: `lost`), and its stop reason said at the end."""
+
+    def __init__(self, session: PromptSession, prompt: list[int], keep, on_text, on_step):
+        self.session, self.keep = session, keep
+        self.on_text, self.on_step = on_text, on_step
+        self.decoder = IncrementalDecoder(session.tokenizer)
+        self.produced: list[int] = []
+        self.lost = False  # the text broke down: the take ends at the next step
+        writers = session._decode(prompt[-4096:])
+        self.own, self.own_chars = scripts_of(writers, least=0.05), set(writers)
+        self.recent, self.unchecked = "", 0  # the take's last SCRIPT_SPAN characters
+
+    def push(self, event: StepEvent) -> None:
+        self.produced.extend(event.tokens)
+        piece = self.decoder.push(event.tokens)
+        self.keep(piece, event.tokens)
+        if piece and self.on_text is not None:
+            self.on_text(piece)
+        if self.on_step is not None:
+            self.on_step(event)
+        self.recent = (self.recent + piece)[-SCRIPT_SPAN:]
+        self.unchecked += len(piece)
+        self.lost = self.lost or broke_down(getattr(event.run, "surprise_by_piece", ()))
+        if self.unchecked >= SCRIPT_SPAN // 4 and len(self.recent) == SCRIPT_SPAN:  # ~1 ms
+            self.unchecked = 0
+            self.lost = self.lost or turned_to_soup(self.recent, self.own, self.own_chars)
+
+    def finish(self, stats) -> None:
+        """The run's stop reason as the writer reads it (`stats`: the engine's RunStats), and
+        the text held back at the end."""
+        session = self.session
+        stats.stop_reason = session.ending.reason(stats.stop_reason, self.produced, session._decode)
+        if self.lost:
+            stats.stop_reason = "broke_down"
+            log.info("take stopped: the text broke down (surprise by piece %s)",
+                     stats.surprise_by_piece[-BREAKDOWN_PIECES:])  # fmt: skip
+        tail = self.decoder.finish()
+        if tail:
+            self.keep(tail, ())
+            if self.on_text is not None:
+                self.on_text(tail)
 
 
 class PromptSession:
@@ -354,15 +402,10 @@ class PromptSession:
     ) -> list[int]:
         """Decode the take: each text piece with its ids to `keep` (the record, or a list),
         then to `on_text`; every step to `on_step`. Returns the ids written."""
-        decoder = IncrementalDecoder(self.tokenizer)
-        produced: list[int] = []
-        lost = [False]  # the text broke down (broke_down): the take ends at the next step
-        writers = self._decode(prompt[-4096:])
-        own, own_chars = scripts_of(writers, least=0.05), set(writers)
-        recent, unchecked = "", 0  # the take's last SCRIPT_SPAN characters, new since a look
+        take = TakeStream(self, prompt, keep, on_text, on_step)
 
         def stop() -> bool:
-            return lost[0] or (should_stop is not None and should_stop())
+            return take.lost or (should_stop is not None and should_stop())
 
         events = generator.generate(
             prompt,
@@ -373,31 +416,46 @@ class PromptSession:
             min_new_tokens=self.ending.min_new_tokens,
         )
         for event in events:
-            produced.extend(event.tokens)
-            piece = decoder.push(event.tokens)
-            keep(piece, event.tokens)
-            if piece and on_text is not None:
-                on_text(piece)
-            if on_step is not None:
-                on_step(event)
-            recent, unchecked = (recent + piece)[-SCRIPT_SPAN:], unchecked + len(piece)
-            lost[0] = lost[0] or broke_down(getattr(event.run, "surprise_by_piece", ()))
-            if unchecked >= SCRIPT_SPAN // 4 and len(recent) == SCRIPT_SPAN:  # a look: ~1 ms
-                unchecked = 0
-                lost[0] = lost[0] or turned_to_soup(recent, own, own_chars)
-        generator.stats.stop_reason = self.ending.reason(
-            generator.stats.stop_reason, produced, self._decode
+            take.push(event)
+        take.finish(generator.stats)
+        return take.produced
+
+    def _stream_several(
+        self,
+        generator: Generator,
+        prompt: list[int],
+        pinned: list[int],
+        keeps: list[Callable[[str, tuple], None]],
+        should_stop: Callable[[], bool] | None,
+        on_text: Callable[[str], None] | None,
+        on_step: Callable[[StepEvent], None] | None,
+    ) -> list[list[int]]:
+        """As `_stream`, for takes written together (one per `keeps`, each with its own seed,
+        engine.decoding.together): the first streams to `on_text` and `on_step`, the others
+        only to their own `keep`. A take that breaks down stops being kept; the others go on."""
+        takes = [TakeStream(self, prompt, keeps[0], on_text, on_step)]
+        takes += [TakeStream(self, prompt, keep, None, None) for keep in keeps[1:]]
+
+        def stop() -> bool:
+            return all(t.lost for t in takes) or (should_stop is not None and should_stop())
+
+        seed = self.sampling.seed  # a fixed seed: the takes take it and the next ones
+        seeds = [None if seed is None else seed + i for i in range(len(keeps))]
+        events = generator.generate_together(
+            prompt,
+            self.ending.limit,
+            seeds,
+            should_stop=stop,
+            stop_on_text=self.ending.checker(self._decode),
+            pinned_ids=pinned,
+            min_new_tokens=self.ending.min_new_tokens,
         )
-        if lost[0]:
-            generator.stats.stop_reason = "broke_down"
-            log.info("take stopped: the text broke down (surprise by piece %s)",
-                     generator.stats.surprise_by_piece[-BREAKDOWN_PIECES:])  # fmt: skip
-        tail = decoder.finish()
-        if tail:
-            keep(tail, ())
-            if on_text is not None:
-                on_text(tail)
-        return produced
+        for side in events:
+            if not takes[side.index].lost:
+                takes[side.index].push(side.event)
+        for i, take in enumerate(takes):
+            take.finish(generator.together_stats[i])
+        return [take.produced for take in takes]
 
     @staticmethod
     def _status(generator: Generator) -> str:
@@ -546,16 +604,74 @@ class DocumentSession(PromptSession):
         built = self.story_context()
         note_ids, doc_ids = self.prompt_parts(built)
         prompt = note_ids + doc_ids
-        sources: list = []
-        history_stats: dict = {}
-        history_source = None
-        if self.history is not None:
-            index = self.history.refresh(vocab_size_of(self.model))
-            history_source = HistorySource(index)
-            sources.append(history_source)
-            history_stats = {"tokens": len(index), **self.history.timings}
-        generator = self._generator(sources)
-        record = self.project.start_generation(
+        history_source, history_stats = self._history_source()
+        generator = self._generator([history_source] if history_source is not None else [])
+        record = self._open_record(prompt, built)
+        try:
+            produced = self._stream(
+                generator, prompt, note_ids, record.append, should_stop, on_text, on_step
+            )
+        except BaseException as exc:
+            self._close_failed([record], exc, lambda i: generator.stats, history_source,
+                               history_stats)  # fmt: skip
+            raise
+        generation, stats = self._close(record, generator.stats, history_source, history_stats)
+        document = self.project.document(self.doc_id) if generation.applied else None
+        slid = slid_out_of(built, prompt, produced, generator.stats.slid_out)
+        status = self._status(generator)
+        return SessionResult(status, generation, document, generation.text, produced, stats, slid)
+
+    def run_several(
+        self,
+        count: int,
+        should_stop: Callable[[], bool] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        on_step: Callable[[StepEvent], None] | None = None,
+    ) -> SessionResult:
+        """`count` takes at the same spot written together (one model pass per step for all,
+        each with its own seed: engine.decoding.together). The first is the take `run` writes
+        (streamed, appended to the document); the others are stored as generations of the
+        document beside it (`SessionResult.others`), for the writer to swap in."""
+        if count < 2:
+            return self.run(should_stop, on_text, on_step)
+        built = self.story_context()
+        note_ids, doc_ids = self.prompt_parts(built)
+        prompt = note_ids + doc_ids
+        history_source, history_stats = self._history_source()
+        generator = self._generator([history_source] if history_source is not None else [])
+        records = [self._open_record(prompt, built) for _ in range(count)]
+        keeps = [record.append for record in records]
+        try:
+            produced = self._stream_several(
+                generator, prompt, note_ids, keeps, should_stop, on_text, on_step
+            )
+        except BaseException as exc:
+            self._close_failed(records, exc, generator.together_stats.get, history_source,
+                               history_stats)  # fmt: skip
+            raise
+        closed = [
+            self._close(
+                record, generator.together_stats[i], history_source, history_stats, append=i == 0
+            )  # fmt: skip
+            for i, record in enumerate(records)
+        ]
+        (generation, stats), others = closed[0], [gen for gen, _ in closed[1:]]
+        document = self.project.document(self.doc_id) if generation.applied else None
+        slid = slid_out_of(built, prompt, produced[0], generator.together_stats[0].slid_out)
+        status = "cancelled" if stats.get("stop_reason") == "cancelled" else "finished"
+        text = generation.text
+        return SessionResult(status, generation, document, text, produced[0], stats, slid, others)
+
+    def _history_source(self) -> tuple[HistorySource | None, dict]:
+        """The project history's drafting source for this take (None without history), and
+        its statistics so far."""
+        if self.history is None:
+            return None, {}
+        index = self.history.refresh(vocab_size_of(self.model))
+        return HistorySource(index), {"tokens": len(index), **self.history.timings}
+
+    def _open_record(self, prompt: list[int], built: StoryContext):
+        return self.project.start_generation(
             self.doc_id,
             hashlib.sha256(str(prompt).encode()).hexdigest()[:32],
             self.model_id,
@@ -563,27 +679,30 @@ class DocumentSession(PromptSession):
             {**self._settings(len(prompt)), "context_given": built.render()[:CONTEXT_KEPT]},
             flush_interval=self.flush_interval,
         )
-        try:
-            produced = self._stream(
-                generator, prompt, note_ids, record.append, should_stop, on_text, on_step
-            )
-        except BaseException as exc:
-            cancelled = isinstance(exc, KeyboardInterrupt)
-            record.finish(
-                "cancelled" if cancelled else "failed",
-                {**self._stats(generator, history_source, history_stats), **self.extra_stats},
-                error=None if cancelled else f"{type(exc).__name__}: {exc}",
-                append_to_document=cancelled,
-            )
-            raise
-        status = self._status(generator)
-        stats = {**self._stats(generator, history_source, history_stats), **self.extra_stats}
-        generation = record.finish(status, stats, append_to_document=True)
+
+    def _close(self, record, run_stats, source, history: dict, append: bool = True):
+        """A take's record finished (its text appended to the document when `append`), the
+        history told of it: (the stored Generation, its stats)."""
+        stats = {**self._run_stats(run_stats, source, history), **self.extra_stats}
+        status = "cancelled" if run_stats.stop_reason == "cancelled" else "finished"
+        generation = record.finish(status, stats, append_to_document=append)
         if self.history is not None:
             self.history.add_generation(self.project.generation(generation.id))
-        document = self.project.document(self.doc_id) if generation.applied else None
-        slid = slid_out_of(built, prompt, produced, generator.stats.slid_out)
-        return SessionResult(status, generation, document, generation.text, produced, stats, slid)
+        return generation, stats
+
+    def _close_failed(self, records, exc: BaseException, stats_of, source, history) -> None:
+        """Takes that ended by an exception: Ctrl-C keeps the first take's text so far in the
+        document (cancelled), anything else leaves the document as it was (failed)."""
+        cancelled = isinstance(exc, KeyboardInterrupt)
+        for i, record in enumerate(records):
+            run_stats = stats_of(i)
+            stats = self._run_stats(run_stats, source, history) if run_stats is not None else {}
+            record.finish(
+                "cancelled" if cancelled else "failed",
+                {**stats, **self.extra_stats},
+                error=None if cancelled else f"{type(exc).__name__}: {exc}",
+                append_to_document=cancelled and i == 0,
+            )
 
     def _settings(self, prompt_tokens: int) -> dict:
         drafting = asdict(self.drafting)
@@ -609,8 +728,8 @@ class DocumentSession(PromptSession):
         return end[-WRITTEN_AFTER:]  # 4 bytes at most a character
 
     @staticmethod
-    def _stats(generator: Generator, source: HistorySource | None, history: dict) -> dict:
-        stats = generator.stats.as_dict()
+    def _run_stats(run_stats, source: HistorySource | None, history: dict) -> dict:
+        stats = run_stats.as_dict()
         if source is not None:
             stats["history"] = {**history, "proposed": source.proposed, "deferred": source.deferred}
         return stats

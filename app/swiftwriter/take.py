@@ -12,6 +12,7 @@ go to the log (logs.py), for a bug report."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -52,6 +53,7 @@ class TakeRequest:
     story_mode: str = "none"  # the earlier documents the model sees: none, previous, fit
     ending: TakeEnding | None = None  # the CLI's own (stops, exact length); else from target
     prompt_ids: list[int] | None = None  # without a project: these ids exactly (a chat prompt)
+    takes: int = 1  # takes written together at the spot ("Write 3 takes"): the first is shown
 
 
 @dataclass
@@ -160,9 +162,10 @@ class Take:
                 return TakeResult("cancelled", None, {}, self.target)
             self._t0 = time.perf_counter()
             try:
-                result = self.session.run(
-                    should_stop=stop, on_text=self._on_text, on_step=self._on_step
-                )
+                run = self.session.run
+                if self.request.takes > 1 and isinstance(self.session, DocumentSession):
+                    run = functools.partial(self.session.run_several, self.request.takes)
+                result = run(should_stop=stop, on_text=self._on_text, on_step=self._on_step)
             except BaseException as exc:
                 log.debug("take ended by %s: %s", type(exc).__name__, exc)
                 raise

@@ -119,7 +119,7 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     builds its defaults from the same ones), and the names the parser offers are theirs."""
     from swiftwriter.commands.bench import register
     from swiftwriter.engine.decoding.settings import MODES, STRATEGIES
-    from swiftwriter.ui.take_panel import TakePanel
+    from swiftwriter.ui.take_panel import PANEL_ACTIONS, TakePanel
 
     sub = argparse.ArgumentParser().add_subparsers()
     register(sub)
@@ -149,8 +149,7 @@ def test_presets_run_exactly_the_apps_mode_and_strategy(tiny_bench, tmp_path, qt
     assert meta["strategy"] == "fast" and creative.temperature != 1.0
     from PySide6.QtGui import QAction
 
-    names = ("generate", "stop", "continue", "regenerate", "undo")
-    panel = TakePanel({name: QAction(name) for name in names})
+    panel = TakePanel({name: QAction(name) for name in PANEL_ACTIONS})
     qtbot.addWidget(panel)
     panel.creative.setChecked(True)
     from dataclasses import replace

@@ -37,10 +37,9 @@ def test_generate_starts_in_the_app_s_mode(qtbot):
     """Without --preset, generate samples as the app's panel starts: the same settings (the
     panel's seed -1 is 'random', generate's default seed too), so one default, not two."""
     from PySide6.QtGui import QAction
-    from swiftwriter.ui.take_panel import TakePanel
+    from swiftwriter.ui.take_panel import PANEL_ACTIONS, TakePanel
 
-    names = ("generate", "stop", "continue", "regenerate", "undo")
-    panel = TakePanel({name: QAction(name) for name in names})
+    panel = TakePanel({name: QAction(name) for name in PANEL_ACTIONS})
     qtbot.addWidget(panel)
     assert settings_of() == panel.sampling() == MODES["creative"]
 

@@ -389,10 +389,9 @@ def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
     from swiftwriter.engine.decoding.settings import DEFAULT_SAMPLER
     from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
-    from swiftwriter.ui.take_panel import SAMPLER_LABELS, TakePanel
+    from swiftwriter.ui.take_panel import PANEL_ACTIONS, SAMPLER_LABELS, TakePanel
 
-    names = ("generate", "stop", "continue", "regenerate", "undo")
-    panel = TakePanel({name: QAction(name) for name in names})
+    panel = TakePanel({name: QAction(name) for name in PANEL_ACTIONS})
     qtbot.addWidget(panel)
     assert panel.drafting().sampler == DEFAULT_SAMPLER
     panel.sampler.setCurrentText("Fastest")
@@ -417,3 +416,23 @@ def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
         )  # fmt: skip
         assert dock.labels["sampler"].text().startswith(line)
         assert f"exact: plain decoding's {kept}" in dock.labels["precision"].text()
+
+
+def test_write_three_takes_fills_the_takes_box_in_one_go(qtbot, window, make_project):
+    """Three takes written together: the first in the text, all three stored, the others one
+    choice away in the takes box; each is the take its seed writes alone (engine tests)."""
+    doc = open_doc(window, make_project)
+    window.panel.creative.setChecked(True)
+    result = generate(qtbot, window, "three_takes")
+    gens = window.project.generations(doc.id)
+    assert len(gens) == 3 and all(g.status == "finished" for g in gens)
+    assert [g.id for g in gens[1:]] == [o["generation_id"] for o in result["others"]]
+    assert len({g.text for g in gens}) == 3, "each take with its own seed"
+    assert window.editor.toPlainText() == doc.text + result["text"]
+    assert window.project.document(doc.id).text == doc.text + result["text"]
+    assert window.panel.takes.count() == 3 and window.panel.takes.currentIndex() == 0
+    window.panel.take_chosen.emit(2)
+    assert window.editor.toPlainText() == doc.text + gens[2].text
+    window.panel.precise.setChecked(True)  # greedy would write one text three times
+    window.actions_by_name["three_takes"].trigger()
+    assert not window.takes.busy and "Precise" in window.statusBar().currentMessage()

@@ -129,6 +129,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         # Ctrl+R and Ctrl+E align text in every word processor: not ours to take
         a("regenerate", "Regenerate", g.regenerate, QKeySequence("Ctrl+Alt+Return"),
           "Another take at the same spot; the previous one is kept")  # fmt: skip
+        a("three_takes", "Write 3 takes", g.write_takes, QKeySequence("Ctrl+Alt+3"),
+          "Three takes at the cursor written together; swap them in the takes box")  # fmt: skip
         a("undo", "Undo generation", g.undo_generation, QKeySequence("Ctrl+Alt+Z"),
           "Remove the last generated text (one step)")  # fmt: skip
         a("new", "New project…", self.new_project, QKeySequence.StandardKey.New)
@@ -275,7 +277,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             edit.addAction(act[name])
         edit.addAction(act["undo_delete"])
         gen = bar.addMenu("&Generate")
-        for name in ("generate", "stop", "continue", "regenerate", "undo", "show_context"):
+        for name in ("generate", "stop", "continue", "regenerate", "three_takes", "undo",
+                     "show_context"):  # fmt: skip
             gen.addAction(act[name])
         gen.addMenu(self.selection.menu)
         self.editor.selection_menu = self.selection.menu
@@ -336,6 +339,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         act["generate"].setEnabled(can_write)
         act["continue"].setEnabled(can_write)
         act["regenerate"].setEnabled(can_write)
+        act["three_takes"].setEnabled(can_write)
         act["undo"].setEnabled(writable and not busy)
         act["bold"].setEnabled(writable)
         act["italic"].setEnabled(writable)

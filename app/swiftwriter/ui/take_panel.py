@@ -53,6 +53,10 @@ def drafting_for(preset: str) -> DraftSettings:
     return PRESET_DRAFTING.get(preset, PRESET_DRAFTING["Balanced"])
 
 
+# the window's actions the panel shows as buttons, two to a row
+PANEL_ACTIONS = ("generate", "stop", "continue", "regenerate", "three_takes", "undo")
+
+
 class TakePanel(QWidget):
     settings_changed = Signal()
     take_chosen = Signal(int)  # index into the takes of the last spot
@@ -198,7 +202,7 @@ class TakePanel(QWidget):
         layout.addWidget(self._advanced_body)
 
         grid = QGridLayout()
-        for i, name in enumerate(("generate", "stop", "continue", "regenerate", "undo")):
+        for i, name in enumerate(PANEL_ACTIONS):
             button = QToolButton()
             button.setDefaultAction(actions[name])
             button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)

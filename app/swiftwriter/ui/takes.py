@@ -100,7 +100,17 @@ class TakeController(QObject):
             return "Drafting heads are training on this model: wait, or cancel it in Models…"
         return ""
 
-    def generate(self, at_end: bool = False) -> bool:
+    def write_takes(self, count: int = 3) -> bool:
+        """Several takes at the cursor written together (one model pass per step for all):
+        the first streams into the text, the others wait in the takes box."""
+        if self.window.panel.precise.isChecked():
+            self.window.statusBar().showMessage(
+                "Precise writes one text: choose Creative for different takes", 8000
+            )
+            return False
+        return self.generate(takes=count)
+
+    def generate(self, at_end: bool = False, takes: int = 1) -> bool:
         why = self.can_generate()
         if why:
             self.window.statusBar().showMessage(why, 5000)
@@ -130,6 +140,7 @@ class TakeController(QObject):
             take_request(w),
             measure_baseline=self.measure_baseline,
             flush_interval=self.flush_interval,
+            takes=takes,
         )
         self.span = editor.begin_stream(position)
         w.stats_dock.reset()
@@ -190,6 +201,8 @@ class TakeController(QObject):
             entry = TakeMenuEntry(result.get("generation_id"), text, result.get("status", ""))
             self.takes.append(entry)
         self.current = len(self.takes) - 1
+        for other in result.get("others", []):  # written together with it: in the box
+            self.takes.append(TakeMenuEntry(other["generation_id"], other["text"], other["status"]))
         self._show_takes()
         w.save_now(force=True)
         w.stats_dock.show_summary(result)
@@ -221,7 +234,7 @@ class TakeController(QObject):
             f"Take {i + 1}" + (f" · generation {t.generation_id}" if t.generation_id else "")
             for i, t in enumerate(self.takes)
         ]
-        self.window.panel.set_takes(labels, len(labels) - 1)
+        self.window.panel.set_takes(labels, self.current)
 
     # -- undo and takes ---------------------------------------------------------------------
     def undo_generation(self) -> bool:

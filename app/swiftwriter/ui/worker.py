@@ -70,6 +70,11 @@ class GenerationWorker(StoppableWorker):
                 "stats": outcome.stats,
                 "target": outcome.target,
                 "summary_line": outcome.summary_line,  # what the rolling summary did after it
+                # takes written together with it ("Write 3 takes"), stored beside it
+                "others": [
+                    {"generation_id": g.id, "text": g.text, "status": g.status}
+                    for g in (result.others if result else [])
+                ],
             }
         )
 
