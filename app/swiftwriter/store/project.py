@@ -46,6 +46,12 @@ SUFFIX = ".swiftwriter"
 log = logging.getLogger(__name__)
 
 
+def _could_not_open(exc: BaseException, path: Path, otherwise: str) -> ProjectError:
+    """What a failed open says: the disk's own fault where it is one (full, read-only, ...),
+    else `otherwise`."""
+    return ProjectError(diskfaults.explain(exc, path, "Could not open") or otherwise)
+
+
 class Project(
     DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin, LoreMixin, SummariesMixin
 ):
@@ -175,10 +181,8 @@ class Project(
         try:
             return lock.acquire()
         except OSError as exc:
-            raise ProjectError(
-                diskfaults.explain(exc, path, "Could not open")
-                or f"Cannot lock {path.name} ({exc.strerror or exc}): open it read-only"
-            ) from exc
+            why = f"Cannot lock {path.name} ({exc.strerror or exc}): open it read-only"
+            raise _could_not_open(exc, path, why) from exc
 
     @staticmethod
     def _roll_back_unfinished(path: Path) -> None:
@@ -186,10 +190,8 @@ class Project(
         try:
             diskfaults.roll_back_hot_journal(path, schema.APPLICATION_ID)
         except sqlite3.Error as exc:
-            raise ProjectError(
-                diskfaults.explain(exc, path, "Could not open")
-                or f"Could not roll back the unfinished change in {path.name}: {exc}"
-            ) from exc
+            why = f"Could not roll back the unfinished change in {path.name}: {exc}"
+            raise _could_not_open(exc, path, why) from exc
 
     @staticmethod
     def _connect_for_writing(path: Path, version: int) -> sqlite_utils.Database:
@@ -207,10 +209,8 @@ class Project(
             db.enable_wal()
         except sqlite3.Error as exc:
             db.close()
-            raise ProjectError(
-                diskfaults.explain(exc, path, "Could not open")
-                or f"Could not open {path.name} for writing: {exc}"
-            ) from exc
+            why = f"Could not open {path.name} for writing: {exc}"
+            raise _could_not_open(exc, path, why) from exc
         return db
 
     @classmethod
