@@ -50,7 +50,6 @@ def window_presence(
     return mask[:, :size]
 
 
-@torch.inference_mode()
 def _penalise_rows(logits: torch.Tensor, ids: torch.Tensor, penalty: float, window: int) -> None:
     """Each row's logits penalised in place over that row's own window, position by position."""
     device, length = ids.device, ids.shape[1]
@@ -66,6 +65,7 @@ def _penalise_rows(logits: torch.Tensor, ids: torch.Tensor, penalty: float, wind
         logits[b] = penalise(logits[b], presence, penalty)
 
 
+@torch.inference_mode()
 def extract_rows(
     model,
     rows: torch.Tensor,
