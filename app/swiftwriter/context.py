@@ -191,63 +191,111 @@ def assemble(
     direction = direction.strip()
     use_chat = bool(direction) and chat is not None and decode is not None
     note = note if note is not None and note.text.strip() else None
-    noted = direction and not use_chat
-
-    def shaped(part: str) -> str:  # the standing note at its depth, the take's direction last
-        part = note_at_depth(part, note.text, note.depth) if note else part
-        return with_authors_note(part, direction) if noted else part
-
-    text_fit = fitted(encode, text, budget, shape=shaped if note or noted else None)
-    memory_fit = fitted(encode, memory, budget, end=False)
-    memory_ids = memory_fit.ids if memory_fit.text.strip() or memory_fit.cut else []
-    memory_room = max(budget // 2, budget - len(text_fit.ids))  # at most half when text is long
-    memory_kept = memory_ids[:memory_room]
-    summary_room = min(budget // SUMMARY_SHARE, memory_room - len(memory_kept))
-    summary_fit = fitted(encode, summary_block(summary), summary_room, end=False)
-    summary_ids = summary_fit.ids
-    scanned = _tail(text, lore.scan + SCAN_MARGIN) if lore is not None else ""
-    lore_room = memory_room - len(memory_kept) - len(summary_ids)
-    chosen, lore_ids = _lore(lore, scanned, direction, encode, lore_room)
-    head = memory_kept + lore_ids + summary_ids  # what a sliding window keeps
+    text_fit = _fit_text(encode, text, budget, note, direction, use_chat)
+    head = _head(encode, budget, memory, summary, lore, text, direction, len(text_fit.ids))
     story_fits = _read_story(encode, _story_pieces(story, mode), budget)
     story_total = sum(fit.total for _, fit in story_fits if fit is not None)
     # The text keeps at least half; the story gets what memory, lore and the text leave.
-    text_room = max(budget // 2, budget - len(head) - story_total)
+    text_room = max(budget // 2, budget - len(head.ids) - story_total)
     text_kept = _keep_end(text_fit.ids, min(len(text_fit.ids), text_room))
-    story_room = max(0, budget - len(head) - len(text_kept))
+    story_room = max(0, budget - len(head.ids) - len(text_kept))
     story_kept, story_text, dropped = _fit_story(story_fits, story_room)
-    parts = []
-    if memory_ids:
-        cut = _shortened(len(memory_kept), memory_fit.total, "first", memory_fit.cut)
-        parts.append(ContextPart("memory", "memory and pinned notes", memory_kept,
-                                 memory_fit.text, cut))  # fmt: skip
-    if chosen is not None:
-        parts.append(_lore_part(chosen, lore_ids))
-    if summary.strip():
-        cut = _shortened(len(summary_ids), summary_fit.total, "first", summary_fit.cut)
-        parts.append(ContextPart("summary", SUMMARY_LABEL, summary_ids, summary_fit.text, cut))
+    parts = _head_parts(head, summary)
     if story_fits:
-        cut = any(fit is not None and fit.cut for _, fit in story_fits)
-        shortened = _shortened(len(story_kept), story_total, "last", cut)
-        if dropped:
-            shortened = (shortened + "; " if shortened else "") + f"left out: {', '.join(dropped)}"
-        parts.append(ContextPart("story", "earlier documents", story_kept, story_text, shortened))
+        parts.append(_story_part(story_fits, story_total, story_kept, story_text, dropped))
     parts.append(ContextPart("text", "this document before the cursor", text_kept, text_fit.text,
                              _shortened(len(text_kept), text_fit.total, "last", text_fit.cut)))  # fmt: skip
+    parts += _instruction_parts(encode, note, direction, use_chat)
+    ids = head.ids + story_kept + text_kept
+    if use_chat:
+        ids = _wrapped(chat, decode, head.ids, story_kept, text_kept, direction, budget)
+    notes = [f"{p.label}: {p.shortened}" for p in parts if p.shortened]
+    pinned = 0 if use_chat else len(head.ids)  # a wrapped prompt has no memory prefix
+    shown = decode(ids) if use_chat else ""
+    return StoryContext(parts, ids, pinned=pinned, wrapped=use_chat, notes=notes,
+                        wrapped_text=shown, lore=head.chosen)  # fmt: skip
+
+
+def _fit_text(encode, text, budget: int, note, direction: str, use_chat: bool) -> Fitted:
+    """The text's end within the budget, with the standing note at its depth and, without the
+    chat template, the take's direction as an author's note last."""
+    noted = direction and not use_chat
+
+    def shaped(part: str) -> str:
+        part = note_at_depth(part, note.text, note.depth) if note else part
+        return with_authors_note(part, direction) if noted else part
+
+    return fitted(encode, text, budget, shape=shaped if note or noted else None)
+
+
+@dataclass
+class _Head:
+    """What a sliding window keeps: memory (and the pinned notes), the lorebook entries that
+    fired and the rolling summary, each as far as its room allows."""
+
+    memory: Fitted
+    memory_ids: list[int]  # memory's tokens as read ([] when it is blank)
+    memory_kept: list[int]
+    summary: Fitted
+    chosen: LoreChoice | None
+    lore_ids: list[int]
+
+    @property
+    def ids(self) -> list[int]:
+        return self.memory_kept + self.lore_ids + self.summary.ids
+
+
+def _head(encode, budget: int, memory, summary: str, lore, text, direction, text_tokens) -> _Head:
+    """Memory within at most half the budget when the text is long, then the summary within its
+    share, then the lorebook in what room is left."""
+    memory_fit = fitted(encode, memory, budget, end=False)
+    memory_ids = memory_fit.ids if memory_fit.text.strip() or memory_fit.cut else []
+    memory_room = max(budget // 2, budget - text_tokens)  # at most half when text is long
+    memory_kept = memory_ids[:memory_room]
+    summary_room = min(budget // SUMMARY_SHARE, memory_room - len(memory_kept))
+    summary_fit = fitted(encode, summary_block(summary), summary_room, end=False)
+    scanned = _tail(text, lore.scan + SCAN_MARGIN) if lore is not None else ""
+    lore_room = memory_room - len(memory_kept) - len(summary_fit.ids)
+    chosen, lore_ids = _lore(lore, scanned, direction, encode, lore_room)
+    return _Head(memory_fit, memory_ids, memory_kept, summary_fit, chosen, lore_ids)
+
+
+def _head_parts(head: _Head, summary: str) -> list[ContextPart]:
+    """The memory, lore and summary parts, each saying what of it was left out."""
+    parts = []
+    if head.memory_ids:
+        memory = head.memory
+        cut = _shortened(len(head.memory_kept), memory.total, "first", memory.cut)
+        parts.append(ContextPart("memory", "memory and pinned notes", head.memory_kept,
+                                 memory.text, cut))  # fmt: skip
+    if head.chosen is not None:
+        parts.append(_lore_part(head.chosen, head.lore_ids))
+    if summary.strip():
+        fit = head.summary
+        cut = _shortened(len(fit.ids), fit.total, "first", fit.cut)
+        parts.append(ContextPart("summary", SUMMARY_LABEL, fit.ids, fit.text, cut))
+    return parts
+
+
+def _story_part(story_fits, story_total: int, kept: list[int], text: str, dropped) -> ContextPart:
+    """The earlier documents' part, saying how far they were cut and which were left out."""
+    cut = any(fit is not None and fit.cut for _, fit in story_fits)
+    shortened = _shortened(len(kept), story_total, "last", cut)
+    if dropped:
+        shortened = (shortened + "; " if shortened else "") + f"left out: {', '.join(dropped)}"
+    return ContextPart("story", "earlier documents", kept, text, shortened)
+
+
+def _instruction_parts(encode, note, direction: str, use_chat: bool) -> list[ContextPart]:
+    """The standing author's note and the take's direction, as the viewer shows them."""
+    parts = []
     if note:
         where = f"standing author's note, {note.depth} paragraphs above the end of the text"
         parts.append(ContextPart("note", where, encode(note.text.strip()), note.text.strip()))
     if direction:
         how = "the chat template's user message" if use_chat else "an author's note in the text"
         parts.append(ContextPart("direction", f"direction ({how})", encode(direction), direction))
-    ids = head + story_kept + text_kept
-    if use_chat:
-        ids = _wrapped(chat, decode, head, story_kept, text_kept, direction, budget)
-    notes = [f"{p.label}: {p.shortened}" for p in parts if p.shortened]
-    pinned = 0 if use_chat else len(head)  # a wrapped prompt has no memory prefix
-    shown = decode(ids) if use_chat else ""
-    return StoryContext(parts, ids, pinned=pinned, wrapped=use_chat, notes=notes,
-                        wrapped_text=shown, lore=chosen)  # fmt: skip
+    return parts
 
 
 SCAN_MARGIN = 64  # characters read before the lorebook's window: its first word may be cut

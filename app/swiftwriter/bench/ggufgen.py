@@ -172,29 +172,36 @@ def write_llama(path: Path, config, tensors, kind: str, tokenizer_fields) -> Pat
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, layers)
     for hf_name, data in tensors:
         name = names.get_name(hf_name, try_suffixes=(".weight", ".bias"))
-        if name is None:
-            continue
-        if name.endswith("attn_q.weight"):
-            data = permute_rows(data, heads)
-        elif name.endswith("attn_k.weight"):
-            data = permute_rows(data, kv)
-        if data.ndim != 2:
-            writer.add_tensor(name, data.astype(np.float32))
-            continue
-        chosen = mixture_type(name, kind, layers)
-        if chosen in K_TYPES and data.shape[1] % 256:
-            chosen = "Q8_0"  # as llama.cpp falls back where a row is not whole super-blocks
-        blocks = quantize(data, chosen)
-        if chosen in ("F32", "F16"):
-            writer.add_tensor(name, blocks)
-        else:
-            qtype = gguf.GGMLQuantizationType[chosen]
-            writer.add_tensor(name, blocks, raw_shape=blocks.shape, raw_dtype=qtype)
+        if name is not None:
+            _add_tensor(writer, name, data, kind, config)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def _add_tensor(writer, name: str, data, kind: str, config) -> None:
+    """One tensor under its GGUF name: q and k rows permuted as llama.cpp reads them, 2-D
+    weights quantized to `kind`'s type for that tensor, the rest in F32."""
+    import gguf
+
+    if name.endswith("attn_q.weight"):
+        data = permute_rows(data, config.num_attention_heads)
+    elif name.endswith("attn_k.weight"):
+        data = permute_rows(data, config.num_key_value_heads)
+    if data.ndim != 2:
+        writer.add_tensor(name, data.astype(np.float32))
+        return
+    chosen = mixture_type(name, kind, config.num_hidden_layers)
+    if chosen in K_TYPES and data.shape[1] % 256:
+        chosen = "Q8_0"  # as llama.cpp falls back where a row is not whole super-blocks
+    blocks = quantize(data, chosen)
+    if chosen in ("F32", "F16"):
+        writer.add_tensor(name, blocks)
+    else:
+        qtype = gguf.GGMLQuantizationType[chosen]
+        writer.add_tensor(name, blocks, raw_shape=blocks.shape, raw_dtype=qtype)
 
 
 # --- Random models in real shapes: timing at sizes no download is needed for ----------------

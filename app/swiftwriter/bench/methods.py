@@ -240,52 +240,48 @@ def start_method(
     method = method.removesuffix("-legacy")
     if name != method and method not in ("ar", "tokenswift"):
         raise ValueError(f"unknown method {name}")
-    ours = functools.partial(
-        _ours, context=context, invariant=name == method, context_limit=context_limit
-    )
     if method == "hf":
         return _hf_generate(model, prompt, n, sampling)
     if method == "hf-lookup":
         return _hf_generate(model, prompt, n, sampling, lookup=10)
+    ours = functools.partial(
+        _ours,
+        model,
+        prompt,
+        n,
+        sampling,
+        context=context,
+        invariant=name == method,
+        context_limit=context_limit,
+    )
+    return _start_ours(method, name, ours, model, drafting, extra_sources, drafter, partial_budget)
+
+
+def _start_ours(method, name, ours, model, drafting, extra_sources, drafter, partial_budget):
+    """One of our methods (`ours` runs it with the drafting settings and name given): plain
+    decoding, or tokenswift with the drafters and draft pass the method names."""
     if method == "ar":
-        return ours(model, prompt, n, sampling, DraftSettings.plain(), name)
+        return ours(DraftSettings.plain(), name)
+    base = drafting or DraftSettings()
     if method in ("tokenswift", "tokenswift-fastest"):  # with its drafter, when one is given
-        base = drafting or DraftSettings()
         if method == "tokenswift-fastest":  # the "fastest" sampler (engine/decoding/rejection.py)
             base = dataclasses.replace(base, sampler="fastest")
         if drafter is not None and "heads" not in base.sources:
             base = dataclasses.replace(base, sources=("heads", *base.sources))
-        return ours(
-            model, prompt, n, sampling, base, name, drafter=drafter, partial_budget=partial_budget
-        )
+        return ours(base, name, drafter=drafter, partial_budget=partial_budget)
     if method == "tokenswift-fullcache":  # the draft pass attends to the whole context
         # (without a drafter there is no draft pass, as for tokenswift: the CLI says so)
-        base = drafting or DraftSettings()
         full = context_length(model.config) or 1 << 20
         base = dataclasses.replace(base, sources=tuple(dict.fromkeys(("heads", *base.sources))))
         budget = max(full, partial_budget or 0)
-        return ours(
-            model, prompt, n, sampling, base, method, drafter=drafter, partial_budget=budget
-        )
+        return ours(base, method, drafter=drafter, partial_budget=budget)
     if method == "tokenswift-noheads":
-        base = drafting or DraftSettings()
         plain_sources = tuple(s for s in base.sources if s != "heads")
-        return ours(
-            model, prompt, n, sampling, dataclasses.replace(base, sources=plain_sources), method
-        )
+        return ours(dataclasses.replace(base, sources=plain_sources), method)
     if method == "tokenswift+history":
         if extra_sources is None:
             raise ValueError("tokenswift+history needs a history (--history PROJECT)")
-        return ours(
-            model,
-            prompt,
-            n,
-            sampling,
-            drafting or DraftSettings(),
-            method,
-            extra_sources(),
-            drafter=drafter,
-        )
+        return ours(base, method, extra_sources(), drafter=drafter)
     raise ValueError(f"unknown method {method}")
 
 
@@ -354,66 +350,91 @@ def run_bench(
     model in another dtype, as row `hf@label` (what a transformers user would run; not a
     lossless comparison: another dtype writes another text)."""
     if warmup:  # first-call costs (allocator, kernels) should not land on whichever runs first
-        run_method("ar", model, prompt, min(8, n), sampling)
-        if "tokenswift" in methods:  # and the once-per-model pass-cost calibration (run.py)
-            run_method("tokenswift", model, prompt, min(8, n), sampling, drafting, drafter=drafter)
+        _warm_up(model, prompt, n, sampling, methods, drafting, drafter)
+    start = (model, prompt, n, sampling, drafting, extra_sources)
+    how = dict(drafter=drafter, context=context, partial_budget=partial_budget,
+               context_limit=context_limit, llama=llama)  # fmt: skip
     best: dict[str, MethodResult] = {}
     for _ in range(repeat):
         if baseline is not None:
-            label, other = baseline
-            res = _hf_generate(other, prompt, n, sampling)
-            res.method = f"hf@{label}"
-            if res.method not in best or res.seconds < best[res.method].seconds:
-                best[res.method] = res
-        runs = {}
-        for method in methods:
-            runs[method] = start_method(
-                method,
-                model,
-                prompt,
-                n,
-                sampling,
-                drafting,
-                extra_sources,
-                drafter=drafter,
-                context=context,
-                partial_budget=partial_budget,
-                context_limit=context_limit,
-                llama=llama,
-            )
-            if not turns and segments is None:
-                runs[method] = _finish(runs[method])
-        ours = [r for r in runs.values() if isinstance(r, Run)]
-        if segments is not None:
-            segments.rows.clear()
-            segments.outputs.clear()
-        take_turns(ours, turns or (segments.size if segments else 0), after=segments)
-        for method, run in runs.items():
-            res = _finish(run)
-            if method not in best or res.seconds < best[method].seconds:
-                best[method] = res
+            res = _baseline_run(baseline, prompt, n, sampling)
+            _keep_fastest(best, {res.method: res})
+        runs = _start_runs(methods, start, how, whole=not turns and segments is None)
+        _take_all_turns(runs, turns, segments)
+        _keep_fastest(best, {method: _finish(run) for method, run in runs.items()})
     report = _report(model, prompt, n, sampling, best, checkpoints)
     if segments is not None:
-
-        def score(before, tokens):
-            return marathon.surprise(model, prompt, before, tokens)
-
-        for method, rows in segments.finish(score).items():
-            report[method]["segments"] = rows
-            report[method]["marathon"] = marathon.summary(rows, report[method].get("stats"))
+        _add_marathon(report, segments, model, prompt)
     if drafter is not None and "ar" in best and context_fits(model, prompt, best["ar"].tokens):
-        from swiftwriter.training import accuracy
-
-        report["ar"]["drafter_accuracy"] = accuracy.on_text(
-            model,
-            drafter,
-            list(prompt) + best["ar"].tokens,
-            len(prompt),
-            sampling.penalty,
-            sampling.window,
-            vocab_limit=(drafting or DraftSettings()).head_vocab,
-        )
+        _add_drafter_accuracy(report, model, drafter, prompt, best["ar"], sampling, drafting)
     return report
+
+
+def _warm_up(model, prompt, n, sampling, methods, drafting, drafter) -> None:
+    """A short run of ar (and tokenswift, whose pass costs are calibrated once per model)."""
+    run_method("ar", model, prompt, min(8, n), sampling)
+    if "tokenswift" in methods:  # and the once-per-model pass-cost calibration (run.py)
+        run_method("tokenswift", model, prompt, min(8, n), sampling, drafting, drafter=drafter)
+
+
+def _baseline_run(baseline, prompt, n, sampling) -> MethodResult:
+    """Transformers' generate on the model in the baseline's dtype, as row hf@label."""
+    label, other = baseline
+    res = _hf_generate(other, prompt, n, sampling)
+    res.method = f"hf@{label}"
+    return res
+
+
+def _start_runs(methods, start: tuple, how: dict, whole: bool) -> dict:
+    """Each method started on the same arguments; `whole`: each run to its end in turn."""
+    runs = {}
+    for method in methods:
+        runs[method] = start_method(method, *start, **how)
+        if whole:
+            runs[method] = _finish(runs[method])
+    return runs
+
+
+def _keep_fastest(best: dict[str, MethodResult], results: dict[str, MethodResult]) -> None:
+    """Each method's fastest run so far in `best`."""
+    for method, res in results.items():
+        if method not in best or res.seconds < best[method].seconds:
+            best[method] = res
+
+
+def _take_all_turns(runs: dict, turns: int, segments: marathon.Segments | None) -> None:
+    """Our methods' runs in turns (of a marathon segment each, unless `turns` says otherwise)."""
+    ours = [r for r in runs.values() if isinstance(r, Run)]
+    if segments is not None:
+        segments.rows.clear()
+        segments.outputs.clear()
+    take_turns(ours, turns or (segments.size if segments else 0), after=segments)
+
+
+def _add_marathon(report: dict, segments: marathon.Segments, model, prompt) -> None:
+    """Each method's segments and their summary, in its row."""
+
+    def score(before, tokens):
+        return marathon.surprise(model, prompt, before, tokens)
+
+    for method, rows in segments.finish(score).items():
+        report[method]["segments"] = rows
+        report[method]["marathon"] = marathon.summary(rows, report[method].get("stats"))
+
+
+def _add_drafter_accuracy(report, model, drafter, prompt, ar: MethodResult, sampling, drafting):
+    """How often the drafter guessed ar's text, in ar's row."""
+    from swiftwriter.training import accuracy
+
+    report["ar"]["drafter_accuracy"] = accuracy.on_text(
+        model,
+        drafter,
+        list(prompt) + ar.tokens,
+        len(prompt),
+        sampling.penalty,
+        sampling.window,
+        vocab_limit=(drafting or DraftSettings()).head_vocab,
+    )
 
 
 def take_turns(runs: list[Run], turns: int, after=None) -> None:
@@ -459,8 +480,6 @@ def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
     hf, ar, llama = best.get("hf"), best.get("ar"), best.get("llamacpp")
     report = {}
     for method, res in best.items():
-        same_as_hf = None if hf is None else res.tokens == hf.tokens
-        same_as_ar = None if ar is None else res.tokens == ar.tokens
         row = {
             "tokens": len(res.tokens),
             "seconds": round(res.seconds, 3),
@@ -473,33 +492,9 @@ def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
         if method == "llamacpp":  # its own rounding: compared by time per token only
             pass
         elif sampling.greedy:
-            row["identical_to_hf"] = same_as_hf
-            row["identical_to_ar"] = same_as_ar
-            row["speedup_vs_hf"] = _ratio(hf, res, bool(same_as_hf))
-            row["speedup_vs_ar"] = _ratio(ar, res, bool(same_as_ar))
-            if hf is not None and method != "hf":
-                row["first_divergence"] = first_divergence(
-                    model, prompt, hf.tokens, res.tokens, sampling
-                )
-            if ar is not None and method != "ar" and not same_as_ar:
-                row["first_divergence_from_ar"] = first_divergence(
-                    model, prompt, ar.tokens, res.tokens, sampling
-                )
+            row.update(_greedy_comparison(model, prompt, sampling, method, res, hf, ar))
         else:
-            # transformers draws from another random stream: its text always differs, and
-            # exact sampling is judged by the distribution (compare_seeds); exact speculative
-            # sampling draws once per emitted token, like plain decoding, so with the same seed
-            # ours writes the same tokens as `ar`.
-            row["identical_to_hf"] = None
-            row["identical_to_ar"] = same_as_ar if not method.startswith("hf") else None
-            row["speedup_vs_hf"] = (
-                round(hf.seconds / res.seconds, 3) if hf is not None and res.seconds else None
-            )
-            row["speedup_vs_ar"] = _ratio(ar, res, bool(same_as_ar))
-            if method.endswith("-fastest") and ar is not None:
-                # the same distribution as ar's, another text per seed: compared by time per
-                # token, over seeds and prompts (the suite's geometric mean)
-                row["speedup_vs_ar"] = round(_per_token(ar) / _per_token(res), 3)
+            row.update(_sampled_comparison(method, res, hf, ar))
         if llama is not None:  # another engine's own text: compared by time per token
             row["speedup_vs_llamacpp"] = round(_per_token(llama) / _per_token(res), 3)
         row["quality"] = quality.summary(res.tokens)
@@ -512,6 +507,47 @@ def _report(model, prompt, n, sampling, best: dict, checkpoints) -> dict:
         row.update({k: v for k, v in res.extra.items()})
         report[method] = row
     return report
+
+
+def _greedy_comparison(model, prompt, sampling, method: str, res, hf, ar) -> dict:
+    """Greedy text against hf's and ar's: identical or not, the speed ratio where it is, and
+    where it leaves each of them."""
+    same_as_hf = None if hf is None else res.tokens == hf.tokens
+    same_as_ar = None if ar is None else res.tokens == ar.tokens
+    cells = {
+        "identical_to_hf": same_as_hf,
+        "identical_to_ar": same_as_ar,
+        "speedup_vs_hf": _ratio(hf, res, bool(same_as_hf)),
+        "speedup_vs_ar": _ratio(ar, res, bool(same_as_ar)),
+    }
+    if hf is not None and method != "hf":
+        cells["first_divergence"] = first_divergence(model, prompt, hf.tokens, res.tokens, sampling)
+    if ar is not None and method != "ar" and not same_as_ar:
+        cells["first_divergence_from_ar"] = first_divergence(
+            model, prompt, ar.tokens, res.tokens, sampling
+        )
+    return cells
+
+
+def _sampled_comparison(method: str, res, hf, ar) -> dict:
+    """Sampled text: transformers draws from another random stream, so its text always
+    differs, and exact sampling is judged by the distribution (compare_seeds); exact
+    speculative sampling draws once per emitted token, like plain decoding, so with the same
+    seed ours writes the same tokens as `ar`."""
+    same_as_ar = None if ar is None else res.tokens == ar.tokens
+    cells = {
+        "identical_to_hf": None,
+        "identical_to_ar": same_as_ar if not method.startswith("hf") else None,
+        "speedup_vs_hf": (
+            round(hf.seconds / res.seconds, 3) if hf is not None and res.seconds else None
+        ),
+        "speedup_vs_ar": _ratio(ar, res, bool(same_as_ar)),
+    }
+    if method.endswith("-fastest") and ar is not None:
+        # the same distribution as ar's, another text per seed: compared by time per
+        # token, over seeds and prompts (the suite's geometric mean)
+        cells["speedup_vs_ar"] = round(_per_token(ar) / _per_token(res), 3)
+    return cells
 
 
 COMPARED = ("distinct_1", "distinct_2", "distinct_3", "distinct_4", "repetition_rate")

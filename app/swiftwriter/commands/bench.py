@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from swiftwriter.commands.common import (
     add_encoding,
+    add_model_options,
     modes_help,
     non_negative_float,
     non_negative_int,
@@ -32,14 +34,14 @@ SEGMENT = 2000  # the marathon's segment (bench/marathon.py), on by default with
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bench", help="compare plain and accelerated decoding side by side")
-    p.add_argument("--model", help="registry id or model folder (default: the default model)")
-    p.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
-    p.add_argument(
-        "--dtype",
-        default="auto",
-        help="auto (measured), stored (a GGUF file's blocks, on the CPU), float32, bfloat16 "
-        "or float16",
-    )
+    for add_group in _OPTION_GROUPS:  # in this order: --help lists the options as they come
+        add_group(p)
+    p.set_defaults(func=run)
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """The model, where it runs and in which dtype; a second dtype for transformers' baseline."""
+    add_model_options(p)
     p.add_argument(
         "--baseline-dtype",
         metavar="DTYPE",
@@ -47,6 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(what a transformers user would pick, float32 on a CPU): the time to write the same "
         "number of tokens, not a lossless comparison (another dtype writes another text)",
     )
+
+
+def _add_prompt_options(p: argparse.ArgumentParser) -> None:
+    """What the methods continue: one prompt, or a suite's prompts."""
     p.add_argument("--prompt-file", help="prompt text (default: a 560-token prose chapter opening)")
     add_encoding(p)
     p.add_argument(
@@ -58,6 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--prompts", metavar="A,B", help="with --suite: only these prompts (by name, in order)"
     )
+
+
+def _add_length_and_context_options(p: argparse.ArgumentParser) -> None:
+    """How much each method writes, and what happens at the model's context limit."""
     p.add_argument("--max-new-tokens", type=positive_int, default=2048)
     p.add_argument("--penalty", type=non_negative_float, help="default: the preset's, else 1.2")
     p.add_argument("--window", type=positive_int, help="default: the preset's, else 1,024")
@@ -96,6 +106,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "kept keys moved to their new positions; no prefill), reprefill re-reads the window "
         "(a model whose rotary cannot be moved exactly re-reads it either way)",
     )
+
+
+def _add_mode_options(p: argparse.ArgumentParser) -> None:
+    """Greedy or sampled text, the app's writing mode and drafting strategy."""
     p.add_argument(
         "--sampling",
         choices=("greedy", "sample"),
@@ -121,6 +135,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="balanced",
         help="the app's drafting strategy (default balanced, the app's default)",
     )
+
+
+def _add_sampler_options(p: argparse.ArgumentParser) -> None:
+    """The sampler's values, each in place of the mode's; seeds; DRY; the chatter fence."""
     p.add_argument("--seed", type=int, default=None, help="sampling seed (default 0)")
     p.add_argument("--temperature", type=positive_float, help="sampled text (default 1.0)")
     p.add_argument("--top-p", type=positive_float, help="sampled text (default 1.0)")
@@ -150,6 +168,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--dry-base", type=non_negative_float, default=1.75)
     p.add_argument("--dry-allowed-length", type=positive_int, default=2)
+
+
+def _add_methods_option(p: argparse.ArgumentParser) -> None:
+    """Which methods run side by side."""
     p.add_argument(
         "--methods",
         default=None,
@@ -166,6 +188,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "cache saves as the context grows), llamacpp (llama.cpp's plain decoding on the same "
         "GGUF file: pip install -e '.[compare]')",
     )
+
+
+def _add_drafter_options(p: argparse.ArgumentParser) -> None:
+    """Tokenswift's drafter: which one, how it drafts and how wide its tree is."""
     p.add_argument(
         "--heads",
         metavar="DIR",
@@ -199,6 +225,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="score only the drafter's N most frequent draft-vocabulary ids",
     )
+
+
+def _add_timing_options(p: argparse.ArgumentParser) -> None:
+    """How the clock runs: repeats, turns, the tree's size."""
     p.add_argument(
         "--repeat", type=positive_int, default=1, help="runs per method; the fastest counts"
     )
@@ -212,6 +242,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "percent within minutes); 0: one method after another",
     )
     p.add_argument("--max-nodes", type=int, default=None, help="draft nodes per step (tokenswift)")
+
+
+def _add_report_options(p: argparse.ArgumentParser) -> None:
+    """Where the report goes besides the table: JSON, a plot, the speed curve's points."""
     p.add_argument("--json", dest="json_out", help="write the full report here")
     p.add_argument(
         "--plot",
@@ -225,6 +259,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default: 1024, 2048, 4096, ... up to --max-new-tokens, and the end; powers of two from 16 "
         "if shorter)",
     )
+
+
+def _add_history_options(p: argparse.ArgumentParser) -> None:
+    """PROJECT, whose history seeds drafts (and its old spelling)."""
     p.add_argument(
         "project",
         nargs="?",
@@ -233,6 +271,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(use a prompt that is not in the project)",
     )
     p.add_argument("--history", help=argparse.SUPPRESS)  # the old spelling of PROJECT
+
+
+def _add_instead_options(p: argparse.ArgumentParser) -> None:
+    """Measurements that run instead of the benchmark."""
     p.add_argument(
         "--verify-cost",
         action="store_true",
@@ -246,7 +288,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         "per dtype (auto: float32 and bfloat16) after 1,000, 4,000 and 8,000 cached tokens "
         "(those the model's context holds)",
     )
-    p.set_defaults(func=run)
+
+
+_OPTION_GROUPS = (
+    _add_model_options,
+    _add_prompt_options,
+    _add_length_and_context_options,
+    _add_mode_options,
+    _add_sampler_options,
+    _add_methods_option,
+    _add_drafter_options,
+    _add_timing_options,
+    _add_report_options,
+    _add_history_options,
+    _add_instead_options,
+)
 
 
 def _tree(text: str) -> tuple[int, ...]:
@@ -316,29 +372,77 @@ def _encode(tokenizer, text: str, name: str | None) -> list[int]:
     return ids
 
 
+@dataclass
+class _Bench:
+    """What every prompt's run shares: the options read, the model and its drafters loaded."""
+
+    entry: Any  # the registry's entry of the model
+    methods: list[str]
+    seeds: list[int]
+    sampling: SamplingSettings
+    drafting: Any  # the app's strategy with the drafting options given
+    loaded: Any = None  # the model loaded (modelstore/loader.py)
+    prompts: list = field(default_factory=list)  # (name, token ids) of each prompt
+    baseline: tuple | None = None  # (dtype, model) of --baseline-dtype
+    drafter: Any = None
+    heads_status: str = "off"
+    extra_sources: Any = None  # a factory of the project's history sources
+    llama: Any = None
+    meta: dict = field(default_factory=dict)
+
+
 def run(args: argparse.Namespace) -> int:
+    bench = _parse(args)
+    if args.verify_cost:
+        return _verify_cost(bench.entry, args)
+    if args.verify_curve:
+        return _verify_curve(bench.entry, args)
+    _validate(args, bench.methods)
+    prompts = _prompts(args)
+    if args.plot:  # said before the run, not after it: matplotlib is the bench extra's
+        from swiftwriter.bench import curves
+
+        curves.pyplot()
+    _load(args, bench, prompts)
+    results, differing = {}, []
+    for index, (name, prompt) in enumerate(bench.prompts):
+        results[name] = _run_prompt(args, bench, index, name, prompt, differing)
+    if args.suite:
+        return _suite_end(args, bench.meta, results) or _verdict(differing)
+    _write_report(args, bench, *results[None])
+    return _verdict(differing)
+
+
+def _parse(args) -> _Bench:
+    """The options read into what runs: bad ones fail before torch and the model load."""
     from swiftwriter.modelstore.placement import check_device
 
-    check_device(args.device)  # bad options fail before torch and the model load
+    check_device(args.device)
     seeds, sampling = _sampling(args)
     drafting = _drafting(args)
-    from swiftwriter.bench import methods as bench
-    from swiftwriter.engine.decoding.settings import ContextSettings
-    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore import registry
 
     args.history = renamed(args.project, args.history, "bench --history PROJECT", "bench PROJECT")
     entry = registry.resolve(args.model)
+    return _Bench(entry, _methods(args), seeds, sampling, drafting)
+
+
+def _methods(args) -> list[str]:
+    """The methods asked for (the defaults fit the context policy); an unknown one is refused."""
+    from swiftwriter.bench import methods as bench_methods
+
     if args.methods is None:
         args.methods = SLIDE_METHODS if args.context_policy == "slide" else METHODS
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    known = (*bench.OTHER_ENGINES, *bench.METHODS)
+    known = (*bench_methods.OTHER_ENGINES, *bench_methods.METHODS)
     unknown = set(methods) - set(known)
     if unknown:
         raise UserError(f"Unknown methods {sorted(unknown)}; known: {', '.join(known)}")
-    if args.verify_cost:
-        return _verify_cost(entry, args)
-    if args.verify_curve:
-        return _verify_curve(entry, args)
+    return methods
+
+
+def _validate(args, methods: list[str]) -> None:
+    """Refuses the methods and options that cannot run together; sets the default --segment."""
     if "tokenswift-fullcache" in methods and args.no_heads:
         raise UserError("tokenswift-fullcache runs the drafter's draft pass: drop --no-heads")
     if args.context_policy == "slide" and any(m.startswith("hf") for m in methods):
@@ -350,57 +454,88 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--context-limit applies to our methods only: drop hf and hf-lookup")
     if args.segment is None:
         args.segment = SEGMENT if args.context_policy == "slide" else 0
-    prompts = _prompts(args)
-    if args.plot:  # said before the run, not after it: matplotlib is the bench extra's
-        from swiftwriter.bench import curves
 
-        curves.pyplot()
-    loaded = loader.load(entry, device=args.device, dtype=args.dtype, with_drafter=False)
+
+def _load(args, bench: _Bench, prompts: list[tuple[str | None, str]]) -> None:
+    """The model, the prompts' tokens, the baseline, the drafters and the report's meta."""
     from swiftwriter.engine.passes import precision_line
+    from swiftwriter.modelstore import loader
 
+    loaded = loader.load(bench.entry, device=args.device, dtype=args.dtype, with_drafter=False)
+    bench.loaded = loaded
     # ar and tokenswift ask for invariant passes (bench/methods.py), whatever the model's default
     print(precision_line(loaded.precision(), loaded.model, invariant=True), file=sys.stderr)
     prompts_text = "\n".join(text for _, text in prompts)  # the scripts the run's fence keeps
-    prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
-    baseline = None
-    if args.baseline_dtype:
-        if args.context_policy == "slide":
-            raise UserError("hf has no sliding context window: drop --baseline-dtype")
-        other = loader.load(
-            entry, device=args.device, dtype=args.baseline_dtype, with_drafter=False
-        )
-        baseline = (other.dtype, other.model)
-    drafter, heads_status = None, "off"
-    if not args.no_heads:
-        drafter, heads_status = loader.load_drafter(
-            loaded, Path(args.heads).expanduser() if args.heads else None
-        )
-    from swiftwriter.commands.heads import drafting_without
-
-    without = drafting_without(heads_status, history=bool(args.history))
-    print(without or f"drafter: {heads_status}", file=sys.stderr)
-    if drafter is None and "tokenswift-fullcache" in methods:
-        raise UserError(f"tokenswift-fullcache needs the model's drafter ({heads_status})")
-    extra_sources = None
-    if args.history:
-        extra_sources, history_tokens = _history_sources(args.history, loaded.tokenizer)
-        if "tokenswift+history" not in methods:
-            methods.append("tokenswift+history")
-        print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
-    elif "tokenswift+history" in methods:
-        raise UserError("tokenswift+history needs a PROJECT (`bench PROJECT`)")
+    bench.prompts = [(name, _encode(loaded.tokenizer, text, name)) for name, text in prompts]
+    bench.baseline = _baseline(args, bench.entry)
+    _load_drafter(args, bench)
+    bench.extra_sources = _history(args, loaded.tokenizer, bench.methods)
     if args.ban_chatter:
         from swiftwriter.take import story_only_bans
 
-        sampling = replace(sampling, banned_tokens=story_only_bans(loaded, prompts_text))
-    meta = {
-        "model": entry.id,
-        "drafter": heads_status,
-        "drafter_card": drafter.card if drafter is not None else None,
+        bench.sampling = replace(
+            bench.sampling, banned_tokens=story_only_bans(loaded, prompts_text)
+        )
+    bench.meta = _meta(args, bench)
+    bench.llama = _llamacpp(
+        bench.entry, bench.methods, bench.prompts, args.max_new_tokens, bench.meta
+    )
+    bench.meta["segment"] = args.segment or None
+    bench.meta["context_limit"] = args.context_limit
+    bench.meta["slide_mode"] = args.slide_mode if args.context_policy == "slide" else None
+
+
+def _baseline(args, entry) -> tuple | None:
+    """(dtype, model) for transformers' generate in --baseline-dtype; None without it."""
+    if not args.baseline_dtype:
+        return None
+    if args.context_policy == "slide":
+        raise UserError("hf has no sliding context window: drop --baseline-dtype")
+    from swiftwriter.modelstore import loader
+
+    other = loader.load(entry, device=args.device, dtype=args.baseline_dtype, with_drafter=False)
+    return (other.dtype, other.model)
+
+
+def _load_drafter(args, bench: _Bench) -> None:
+    """The model's drafter (or --heads), unless --no-heads; one line says which drafts run."""
+    from swiftwriter.commands.heads import drafting_without
+    from swiftwriter.modelstore import loader
+
+    if not args.no_heads:
+        bench.drafter, bench.heads_status = loader.load_drafter(
+            bench.loaded, Path(args.heads).expanduser() if args.heads else None
+        )
+    without = drafting_without(bench.heads_status, history=bool(args.history))
+    print(without or f"drafter: {bench.heads_status}", file=sys.stderr)
+    if bench.drafter is None and "tokenswift-fullcache" in bench.methods:
+        raise UserError(f"tokenswift-fullcache needs the model's drafter ({bench.heads_status})")
+
+
+def _history(args, tokenizer, methods: list[str]):
+    """With PROJECT: its history's sources, and method tokenswift+history added to `methods`."""
+    if not args.history:
+        if "tokenswift+history" in methods:
+            raise UserError("tokenswift+history needs a PROJECT (`bench PROJECT`)")
+        return None
+    extra_sources, history_tokens = _history_sources(args.history, tokenizer)
+    if "tokenswift+history" not in methods:
+        methods.append("tokenswift+history")
+    print(f"history: {history_tokens} tokens from {args.history}", file=sys.stderr)
+    return extra_sources
+
+
+def _meta(args, bench: _Bench) -> dict:
+    """The report's account of the run: the model, drafter, sampler and options."""
+    sampling, drafting, loaded = bench.sampling, bench.drafting, bench.loaded
+    return {
+        "model": bench.entry.id,
+        "drafter": bench.heads_status,
+        "drafter_card": bench.drafter.card if bench.drafter is not None else None,
         "device": loaded.device,
         "dtype": loaded.dtype,
         "dtype_why": loaded.dtype_why,
-        "baseline_dtype": baseline[0] if baseline else None,
+        "baseline_dtype": bench.baseline[0] if bench.baseline else None,
         "max_new_tokens": args.max_new_tokens,
         "penalty": args.penalty,
         "window": args.window,
@@ -415,7 +550,7 @@ def run(args: argparse.Namespace) -> int:
         "min_p": sampling.min_p,
         "temperature": sampling.temperature,
         "top_p": sampling.top_p,
-        "seeds": seeds,
+        "seeds": bench.seeds,
         "banned_tokens": len(sampling.banned_tokens),
         "dry": {
             "multiplier": args.dry,
@@ -423,79 +558,94 @@ def run(args: argparse.Namespace) -> int:
             "allowed_length": args.dry_allowed_length,
         },
     }
-    llama = _llamacpp(entry, methods, prompts, args.max_new_tokens, meta)
-    meta["segment"] = args.segment or None
-    meta["context_limit"] = args.context_limit
-    meta["slide_mode"] = args.slide_mode if args.context_policy == "slide" else None
-    results, differing = {}, []
-    for index, (name, prompt) in enumerate(prompts):
-        if args.suite:
-            print(f"== {name}", flush=True)
-        print(
-            f"model {entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
-            f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
-            + (f" · sliding context ({args.slide_mode})" if args.context_policy == "slide" else "")
-            + (f" ({args.preset})" if args.preset else "")
-            + (
-                f" (temperature {sampling.temperature}, top-p {sampling.top_p}, min-p "
-                f"{sampling.min_p}, seeds {', '.join(map(str, seeds))})"
-                if seeds
-                else ""
-            )
-            + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else "")
-            + (f" · window {args.context_limit}" if args.context_limit else "")
-            + (f" · {len(sampling.banned_tokens)} tokens banned" if args.ban_chatter else ""),
-            file=sys.stderr,
-        )
-        segments = _segments(args, loaded.tokenizer)
-        runs = bench.run_seeds(
-            loaded.model,
-            prompt,
-            args.max_new_tokens,
-            sampling,
-            methods,
-            seeds or [None],
-            args.repeat,
-            drafting,
-            extra_sources=extra_sources,
-            drafter=drafter,
-            checkpoints=_checkpoints(args.checkpoints),
-            context=ContextSettings(policy=args.context_policy, slide_mode=args.slide_mode),
-            baseline=baseline,
-            warmup=index == 0,
-            partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
-            turns=args.turns,
-            segments=segments,
-            context_limit=args.context_limit,
-            llama=llama,
-        )
-        for seed, seed_report in runs.items():
-            if len(runs) > 1:
-                print(f"seed {seed}")
-            print(bench.format_table(seed_report))
-            print(bench.format_long_run(seed_report))
-            if segments is not None:
-                from swiftwriter.bench import marathon
 
-                for method, row in seed_report.items():
-                    if "marathon" in row:
-                        print(marathon.format_summary(method, row["marathon"]))
-            hits = seed_report.get("ar", {}).get("drafter_accuracy")
-            if hits:
-                from swiftwriter.bench.suite import format_hits
 
-                print("drafter on ar's text: " + format_hits(hits))
-            differing += _not_lossless(seed_report, name or args.prompt_file, seed)
-        comparison = bench.compare_seeds(runs) if len(runs) > 1 else None
-        if comparison:
-            print(bench.format_comparison(comparison))
-        results[name] = (len(prompt), runs, comparison)
+def _run_prompt(args, bench: _Bench, index: int, name, prompt: list[int], differing: list):
+    """Every method (and seed) on one prompt, each seed's tables printed; the runs that wrote
+    another text than ar go into `differing`. Returns (prompt tokens, runs, comparison)."""
+    from swiftwriter.bench import methods as bench_methods
+    from swiftwriter.engine.decoding.settings import ContextSettings
+
     if args.suite:
-        return _suite_end(args, meta, results) or _verdict(differing)
-    (prompt_tokens, runs, comparison) = results[None]
+        print(f"== {name}", flush=True)
+    print(_headline(args, bench, prompt), file=sys.stderr)
+    segments = _segments(args, bench.loaded.tokenizer)
+    runs = bench_methods.run_seeds(
+        bench.loaded.model,
+        prompt,
+        args.max_new_tokens,
+        bench.sampling,
+        bench.methods,
+        bench.seeds or [None],
+        args.repeat,
+        bench.drafting,
+        extra_sources=bench.extra_sources,
+        drafter=bench.drafter,
+        checkpoints=_checkpoints(args.checkpoints),
+        context=ContextSettings(policy=args.context_policy, slide_mode=args.slide_mode),
+        baseline=bench.baseline,
+        warmup=index == 0,
+        partial_budget=PARTIAL_BUDGET if args.draft_mode == "pass" else None,
+        turns=args.turns,
+        segments=segments,
+        context_limit=args.context_limit,
+        llama=bench.llama,
+    )
+    for seed, seed_report in runs.items():
+        if len(runs) > 1:
+            print(f"seed {seed}")
+        _print_seed_report(seed_report, segments)
+        differing.extend(_not_lossless(seed_report, name or args.prompt_file, seed))
+    comparison = bench_methods.compare_seeds(runs) if len(runs) > 1 else None
+    if comparison:
+        print(bench_methods.format_comparison(comparison))
+    return len(prompt), runs, comparison
+
+
+def _headline(args, bench: _Bench, prompt: list[int]) -> str:
+    """One line on what runs: model, device, dtype, lengths and the sampler."""
+    loaded, sampling, seeds = bench.loaded, bench.sampling, bench.seeds
+    return (
+        f"model {bench.entry.id} · {loaded.device} · {loaded.dtype} · prompt {len(prompt)} tokens · "
+        f"{args.max_new_tokens} new · penalty {args.penalty}/{args.window} · {args.sampling}"
+        + (f" · sliding context ({args.slide_mode})" if args.context_policy == "slide" else "")
+        + (f" ({args.preset})" if args.preset else "")
+        + (
+            f" (temperature {sampling.temperature}, top-p {sampling.top_p}, min-p "
+            f"{sampling.min_p}, seeds {', '.join(map(str, seeds))})"
+            if seeds
+            else ""
+        )
+        + (f" · DRY {args.dry}/{args.dry_base}/{args.dry_allowed_length}" if args.dry else "")
+        + (f" · window {args.context_limit}" if args.context_limit else "")
+        + (f" · {len(sampling.banned_tokens)} tokens banned" if args.ban_chatter else "")
+    )
+
+
+def _print_seed_report(seed_report: dict, segments) -> None:
+    """One seed's tables: speed, the long run, the marathon's summaries, the drafter's hits."""
+    from swiftwriter.bench import methods as bench_methods
+
+    print(bench_methods.format_table(seed_report))
+    print(bench_methods.format_long_run(seed_report))
+    if segments is not None:
+        from swiftwriter.bench import marathon
+
+        for method, row in seed_report.items():
+            if "marathon" in row:
+                print(marathon.format_summary(method, row["marathon"]))
+    hits = seed_report.get("ar", {}).get("drafter_accuracy")
+    if hits:
+        from swiftwriter.bench.suite import format_hits
+
+        print("drafter on ar's text: " + format_hits(hits))
+
+
+def _write_report(args, bench: _Bench, prompt_tokens: int, runs: dict, comparison) -> None:
+    """One prompt's report written with --json and drawn with --plot."""
     report = next(iter(runs.values()))
     if args.json_out:
-        out = {"meta": {**meta, "prompt_tokens": prompt_tokens}, "methods": report}
+        out = {"meta": {**bench.meta, "prompt_tokens": prompt_tokens}, "methods": report}
         if comparison:
             out["by_seed"] = {str(seed): rep for seed, rep in runs.items()}
             out["comparison"] = comparison
@@ -503,14 +653,13 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from swiftwriter.bench import curves, marathon
 
-        title = f"{entry.id} · {loaded.dtype} · prompt {prompt_tokens} tokens"
+        title = f"{bench.entry.id} · {bench.loaded.dtype} · prompt {prompt_tokens} tokens"
         if args.segment:
             rows = {method: row["segments"] for method, row in report.items() if "segments" in row}
             marathon.plot(rows, args.plot, f"{title} · {args.sampling} · by {args.segment} tokens")
         else:
             curves.plot(report, args.plot, title)
         print(f"plot: {args.plot}", file=sys.stderr)
-    return _verdict(differing)
 
 
 def _segments(args, tokenizer):

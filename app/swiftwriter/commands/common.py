@@ -68,6 +68,18 @@ def add_encoding(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    """--model, --device and --dtype, as the commands that load a model for a run say them."""
+    parser.add_argument("--model", help="registry id or model folder (default: the default model)")
+    parser.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        help="auto (measured), stored (a GGUF file's blocks, on the CPU), float32, bfloat16 "
+        "or float16",
+    )
+
+
 def mode_words(name: str) -> str:
     """'temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.1 over 1,024, DRY 0.8', or
     'greedy, penalty 1.2 over 1,024': an app mode as --help says it."""

@@ -20,6 +20,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Export a whole project, or chosen documents with everything below them, "
         f"to one {format_names()} file (ODT and PDF through LibreOffice where it is installed).",
     )
+    _add_what_and_where(parser)
+    _add_look(parser)
+    _add_title_page(parser)
+    add_epub_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_what_and_where(parser: argparse.ArgumentParser) -> None:
+    """The project (or some of its documents), the format and the file written."""
     parser.add_argument("project", metavar="PROJECT", help="project file to export")
     parser.add_argument(
         "--format",
@@ -35,6 +44,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="export only these documents (and the documents below them): ids, separated by "
         "spaces or commas",
     )
+
+
+def _add_look(parser: argparse.ArgumentParser) -> None:
+    """The style, the pages and the Word template."""
     parser.add_argument(
         "--style",
         choices=("novel", "report", "manuscript"),
@@ -59,6 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--template", metavar="FILE.docx", help="DOCX: use this Word document's styles"
     )
+
+
+def _add_title_page(parser: argparse.ArgumentParser) -> None:
+    """The title page's words, and what happens to control characters in the text."""
     parser.add_argument("--title", help="the title on the title page (default: the project's)")
     parser.add_argument("--author", help="the author's name (default: the project's)")
     parser.add_argument(
@@ -70,8 +87,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="refuse text with control characters instead of dropping them",
     )
-    add_epub_arguments(parser)
-    parser.set_defaults(func=run)
 
 
 def add_epub_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from swiftwriter.commands.common import (
     add_encoding,
+    add_model_options,
     modes_help,
     non_negative_float,
     positive_float,
@@ -30,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Continue a project's document (PROJECT DOC: the text is appended to it and "
         "recorded in the project), or a prompt file (--prompt-file FILE).",
     )
+    for add_group in _OPTION_GROUPS:  # in this order: --help lists the options as they come
+        add_group(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_source_options(parser: argparse.ArgumentParser) -> None:
+    """What is continued: a project's document, or a prompt file."""
     parser.add_argument("project", nargs="?", metavar="PROJECT", help="project file")
     parser.add_argument("doc", nargs="?", metavar="DOC", help="document id or exact title")
     parser.add_argument("--prompt-file", metavar="FILE", help="instead: continue this text file")
@@ -37,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     # the old spellings of PROJECT and DOC, kept for writers' scripts
     parser.add_argument("--project", dest="project_option", help=argparse.SUPPRESS)
     parser.add_argument("--doc", dest="doc_option", help=argparse.SUPPRESS)
+
+
+def _add_project_options(parser: argparse.ArgumentParser) -> None:
+    """What the model sees of a project: its history, a direction, the earlier documents."""
     parser.add_argument(
         "--no-history",
         action="store_true",
@@ -59,6 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="with PROJECT: print what the model would be given, part by part, and exit",
     )
+
+
+def _add_sampler_options(parser: argparse.ArgumentParser) -> None:
+    """The length, the writing mode and the sampler's values in place of the mode's."""
     parser.add_argument("--max-new-tokens", type=positive_int, default=256)
     parser.add_argument(
         "--min-new-tokens",
@@ -91,6 +107,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "plain decoding's text for a seed; fastest accepts more drafts by rejection sampling, "
         "the model's distribution exactly but another text for a seed",
     )
+
+
+def _add_ending_options(parser: argparse.ArgumentParser) -> None:
+    """Where the take ends: at the length exactly, or at a stop text."""
     parser.add_argument(
         "--exact-length",
         action="store_true",
@@ -106,14 +126,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "expression, e.g. 're:^Chapter [0-9]+'); with --project the project's own stop "
         "sequences apply too",
     )
-    parser.add_argument("--model", help="registry id or model folder (default: the default model)")
-    parser.add_argument("--device", default="auto", help="cpu, cuda:N, mps or auto (the default)")
-    parser.add_argument(
-        "--dtype",
-        default="auto",
-        help="auto (measured), stored (a GGUF file's blocks, on the CPU), float32, bfloat16 "
-        "or float16",
-    )
+
+
+def _add_placement_options(parser: argparse.ArgumentParser) -> None:
+    """The model and where it runs, spread over devices with accelerate when asked."""
+    add_model_options(parser)
     parser.add_argument(
         "--device-map",
         choices=["auto"],
@@ -126,6 +143,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "kept for the KV cache of the take, and what does not fit goes to disk",
     )
     parser.add_argument("--offload-folder", help="where disk-offloaded weights go")
+
+
+def _add_penalty_options(parser: argparse.ArgumentParser) -> None:
+    """The repetition penalties and their window."""
     parser.add_argument(
         "--penalty",
         type=non_negative_float,
@@ -140,6 +161,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--window", type=positive_int, help="penalty window W in tokens (default: the preset's)"
     )
+
+
+def _add_context_options(parser: argparse.ArgumentParser) -> None:
+    """What happens at the model's context limit, or at a smaller one."""
     parser.add_argument(
         "--context-policy",
         choices=("stop", "slide"),
@@ -162,7 +187,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="how the window slides: shift edits the KV cache (no prefill), reprefill re-reads "
         "the window (a model whose rotary cannot be moved exactly re-reads it either way)",
     )
-    parser.set_defaults(func=run)
+
+
+_OPTION_GROUPS = (
+    _add_source_options,
+    _add_project_options,
+    _add_sampler_options,
+    _add_ending_options,
+    _add_placement_options,
+    _add_penalty_options,
+    _add_context_options,
+)
 
 
 def _source(args: argparse.Namespace) -> None:

@@ -25,6 +25,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("heads", help="train or show drafting heads")
     hsub = parser.add_subparsers(dest="heads_cmd")
     t = hsub.add_parser("train", help="train a drafter with the model frozen (resumable)")
+    for add_group in _TRAIN_OPTION_GROUPS:  # in this order: --help lists them as they come
+        add_group(t)
+    s = hsub.add_parser("show", help="print a drafter's card")
+    s.add_argument("folder")
+    parser.set_defaults(func=run)
+
+
+def _add_text_options(t: argparse.ArgumentParser) -> None:
+    """The model, where the drafter goes, and the text it trains on (files, the model's own)."""
     t.add_argument("--model", help="registry id or model folder (default: the default model)")
     t.add_argument("--out", required=True, help="output folder (weights, card, checkpoints)")
     t.add_argument("--text", action="append", default=[], help="UTF-8 training text (repeatable)")
@@ -49,6 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="MODES",
         help="the modes the model writes in, in turn (app modes, or tokenswift)",
     )
+
+
+def _add_objective_options(t: argparse.ArgumentParser) -> None:
+    """What the drafter learns, and from which drafter it starts."""
     t.add_argument(
         "--objective",
         choices=["greedy", "coupled", "both"],
@@ -65,6 +78,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument(
         "--init", default="", metavar="DIR", help="start from this drafter (fine-tuning)"
     )
+
+
+def _add_size_options(t: argparse.ArgumentParser) -> None:
+    """The drafter's kind and size, and how long and in what batches it trains."""
     t.add_argument("--kind", choices=["recurrent", "linear"], default="recurrent")
     t.add_argument("--steps", type=positive_int, default=1500)
     t.add_argument("--batch", type=positive_int, default=512, help="positions per step")
@@ -81,6 +98,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=0.0,
         help="stop after this many hours, keeping the progress (run again to resume)",
     )
+
+
+def _add_penalty_and_device_options(t: argparse.ArgumentParser) -> None:
+    """The penalty the drafter is trained against; where and in which dtype the model runs."""
     t.add_argument(
         "--penalty",
         type=float,
@@ -95,9 +116,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the model's dtype: auto (float32 on the CPU, where training wants exact "
         "features; on a GPU what auto picks everywhere, measured), float32, bfloat16 or float16",
     )
-    s = hsub.add_parser("show", help="print a drafter's card")
-    s.add_argument("folder")
-    parser.set_defaults(func=run)
+
+
+_TRAIN_OPTION_GROUPS = (
+    _add_text_options,
+    _add_objective_options,
+    _add_size_options,
+    _add_penalty_and_device_options,
+)
 
 
 UNITS = {"writing": "tok", "features": "row", "training": "step"}
@@ -188,60 +214,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    import torch
-
     from swiftwriter.modelstore import loader, registry
-    from swiftwriter.training.pipeline import train_drafter
-    from swiftwriter.training.train import TrainSettings
 
-    if args.hours < 0 or not 1.0 <= args.penalty <= 3.0:
-        raise UserError("--hours must be 0 or more, --penalty between 1.0 and 3.0")
-    if not args.text and args.self_distill <= 0:
-        raise UserError("Give training text (--text FILE) or --self-distill N (or both)")
+    _check_train_options(args)
     out = Path(args.out).expanduser()
     entry = registry.resolve(args.model)
     device = loader.pick_device(args.device)
     dtype = "float32" if args.dtype == "auto" and device == "cpu" else args.dtype
     loaded = loader.load(entry, device=device, dtype=dtype, with_drafter=False)
     print(f"training on {loaded.device} ({loaded.dtype})", file=sys.stderr)
-    rows = (
-        text_rows(loaded.tokenizer, args.text, args.row_length, args.encoding)
-        if args.text
-        else None
-    )
-    if rows is not None and args.max_rows and args.max_rows < len(rows):
-        rows = rows[torch.linspace(0, len(rows) - 1, args.max_rows).long()].contiguous()
-    settings = TrainSettings(
-        kind=args.kind,
-        steps=args.steps,
-        batch=args.batch,
-        lr=args.lr,
-        depth=args.depth,
-        draft_vocab=args.draft_vocab,
-        penalty=args.penalty,
-        window=args.window,
-        objective=args.objective,
-        preset=args.preset,
-        init=str(Path(args.init).expanduser()) if args.init else "",
-    )
-    modes = tuple(m.strip() for m in args.distill_modes.split(",") if m.strip())
-    deadline = clock() + args.hours * 3600 if args.hours > 0 else None
+    rows = _given_rows(args, loaded.tokenizer)
     progress = StageProgress()
     try:
-        bundle = train_drafter(
-            loaded.model,
-            loaded.tokenizer,
-            entry.id,
-            out,
-            settings,
-            given_rows=rows,
-            self_distill=args.self_distill,
-            row_length=args.row_length,
-            write_batch=args.write_batch,
-            distill_modes=modes,
-            on_progress=progress,
-            should_stop=(lambda: clock() >= deadline) if deadline else None,
-        )
+        bundle = _train_drafter(args, loaded, entry, out, rows, progress)
     except KeyboardInterrupt:
         progress.close()
         print(
@@ -264,3 +249,59 @@ def train(args: argparse.Namespace) -> int:
         f"top-3 {val['top3']}{coupled}"
     )
     return 0
+
+
+def _check_train_options(args: argparse.Namespace) -> None:
+    """Refuses a budget or penalty out of range, and a run with nothing to train on."""
+    if args.hours < 0 or not 1.0 <= args.penalty <= 3.0:
+        raise UserError("--hours must be 0 or more, --penalty between 1.0 and 3.0")
+    if not args.text and args.self_distill <= 0:
+        raise UserError("Give training text (--text FILE) or --self-distill N (or both)")
+
+
+def _given_rows(args: argparse.Namespace, tokenizer):
+    """The --text files' rows (at most --max-rows, spread evenly over them); None without."""
+    import torch
+
+    if not args.text:
+        return None
+    rows = text_rows(tokenizer, args.text, args.row_length, args.encoding)
+    if args.max_rows and args.max_rows < len(rows):
+        rows = rows[torch.linspace(0, len(rows) - 1, args.max_rows).long()].contiguous()
+    return rows
+
+
+def _train_drafter(args: argparse.Namespace, loaded, entry, out: Path, rows, progress):
+    """The training pipeline on the options given; None when --hours ran out first."""
+    from swiftwriter.training.pipeline import train_drafter
+    from swiftwriter.training.train import TrainSettings
+
+    settings = TrainSettings(
+        kind=args.kind,
+        steps=args.steps,
+        batch=args.batch,
+        lr=args.lr,
+        depth=args.depth,
+        draft_vocab=args.draft_vocab,
+        penalty=args.penalty,
+        window=args.window,
+        objective=args.objective,
+        preset=args.preset,
+        init=str(Path(args.init).expanduser()) if args.init else "",
+    )
+    modes = tuple(m.strip() for m in args.distill_modes.split(",") if m.strip())
+    deadline = clock() + args.hours * 3600 if args.hours > 0 else None
+    return train_drafter(
+        loaded.model,
+        loaded.tokenizer,
+        entry.id,
+        out,
+        settings,
+        given_rows=rows,
+        self_distill=args.self_distill,
+        row_length=args.row_length,
+        write_batch=args.write_batch,
+        distill_modes=modes,
+        on_progress=progress,
+        should_stop=(lambda: clock() >= deadline) if deadline else None,
+    )

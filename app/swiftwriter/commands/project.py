@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from swiftwriter.commands.common import print_json
+from swiftwriter.commands.common import add_encoding, print_json
 from swiftwriter.errors import UserError, printable
 
 JSON_HELP = "print the listing as JSON (nothing else on stdout)"
@@ -19,52 +19,75 @@ JSON_HELP = "print the listing as JSON (nothing else on stdout)"
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("project", help="create, list, import into and inspect projects")
     psub = parser.add_subparsers(dest="project_cmd", metavar="ACTION")
-    new = psub.add_parser("new", help="create a new project file")
-    new.add_argument("file", metavar="PROJECT")
+    for register_actions in _ACTION_GROUPS:  # in this order: --help lists them as they come
+        register_actions(psub)
+    parser.set_defaults(func=run, project_parser=parser)
+
+
+def _action(psub, name: str, help: str, *, listing: bool = False) -> argparse.ArgumentParser:
+    """An ACTION on one PROJECT file; a listing (`listing`) also prints as JSON (--json)."""
+    action = psub.add_parser(name, help=help)
+    action.add_argument("file", metavar="PROJECT")
+    if listing:
+        action.add_argument("--json", action="store_true", help=JSON_HELP)
+    return action
+
+
+def _register_documents(psub) -> None:
+    """new, docs, show and import: the project and its documents."""
+    new = _action(psub, "new", "create a new project file")
     new.add_argument("--title", default="", help="the work's title (default: the file name)")
     new.add_argument("--author", default="")
-    docs = psub.add_parser("docs", help="list the documents as a tree")
-    docs.add_argument("file", metavar="PROJECT")
-    docs.add_argument("--json", action="store_true", help=JSON_HELP)
-    show = psub.add_parser("show", help="print one document's text")
-    show.add_argument("file", metavar="PROJECT")
+    _action(psub, "docs", "list the documents as a tree", listing=True)
+    show = _action(psub, "show", "print one document's text")
     show.add_argument("doc", help="document id or exact title")
-    imp = psub.add_parser(
-        "import", help="add .md, .txt or .docx files as documents (all of them or none)"
-    )
-    imp.add_argument("file", metavar="PROJECT")
+    imp = _action(psub, "import", "add .md, .txt or .docx files as documents (all of them or none)")
     imp.add_argument("sources", nargs="+", metavar="SOURCE")
-    imp.add_argument(
-        "--encoding",
-        help="the text files' encoding when it is not UTF-8 (for example cp1252, latin-1)",
-    )
+    add_encoding(imp)
     imp.add_argument("--parent", help="put the new documents under this document")
-    backup = psub.add_parser("backup", help="make a backup copy now (in the data folder)")
-    backup.add_argument("file", metavar="PROJECT")
-    listing = psub.add_parser("backups", help="list the project's backups, newest first")
-    listing.add_argument("file", metavar="PROJECT")
-    listing.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def _register_backups(psub) -> None:
+    """backup, backups and restore."""
+    _action(psub, "backup", "make a backup copy now (in the data folder)")
+    _action(psub, "backups", "list the project's backups, newest first", listing=True)
     restore = psub.add_parser("restore", help="make a new project from a backup")
     restore.add_argument("backup", help="a backup file (see `swiftwriter project backups`)")
     restore.add_argument("new", help="the new project file (never an existing one)")
-    hist = psub.add_parser("history", help="list generations (and interrupted ones)")
-    hist.add_argument("file", metavar="PROJECT")
+
+
+def _register_history(psub) -> None:
+    """history and recover: the generations recorded in the project."""
+    hist = _action(psub, "history", "list generations (and interrupted ones)")
     hist.add_argument("--doc", help="only this document's generations")
     hist.add_argument("--json", action="store_true", help=JSON_HELP)
-    rec = psub.add_parser("recover", help="close an interrupted generation, keeping its text")
-    rec.add_argument("file", metavar="PROJECT")
+    rec = _action(psub, "recover", "close an interrupted generation, keeping its text")
     rec.add_argument("generation", type=int)
     rec.add_argument(
         "--discard",
         action="store_true",
         help="do not append its text to the document (it stays in the history)",
     )
-    _register_lore(psub)
-    summary = psub.add_parser(
-        "summary",
-        help="show or edit a document's rolling summary, or switch rolling summaries on or off",
+
+
+def _register_lore(psub) -> None:
+    lore = psub.add_parser("lore", help="list the lorebook, or import a world-info file into it")
+    lsub = lore.add_subparsers(dest="lore_cmd", metavar="ACTION")
+    _action(lsub, "list", "list the lorebook's entries, highest priority first", listing=True)
+    imp = _action(
+        lsub, "import", "add a KoboldAI or SillyTavern world-info file (.json; all or nothing)"
     )
-    summary.add_argument("file", metavar="PROJECT")
+    imp.add_argument("source", metavar="FILE")
+    lore.set_defaults(lore_parser=lore)
+
+
+def _register_summary(psub) -> None:
+    """summary: a document's rolling summary, and whether the project keeps them."""
+    summary = _action(
+        psub,
+        "summary",
+        "show or edit a document's rolling summary, or switch rolling summaries on or off",
+    )
     summary.add_argument("doc", nargs="?", help="document id or exact title")
     summary.add_argument(
         "--set", metavar="TEXT", help="write the summary (an empty text clears it)"
@@ -74,21 +97,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=("on", "off"),
         help="whether the model summarises what slides out of a take's window (on by default)",
     )
-    parser.set_defaults(func=run, project_parser=parser)
 
 
-def _register_lore(psub) -> None:
-    lore = psub.add_parser("lore", help="list the lorebook, or import a world-info file into it")
-    lsub = lore.add_subparsers(dest="lore_cmd", metavar="ACTION")
-    listing = lsub.add_parser("list", help="list the lorebook's entries, highest priority first")
-    listing.add_argument("file", metavar="PROJECT")
-    listing.add_argument("--json", action="store_true", help=JSON_HELP)
-    imp = lsub.add_parser(
-        "import", help="add a KoboldAI or SillyTavern world-info file (.json; all or nothing)"
-    )
-    imp.add_argument("file", metavar="PROJECT")
-    imp.add_argument("source", metavar="FILE")
-    lore.set_defaults(lore_parser=lore)
+_ACTION_GROUPS = (
+    _register_documents,
+    _register_backups,
+    _register_history,
+    _register_lore,
+    _register_summary,
+)
 
 
 def find_document(proj, ref: str) -> int:

@@ -154,12 +154,28 @@ class _Writer:
 
     # -- set-up ---------------------------------------------------------------------------
     def _styles(self) -> None:
-        styles = self.doc.styles
         # a template's own styles stay as they are; ours are added where it lacks them
-        keep = {s.name for s in styles} if self.templated else set()
+        keep = {s.name for s in self.doc.styles} if self.templated else set()
+        body, first = self._add_our_styles(keep)
+        if self.templated:
+            if not self.novel:
+                self._number_headings()
+            return  # the template's own look
+        if self.smf:
+            self._manuscript_styles()
+        elif self.novel:
+            self._novel_styles(body, first)
+        else:
+            body.paragraph_format.space_after = Pt(6)
+            body.paragraph_format.line_spacing = 1.15
+            self._number_headings()
+
+    def _add_our_styles(self, keep: set[str]):
+        """The styles the writer's text uses, added where missing and given our look unless the
+        template has them (`keep`); returns Body Text and First Paragraph."""
         for name, base in REQUIRED_STYLES:
             self._add_style(name, WD_STYLE_TYPE.PARAGRAPH, base)
-        body = styles["Body Text"]
+        body = self.doc.styles["Body Text"]
         if "Body Text" not in keep:
             body.paragraph_format.space_before = Pt(0)
         first = self._add_style("First Paragraph", WD_STYLE_TYPE.PARAGRAPH, "Body Text")
@@ -186,39 +202,34 @@ class _Writer:
             scene.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
             scene.paragraph_format.space_before = Pt(12)
             scene.paragraph_format.space_after = Pt(12)
-        if self.templated:
-            if not self.novel:
-                self._number_headings()
-            return  # the template's own look
-        if self.smf:
-            self._manuscript_styles()
-        elif self.novel:
-            ooxml.set_plain_font(ooxml.default_rpr(self.doc), "Times New Roman")
-            styles["Normal"].font.size = Pt(12)
-            body.paragraph_format.first_line_indent = Inches(0.5)
-            body.paragraph_format.space_after = Pt(0)
-            body.paragraph_format.line_spacing = 1.5
-            first.paragraph_format.first_line_indent = Inches(0)
-            for name, size in (("Title", 28), ("Subtitle", 16)):  # a book's title page
-                title = styles[name]
-                ooxml.set_plain_font(title.element.get_or_add_rPr(), "Times New Roman")
-                title.font.color.rgb = RGBColor(0, 0, 0)
-                title.font.size = Pt(size)
-                title.font.italic = False
-                ooxml.remove_borders(title)
-                title.paragraph_format.space_before = Inches(2) if name == "Title" else Pt(12)
-            for level in range(1, 10):
-                heading = styles[f"Heading {level}"]
-                ooxml.set_plain_font(heading.element.get_or_add_rPr(), "Times New Roman")
-                heading.font.color.rgb = RGBColor(0, 0, 0)
-                if level <= 2:
-                    heading.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
-                    heading.paragraph_format.space_before = Pt(36)
-                    heading.paragraph_format.space_after = Pt(24)
-        else:
-            body.paragraph_format.space_after = Pt(6)
-            body.paragraph_format.line_spacing = 1.15
-            self._number_headings()
+        return body, first
+
+    def _novel_styles(self, body, first) -> None:
+        """A novel's look: Times, indented 1.5-spaced paragraphs, a title page, centred
+        chapter headings."""
+        styles = self.doc.styles
+        ooxml.set_plain_font(ooxml.default_rpr(self.doc), "Times New Roman")
+        styles["Normal"].font.size = Pt(12)
+        body.paragraph_format.first_line_indent = Inches(0.5)
+        body.paragraph_format.space_after = Pt(0)
+        body.paragraph_format.line_spacing = 1.5
+        first.paragraph_format.first_line_indent = Inches(0)
+        for name, size in (("Title", 28), ("Subtitle", 16)):  # a book's title page
+            title = styles[name]
+            ooxml.set_plain_font(title.element.get_or_add_rPr(), "Times New Roman")
+            title.font.color.rgb = RGBColor(0, 0, 0)
+            title.font.size = Pt(size)
+            title.font.italic = False
+            ooxml.remove_borders(title)
+            title.paragraph_format.space_before = Inches(2) if name == "Title" else Pt(12)
+        for level in range(1, 10):
+            heading = styles[f"Heading {level}"]
+            ooxml.set_plain_font(heading.element.get_or_add_rPr(), "Times New Roman")
+            heading.font.color.rgb = RGBColor(0, 0, 0)
+            if level <= 2:
+                heading.paragraph_format.alignment = WD_ALIGN_PARAGRAPH.CENTER
+                heading.paragraph_format.space_before = Pt(36)
+                heading.paragraph_format.space_after = Pt(24)
 
     def _number_headings(self) -> None:
         """A report's headings numbered 1 / 1.1 by Word; 'TOC Heading' (based on Heading 1)

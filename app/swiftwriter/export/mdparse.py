@@ -158,6 +158,12 @@ class _Walker(HTMLParser):
         if self.skip or (tag == "a" and "footnote-backref" in css):
             self.skip += tag == "a"
             return
+        if not self._start_block(tag, attrs, css):
+            self._start_inline(tag, attrs)
+
+    def _start_block(self, tag: str, attrs, css: str) -> bool:
+        """A block-level tag opened (a table, paragraph, heading, list, quote, rule or code):
+        False when the tag is not one."""
         if tag == "table":
             self._close()
             self.table = []
@@ -173,20 +179,7 @@ class _Walker(HTMLParser):
         elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
             self._open("heading", int(tag[1]))
         elif tag in ("ul", "ol"):
-            self._close()
-            if self.lists:
-                self.lists[-1]["first_para_pending"] = False
-            start = dict(attrs).get("start") or "1"
-            self.lists.append(
-                {
-                    "ordered": tag == "ol",
-                    "id": self.next_list_id,
-                    "start": int(start) if start.isdigit() else 1,
-                    "item_open": False,
-                    "first_para_pending": False,
-                }
-            )
-            self.next_list_id += 1
+            self._open_list(tag == "ol", dict(attrs).get("start") or "1")
         elif tag == "li":
             self._close()
             if self.lists:
@@ -201,7 +194,28 @@ class _Walker(HTMLParser):
         elif tag == "pre":
             self._close()
             self.pre = []
-        elif tag == "br":
+        else:
+            return False
+        return True
+
+    def _open_list(self, ordered: bool, start: str) -> None:
+        self._close()
+        if self.lists:
+            self.lists[-1]["first_para_pending"] = False
+        self.lists.append(
+            {
+                "ordered": ordered,
+                "id": self.next_list_id,
+                "start": int(start) if start.isdigit() else 1,
+                "item_open": False,
+                "first_para_pending": False,
+            }
+        )
+        self.next_list_id += 1
+
+    def _start_inline(self, tag: str, attrs) -> None:
+        """A line break, an image's alt text, a link or a format opened within a block."""
+        if tag == "br":
             self._add("\n")
         elif tag == "img":
             alt = dict(attrs).get("alt")
@@ -239,22 +253,7 @@ class _Walker(HTMLParser):
         elif tag in ("p", "div") or (len(tag) == 2 and tag[0] == "h" and tag[1] in "123456"):
             self._close()
         elif tag == "li":
-            self._close()
-            top = self.lists[-1] if self.lists else None
-            if top is not None:
-                if top["first_para_pending"]:  # an empty item still counts
-                    self.blocks.append(
-                        Block(
-                            kind="item",
-                            level=len(self.lists),
-                            quote=self.quote,
-                            ordered=top["ordered"],
-                            list_id=top["id"],
-                            start=top["start"],
-                        )
-                    )
-                top["item_open"] = False
-                top["first_para_pending"] = False
+            self._close_item()
         elif tag in ("ul", "ol"):
             self._close()
             if self.lists:
@@ -270,6 +269,25 @@ class _Walker(HTMLParser):
             self.fmt[key] = max(0, self.fmt[key] - 1)
         elif tag in self._STRIKE:
             self.fmt["strike"] = max(0, self.fmt["strike"] - 1)
+
+    def _close_item(self) -> None:
+        """A list item ends: one that held no paragraph still counts, as an empty item."""
+        self._close()
+        top = self.lists[-1] if self.lists else None
+        if top is not None:
+            if top["first_para_pending"]:  # an empty item still counts
+                self.blocks.append(
+                    Block(
+                        kind="item",
+                        level=len(self.lists),
+                        quote=self.quote,
+                        ordered=top["ordered"],
+                        list_id=top["id"],
+                        start=top["start"],
+                    )
+                )
+            top["item_open"] = False
+            top["first_para_pending"] = False
 
     def handle_data(self, data: str) -> None:
         if self.pre is not None:

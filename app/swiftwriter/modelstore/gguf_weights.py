@@ -125,19 +125,11 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
     """The model of `config` with `gguf_path`'s weights; activations, norms and biases in
     `dtype`. `keep_stored`: Linear layers and the embedding of a type the kernel runs keep
     their blocks (else every weight is de-quantized into `dtype`)."""
-    import torch
     from accelerate import init_empty_weights
-    from torch import nn
     from transformers import AutoModelForCausalLM
     from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
 
-    from swiftwriter.engine.passes import (
-        QUANT_TYPES,
-        QuantEmbedding,
-        QuantLinear,
-        QuantWeight,
-        quant_available,
-    )
+    from swiftwriter.engine.passes import QuantEmbedding, quant_available
 
     keep_stored = keep_stored and quant_available()
 
@@ -155,41 +147,66 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
             if hf_name is None:
                 continue
             raw = _read(handle, tensor)
-            path, _, kind = hf_name.rpartition(".")
-            module = _module_at(model, path)
-            qtype, type_name = tensor.type_id, tensor.kind
-            k = int(tensor.shape[0])  # GGML's order: the innermost dimension first
-            rows = int(np.prod(tensor.shape[1:])) if len(tensor.shape) > 1 else 1
-            blocks_ok = keep_stored and kind == "weight" and qtype in QUANT_TYPES.values()
-            if blocks_ok and isinstance(module, (nn.Linear, nn.Embedding)):
-                order = _row_order(processor, tensor.name, rows)
-                if order is not False:
-                    blocks = raw.reshape(rows, -1)
-                    if order is not None:
-                        blocks = blocks[order]
-                    weight = QuantWeight.from_blocks(blocks, qtype, k)
-                    if isinstance(module, nn.Embedding):
-                        stored_embedding = QuantEmbedding(weight, dtype)
-                        _set_module(model, path, stored_embedding)
-                    else:
-                        bias = module.bias if module.bias is not None else None
-                        bias = None if bias is None or bias.is_meta else bias.detach()
-                        _set_module(model, path, QuantLinear(weight, bias))
-                    built.stored[type_name] = built.stored.get(type_name, 0) + 1
-                    continue
-            values = torch.from_numpy(
-                np.ascontiguousarray(_dequantized(processor, tensor, raw, tensor.name))
+            stored = (
+                _keep_blocks(built, processor, tensor, raw, hf_name, dtype) if keep_stored else None
             )
-            if values.dim() == 2 and qtype not in (0, 1, 30):  # not F32/F16/BF16
-                built.dequantized[type_name] = built.dequantized.get(type_name, 0) + 1
-                built.dequantized_bytes += values.numel() * torch.finfo(dtype).bits // 8
-            _assign(model, hf_name, values.to(dtype))
+            if stored is None:
+                _dequantize_into(built, processor, tensor, raw, hf_name, dtype)
+            elif isinstance(stored, QuantEmbedding):
+                stored_embedding = stored
     _tie_head(model, config, stored_embedding)
     missing = [n for n, p in model.named_parameters() if p.is_meta]
     if missing:
         raise ValueError(f"the file has no weights for {', '.join(missing[:4])}")
     model.eval()
     return built
+
+
+def _keep_blocks(built: Built, processor, tensor, raw, hf_name: str, dtype):
+    """A Linear layer's or the embedding's weight kept in its blocks, where the kernel runs its
+    type and its rows can be put in transformers' order: the module set in its place, or None."""
+    from torch import nn
+
+    from swiftwriter.engine.passes import QUANT_TYPES, QuantEmbedding, QuantLinear, QuantWeight
+
+    model = built.model
+    path, _, kind = hf_name.rpartition(".")
+    module = _module_at(model, path)
+    if kind != "weight" or tensor.type_id not in QUANT_TYPES.values():
+        return None
+    if not isinstance(module, (nn.Linear, nn.Embedding)):
+        return None
+    k = int(tensor.shape[0])  # GGML's order: the innermost dimension first
+    rows = int(np.prod(tensor.shape[1:])) if len(tensor.shape) > 1 else 1
+    order = _row_order(processor, tensor.name, rows)
+    if order is False:
+        return None
+    blocks = raw.reshape(rows, -1)
+    if order is not None:
+        blocks = blocks[order]
+    weight = QuantWeight.from_blocks(blocks, tensor.type_id, k)
+    if isinstance(module, nn.Embedding):
+        stored = QuantEmbedding(weight, dtype)
+    else:
+        bias = module.bias if module.bias is not None else None
+        bias = None if bias is None or bias.is_meta else bias.detach()
+        stored = QuantLinear(weight, bias)
+    _set_module(model, path, stored)
+    built.stored[tensor.kind] = built.stored.get(tensor.kind, 0) + 1
+    return stored
+
+
+def _dequantize_into(built: Built, processor, tensor, raw, hf_name: str, dtype) -> None:
+    """The tensor's values in `dtype` in the model's parameter (a quantized matrix counted)."""
+    import torch
+
+    values = torch.from_numpy(
+        np.ascontiguousarray(_dequantized(processor, tensor, raw, tensor.name))
+    )
+    if values.dim() == 2 and tensor.type_id not in (0, 1, 30):  # not F32/F16/BF16
+        built.dequantized[tensor.kind] = built.dequantized.get(tensor.kind, 0) + 1
+        built.dequantized_bytes += values.numel() * torch.finfo(dtype).bits // 8
+    _assign(built.model, hf_name, values.to(dtype))
 
 
 def _assign(model, hf_name: str, values) -> None:

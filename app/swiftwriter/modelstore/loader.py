@@ -497,11 +497,42 @@ def load(
     spreads the model; blocks mapped to "disk" go to `offload_folder` (default: the data
     folder's offload/<model id>). `exact`: a converted model stored in a dtype whose weights
     cannot give this dtype's text is converted again first (provision.folder_for)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    _check_ready(entry)
+    device = pick_device(device)
+    if device_map is None:  # before `auto` measures: that loads the model too
+        _check_fits(entry, device, dtype)
+    chosen = dtype == "auto"
+    dtype, why = pick_dtype_why(entry, device, dtype)
+    if dtype == STORED:
+        return _load_stored(entry, device, why, with_drafter, device_map)
+    folder: Path = provision.folder_for(entry, dtype) if exact else entry.folder()
+    log.debug("loading %s from %s on %s in %s (%s), device map %s",
+              entry.id, folder, device, dtype, why or "chosen by hand", device_map)  # fmt: skip
+    if dtype == "float16" and device == "cpu" and device_map is None:
+        check_cpu_float16(entry)
+    tokenizer, model = _read_model(entry, folder, dtype, device_map, offload_folder)
+    if device_map is None:
+        model.to(device)
+    model.eval()
+    if cpu_layout and device == "cpu" and device_map is None:
+        _lay_out_for_cpu(entry, model, dtype)
+    if chosen and device == "cpu" and device_map is None:
+        exact_by_default_here(model)
+    loaded = LoadedModel(
+        entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype, dtype_why=why
+    )
+    if with_drafter:
+        loaded.drafter, loaded.drafter_status = load_drafter(loaded)
+    drafter = loaded.drafter_status if with_drafter else "not asked"
+    log.debug("loaded %s: %s, drafter %s", entry.id, type(model).__name__, drafter)
+    return loaded
+
+
+def _check_ready(entry: ModelEntry) -> None:
+    """Refuses a model whose files are not there yet, saying what makes them."""
     if not entry.is_ready():
         hint = (
             "run `swiftwriter models prepare`"
@@ -509,27 +540,21 @@ def load(
             else "check the folder"
         )
         raise UserError(f"Model '{entry.id}' is not ready ({entry.status()}): {hint}")
-    device = pick_device(device)
-    if device_map is None:  # before `auto` measures: that loads the model too
-        sizing.check_loadable(
-            entry.folder(), device, DTYPE_NAMES.get(dtype, "bfloat16"), entry.trust_remote_code
-        )
-    chosen = dtype == "auto"
-    dtype, why = pick_dtype_why(entry, device, dtype)
-    if dtype == STORED:
-        return _load_stored(entry, device, why, with_drafter, device_map)
-    folder: Path = provision.folder_for(entry, dtype) if exact else entry.folder()
-    log.debug(
-        "loading %s from %s on %s in %s (%s), device map %s",
-        entry.id,
-        folder,
-        device,
-        dtype,
-        why or "chosen by hand",
-        device_map,
+
+
+def _check_fits(entry: ModelEntry, device: str, dtype: str) -> None:
+    """Refuses a model too large for the device's memory before anything is loaded."""
+    sizing.check_loadable(
+        entry.folder(), device, DTYPE_NAMES.get(dtype, "bfloat16"), entry.trust_remote_code
     )
-    if dtype == "float16" and device == "cpu" and device_map is None:
-        check_cpu_float16(entry)
+
+
+def _read_model(entry: ModelEntry, folder: Path, dtype: str, device_map, offload_folder):
+    """(tokenizer, model) from the folder, offline, the weights in `dtype` (de-quantized from
+    the GGUF where the folder keeps them there); a file that cannot be read is a UserError."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
     if entry.trust_remote_code:
         check_remote_code(entry.id, folder)
@@ -548,38 +573,26 @@ def load(
             )
     except (OSError, ValueError) as exc:
         raise UserError(f"Could not load model '{entry.id}' from {folder}: {exc}") from exc
-    if device_map is None:
-        model.to(device)
-    model.eval()
-    if cpu_layout and device == "cpu" and device_map is None:
-        from swiftwriter.engine.passes import (
-            add_few_row_copies,
-            merge_projections,
-            transpose_linear_weights,
-        )
+    return tokenizer, model
 
-        transpose_linear_weights(model)
-        if too_small_to_measure(model):
-            set_kernel_unmeasured(entry, model, dtype)
-        else:
-            kernel = kernel_here(entry, model, dtype)
-            if kernel == "stock":  # oneDNN reads the [in, out] layout for any row count
-                add_few_row_copies(model, few_rows_here(entry, model, dtype))
-        merge_projections(model)
-    if chosen and device == "cpu" and device_map is None:
-        exact_by_default_here(model)
-    loaded = LoadedModel(
-        entry=entry, model=model, tokenizer=tokenizer, device=device, dtype=dtype, dtype_why=why
+
+def _lay_out_for_cpu(entry: ModelEntry, model, dtype: str) -> None:
+    """Linear weights re-laid for fast few-row products on this CPU (values unchanged), with
+    the kernel measured here once per model and dtype."""
+    from swiftwriter.engine.passes import (
+        add_few_row_copies,
+        merge_projections,
+        transpose_linear_weights,
     )
-    if with_drafter:
-        loaded.drafter, loaded.drafter_status = load_drafter(loaded)
-    log.debug(
-        "loaded %s: %s, drafter %s",
-        entry.id,
-        type(model).__name__,
-        loaded.drafter_status if with_drafter else "not asked",
-    )
-    return loaded
+
+    transpose_linear_weights(model)
+    if too_small_to_measure(model):
+        set_kernel_unmeasured(entry, model, dtype)
+    else:
+        kernel = kernel_here(entry, model, dtype)
+        if kernel == "stock":  # oneDNN reads the [in, out] layout for any row count
+            add_few_row_copies(model, few_rows_here(entry, model, dtype))
+    merge_projections(model)
 
 
 def _weights_in_file(entry: ModelEntry, folder: Path) -> bool:

@@ -158,20 +158,8 @@ def convert_into(
 
     if dtype is None and auto is None:
         raise ValueError("converting without a dtype needs auto's choice (auto_convert.convert)")
-    info = gguf_file.inspect(gguf)
-    say(info.describe())
+    _say_memory(gguf_file.inspect(gguf), dtype, say)
     planned = dtype
-    if planned == STORED:
-        say(f"In memory: about {gguf_file.size(info.size)}, the file's own size (its weights "
-            "stay as stored; bfloat16 or float32 are read from it when asked for)")  # fmt: skip
-    else:
-        _check_memory(info)
-    if planned and planned != STORED:
-        say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
-    elif not planned:
-        say(f"In memory: {gguf_file.size(info.memory('float32'))} in float32 or "
-            f"{gguf_file.size(info.memory('bfloat16'))} in bfloat16 (auto measures which "
-            "runs faster here once the weights are read)")  # fmt: skip
     _remove_partials(final.parent)
     tmp = final.parent / f".{final.name}.partial-{os.getpid()}"
     tmp.mkdir(parents=True)
@@ -187,16 +175,7 @@ def convert_into(
         say("Checking the converted folder loads")
         _check_loads(tmp, gguf if stored == STORED else None)
         check_cancel(cancelled)
-        manifest = {
-            "model_id": entry.id,
-            "gguf_file": entry.file,
-            "gguf_sha256": entry.sha256,
-            "dtype": stored,
-            "dtype_why": why,
-            "lossless": lossless,
-            "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "seconds": round(time.monotonic() - started, 1),
-        }
+        manifest = _manifest(entry, stored, why, lossless, seconds=time.monotonic() - started)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2))
         if final.is_symlink():  # checked again: a link planted meanwhile is refused too
             raise UserError(f"{final} became a symbolic link: nothing replaced")
@@ -207,6 +186,39 @@ def convert_into(
         if tmp.exists():  # failed or cancelled: nothing half-written stays
             shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _manifest(entry: ModelEntry, stored: str, why: str, lossless: bool, seconds: float) -> dict:
+    """What a converted folder says of itself: the file it came from and the dtype it keeps."""
+    return {
+        "model_id": entry.id,
+        "gguf_file": entry.file,
+        "gguf_sha256": entry.sha256,
+        "dtype": stored,
+        "dtype_why": why,
+        "lossless": lossless,
+        "converted_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "seconds": round(seconds, 1),
+    }
+
+
+def _say_memory(info, planned: str | None, say: Progress) -> None:
+    """The file described, and the memory the model will take in the planned dtype (both
+    candidates when auto chooses); a model the machine cannot hold is refused here."""
+    from swiftwriter.modelstore import gguf_file
+
+    say(info.describe())
+    if planned == STORED:
+        say(f"In memory: about {gguf_file.size(info.size)}, the file's own size (its weights "
+            "stay as stored; bfloat16 or float32 are read from it when asked for)")  # fmt: skip
+    else:
+        _check_memory(info)
+    if planned and planned != STORED:
+        say(f"In memory: {gguf_file.size(info.memory(planned))} in {planned}")
+    elif not planned:
+        say(f"In memory: {gguf_file.size(info.memory('float32'))} in float32 or "
+            f"{gguf_file.size(info.memory('bfloat16'))} in bfloat16 (auto measures which "
+            "runs faster here once the weights are read)")  # fmt: skip
 
 
 def _check_memory(info) -> None:
@@ -259,8 +271,6 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
     """Read the GGUF, store its weights in `out` in `dtype` (None: auto's choice, measured
     here); (stored dtype, how auto chose it or "", lossless)."""
     # Heavy imports stay here so `swiftwriter models` answers instantly.
-    import copy
-
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -271,18 +281,8 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
     say("Reading and de-quantising the weights")
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     check_cancel(cancelled)
-    # transformers refuses to save a GGUF-loaded model; a fresh model from the same config
-    # (without the quantization marker) with the same state dict saves and gives equal logits.
-    config = copy.deepcopy(loaded.config)
-    if hasattr(config, "quantization_config"):
-        delattr(config, "quantization_config")
-    config.dtype = torch.float32
-    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    fresh = _savable(loaded)
     del loaded
-    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    if set(missing) - tied or unexpected:
-        raise UserError(f"GGUF conversion mismatch: missing {missing}, unexpected {unexpected}")
     tokenizer.save_pretrained(out)
     why = ""
     if dtype is None:
@@ -306,6 +306,26 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
     say(f"Writing {dtype} weights")
     fresh.save_pretrained(out, safe_serialization=True)
     return dtype, why, lossless
+
+
+def _savable(loaded):
+    """transformers refuses to save a GGUF-loaded model; a fresh model from the same config
+    (without the quantization marker) with the same state dict saves and gives equal logits."""
+    import copy
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):
+        delattr(config, "quantization_config")
+    config.dtype = torch.float32
+    fresh = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = fresh.load_state_dict(loaded.state_dict(), strict=False)
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise UserError(f"GGUF conversion mismatch: missing {missing}, unexpected {unexpected}")
+    return fresh
 
 
 def serves(entry: ModelEntry, dtype: str) -> bool:

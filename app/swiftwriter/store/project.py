@@ -46,6 +46,12 @@ SUFFIX = ".swiftwriter"
 log = logging.getLogger(__name__)
 
 
+def _could_not_open(exc: BaseException, path: Path, otherwise: str) -> ProjectError:
+    """What a failed open says: the disk's own fault where it is one (full, read-only, ...),
+    else `otherwise`."""
+    return ProjectError(diskfaults.explain(exc, path, "Could not open") or otherwise)
+
+
 class Project(
     DocumentsMixin, ExcerptsMixin, GenerationsMixin, HistoryMixin, LoreMixin, SummariesMixin
 ):
@@ -78,7 +84,7 @@ class Project(
             raise ProjectError(f"{path} already exists: open it, or choose another name")
         if not path.parent.is_dir():
             raise ProjectError(f"No such folder: {path.parent}")
-        db = tmp = None
+        tmp = None
         try:
             # a fresh name made with O_EXCL: never a file or link someone left in the way
             fd, name = tempfile.mkstemp(
@@ -86,7 +92,22 @@ class Project(
             )
             os.close(fd)
             tmp = Path(name)
-            db = sqlite_utils.Database(sqlite3.connect(tmp), execute_plugins=False)
+            cls._fill_new(tmp, title, author)
+            cls._link_into_place(tmp, path)
+        except (OSError, sqlite3.Error) as exc:
+            raise ProjectError(f"Could not create {path}: {exc}") from exc
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")) if tmp else ():
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+        log.debug("created %s", path)
+        return cls.open(path)
+
+    @staticmethod
+    def _fill_new(tmp: Path, title: str, author: str) -> None:
+        """A new file's schema and meta (title, author, when and by what it was made)."""
+        db = sqlite_utils.Database(sqlite3.connect(tmp), execute_plugins=False)
+        try:
             db.enable_wal()
             schema.migrate(db)
             created = now()
@@ -102,28 +123,20 @@ class Project(
                         )
                     ]
                 )
-            db.close()  # checkpoints the WAL: the file is complete before it gets its name
-            db = None
-            try:
-                os.link(tmp, path)  # fails if the name was taken meanwhile, never overwrites
-            except FileExistsError as exc:
-                raise ProjectError(
-                    f"{path} already exists: open it, or choose another name"
-                ) from exc
-            except OSError:
-                if path.exists():
-                    raise ProjectError(f"{path} already exists") from None
-                os.replace(tmp, path)
-        except (OSError, sqlite3.Error) as exc:
-            raise ProjectError(f"Could not create {path}: {exc}") from exc
         finally:
-            if db is not None:
-                db.close()
-            for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")) if tmp else ():
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
-        log.debug("created %s", path)
-        return cls.open(path)
+            db.close()  # checkpoints the WAL: the file is complete before it gets its name
+
+    @staticmethod
+    def _link_into_place(tmp: Path, path: Path) -> None:
+        """The finished file under its name, which must still be free."""
+        try:
+            os.link(tmp, path)  # fails if the name was taken meanwhile, never overwrites
+        except FileExistsError as exc:
+            raise ProjectError(f"{path} already exists: open it, or choose another name") from exc
+        except OSError:
+            if path.exists():
+                raise ProjectError(f"{path} already exists") from None
+            os.replace(tmp, path)
 
     @classmethod
     def open(cls, path, readonly: bool = False, fallback_readonly: bool = False) -> Project:
@@ -144,50 +157,61 @@ class Project(
                 "it somewhere writable"
             )
         lock = ProjectLock(path)
-        try:
-            holder = lock.acquire()
-        except OSError as exc:
-            raise ProjectError(
-                diskfaults.explain(exc, path, "Could not open")
-                or f"Cannot lock {path.name} ({exc.strerror or exc}): open it read-only"
-            ) from exc
+        holder = cls._lock(lock, path)
         if holder is not None:
             message = f"{path.name} is open in another SwiftWriter ({holder.describe()})"
             if fallback_readonly:
                 return cls._open_readonly(path, message + ": opened read-only")
             raise ProjectLockedError(message + "; open it read-only or close it there", holder)
         try:
-            try:  # a write killed in rollback-journal mode is undone first, as SQLite intends
-                diskfaults.roll_back_hot_journal(path, schema.APPLICATION_ID)
-            except sqlite3.Error as exc:
-                raise ProjectError(
-                    diskfaults.explain(exc, path, "Could not open")
-                    or f"Could not roll back the unfinished change in {path.name}: {exc}"
-                ) from exc
+            cls._roll_back_unfinished(path)
             version = inspect_file(path)
             if version < schema.SCHEMA_VERSION:
                 cls._backup(path, version)
-            db = sqlite_utils.Database(
-                sqlite3.connect(path, check_same_thread=False), execute_plugins=False
-            )
-            try:
-                db.execute("PRAGMA busy_timeout = 5000")
-                db.execute("PRAGMA synchronous = FULL")
-                db.execute("PRAGMA foreign_keys = ON")
-                schema.remove_planted(db, version, path.name)  # a trigger must not run on saves
-                schema.migrate(db)  # first: a migration that fails leaves every byte as it was
-                db.enable_wal()
-            except sqlite3.Error as exc:
-                db.close()
-                raise ProjectError(
-                    diskfaults.explain(exc, path, "Could not open")
-                    or f"Could not open {path.name} for writing: {exc}"
-                ) from exc
+            db = cls._connect_for_writing(path, version)
         except BaseException:
             lock.release()
             raise
         log.debug("opened %s for writing (format %d of %d)", path, version, schema.SCHEMA_VERSION)
         return cls(path, db, readonly=False, lock=lock)
+
+    @staticmethod
+    def _lock(lock: ProjectLock, path: Path):
+        """The lock taken: None, or the other SwiftWriter that holds it."""
+        try:
+            return lock.acquire()
+        except OSError as exc:
+            why = f"Cannot lock {path.name} ({exc.strerror or exc}): open it read-only"
+            raise _could_not_open(exc, path, why) from exc
+
+    @staticmethod
+    def _roll_back_unfinished(path: Path) -> None:
+        """A write killed in rollback-journal mode is undone first, as SQLite intends."""
+        try:
+            diskfaults.roll_back_hot_journal(path, schema.APPLICATION_ID)
+        except sqlite3.Error as exc:
+            why = f"Could not roll back the unfinished change in {path.name}: {exc}"
+            raise _could_not_open(exc, path, why) from exc
+
+    @staticmethod
+    def _connect_for_writing(path: Path, version: int) -> sqlite_utils.Database:
+        """The file opened for saves: durable writes, foreign keys, planted triggers removed,
+        the schema migrated, then write-ahead logging."""
+        db = sqlite_utils.Database(
+            sqlite3.connect(path, check_same_thread=False), execute_plugins=False
+        )
+        try:
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.execute("PRAGMA synchronous = FULL")
+            db.execute("PRAGMA foreign_keys = ON")
+            schema.remove_planted(db, version, path.name)  # a trigger must not run on saves
+            schema.migrate(db)  # first: a migration that fails leaves every byte as it was
+            db.enable_wal()
+        except sqlite3.Error as exc:
+            db.close()
+            why = f"Could not open {path.name} for writing: {exc}"
+            raise _could_not_open(exc, path, why) from exc
+        return db
 
     @classmethod
     def _open_readonly(cls, path: Path, reason: str) -> Project:

@@ -50,6 +50,21 @@ def window_presence(
     return mask[:, :size]
 
 
+def _penalise_rows(logits: torch.Tensor, ids: torch.Tensor, penalty: float, window: int) -> None:
+    """Each row's logits penalised in place over that row's own window, position by position."""
+    device, length = ids.device, ids.shape[1]
+    for b in range(ids.shape[0]):
+        presence = window_presence(
+            ids[b : b + 1],
+            torch.zeros(length, dtype=torch.long, device=device),
+            torch.arange(length, device=device),
+            window,
+            None,
+            logits.shape[-1],
+        )
+        logits[b] = penalise(logits[b], presence, penalty)
+
+
 @torch.inference_mode()
 def extract_rows(
     model,
@@ -77,17 +92,7 @@ def extract_rows(
             final = decoder(input_ids=ids).last_hidden_state
             logits = head(final).float()
             if penalty != 1.0:
-                length = ids.shape[1]
-                for b in range(ids.shape[0]):
-                    presence = window_presence(
-                        ids[b : b + 1],
-                        torch.zeros(length, dtype=torch.long, device=device),
-                        torch.arange(length, device=device),
-                        window,
-                        None,
-                        logits.shape[-1],
-                    )
-                    logits[b] = penalise(logits[b], presence, penalty)
+                _penalise_rows(logits, ids, penalty, window)
             top = logits.softmax(-1).topk(TOP, dim=-1)
             if filters is not None:
                 sampled = filters.process(logits, None).softmax(-1).topk(TOP, dim=-1)

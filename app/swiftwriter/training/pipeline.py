@@ -18,6 +18,31 @@ from swiftwriter.training.train import TrainSettings, train
 Progress = Callable[[str, int, int, float | None], None]
 
 
+def _read_features(model, texts: list[Path], settings: TrainSettings, on_progress, should_stop):
+    """The teacher's features of every text (made where missing, under the drafter's
+    penalty), loaded; None when stopped."""
+    feats = features.ensure_features(
+        model,
+        texts,
+        on_progress=on_progress,
+        should_stop=should_stop,
+        penalty=settings.penalty,
+        window=settings.window,
+    )
+    if should_stop and should_stop():
+        return None
+    return features.load_features(feats, texts)
+
+
+def _keep_given(given: Path, given_rows: torch.Tensor) -> None:
+    """The given text's rows kept in the work folder; its features are made again only when
+    the text changed."""
+    rows = given_rows.to(torch.int32).contiguous()
+    if not given.is_file() or not torch.equal(load_file(str(given))["tokens"], rows):
+        features.feature_path(given).unlink(missing_ok=True)  # stale for new text
+        save_file({"tokens": rows}, str(given))
+
+
 def train_drafter(
     model,
     tokenizer,
@@ -42,10 +67,7 @@ def train_drafter(
 
     given = work / "given-text.safetensors"
     if given_rows is not None:
-        rows = given_rows.to(torch.int32).contiguous()
-        if not given.is_file() or not torch.equal(load_file(str(given))["tokens"], rows):
-            features.feature_path(given).unlink(missing_ok=True)  # stale for new text
-            save_file({"tokens": rows}, str(given))
+        _keep_given(given, given_rows)
     if self_distill > 0:
         selfdistill.write_text(
             model,
@@ -61,17 +83,9 @@ def train_drafter(
     texts = selfdistill.shard_paths(work) + ([given] if given_rows is not None else [])
     if not texts:
         return None
-    feats = features.ensure_features(
-        model,
-        texts,
-        on_progress=report("features"),
-        should_stop=should_stop,
-        penalty=settings.penalty,
-        window=settings.window,
-    )
-    if should_stop and should_stop():
+    data = _read_features(model, texts, settings, report("features"), should_stop)
+    if data is None:
         return None
-    data = features.load_features(feats, texts)
     progress = report("training")
     return train(
         model, model_id, data, out_dir, settings, on_progress=progress, should_stop=should_stop

@@ -117,38 +117,16 @@ def write_text(
     existing = shard_paths(out_dir)
     done = len(existing)
     written = sum(load_file(str(p))["tokens"].numel() for p in existing)
-    start_sampler = TOKENSWIFT
     while written < total_tokens:
         if should_stop and should_stop():
             break
         index = done
         texts = [OPENERS[(index * batch + i) % len(OPENERS)] for i in range(batch)]
-        side, pad = tokenizer.padding_side, tokenizer.pad_token
-        tokenizer.padding_side = "left"  # restored below: the tokenizer may be the app's own
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token
-        try:
-            enc = tokenizer(texts, return_tensors="pt", padding=True).to(device)
-        finally:
-            tokenizer.padding_side, tokenizer.pad_token = side, pad
+        enc = _left_padded(tokenizer, texts, device)
         step = _Ticks(on_progress, written, len(texts), total_tokens)
+        body = samplers[index % len(samplers)]
         try:
-            ids = _generate(
-                model,
-                enc.input_ids,
-                enc.attention_mask,
-                SAMPLED_START,
-                start_sampler,
-                index,
-                should_stop,
-                step,
-            )
-            mask = torch.cat(
-                [enc.attention_mask, torch.ones_like(ids[:, enc.input_ids.shape[1] :])], dim=1
-            )
-            body = samplers[index % len(samplers)]
-            rest = length - SAMPLED_START
-            out = _generate(model, ids, mask, rest, body, index + 1_000_003, should_stop, step)
+            out = _write_rows(model, enc, body, length, index, should_stop, step)
         except _Stopped:
             break
         rows = out[:, enc.input_ids.shape[1] :].to(torch.int32).cpu().contiguous()
@@ -161,3 +139,26 @@ def write_text(
         if on_progress:
             on_progress(min(written, total_tokens), total_tokens)
     return shard_paths(out_dir)
+
+
+def _left_padded(tokenizer, texts: list[str], device):
+    """The openers tokenized as one left-padded batch; the tokenizer (maybe the app's own) is
+    left as it was."""
+    side, pad = tokenizer.padding_side, tokenizer.pad_token
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    try:
+        return tokenizer(texts, return_tensors="pt", padding=True).to(device)
+    finally:
+        tokenizer.padding_side, tokenizer.pad_token = side, pad
+
+
+def _write_rows(model, enc, body, length: int, index: int, should_stop, step):
+    """A batch of rows `length` tokens past their openers: the first SAMPLED_START tokens with
+    TokenSwift's sampler, the rest with the shard's `body` sampler."""
+    ids = _generate(model, enc.input_ids, enc.attention_mask, SAMPLED_START, TOKENSWIFT,
+                    index, should_stop, step)  # fmt: skip
+    mask = torch.cat([enc.attention_mask, torch.ones_like(ids[:, enc.input_ids.shape[1] :])], dim=1)
+    rest = length - SAMPLED_START
+    return _generate(model, ids, mask, rest, body, index + 1_000_003, should_stop, step)

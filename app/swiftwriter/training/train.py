@@ -130,35 +130,10 @@ class Trainer:
         hidden = int(cfg.hidden_size)
         self.eps = files.rms_eps(cfg)
         self.full_vocab = int(model.get_output_embeddings().weight.shape[0])
-        n_rows = data["tokens"].shape[0]
-        if n_rows < 2:
-            raise UserError("Too little training text: write or give more (at least two rows)")
-        val = min(settings.val_rows, max(1, n_rows // 10))
-        self.val_rows = torch.arange(n_rows - val, n_rows)
-        self.train_rows = torch.arange(0, n_rows - val)
+        self._split_rows(data["tokens"].shape[0], settings.val_rows)
         start = files.load(Path(settings.init), model) if settings.init else None
-        if start is not None:
-            if start.kind != settings.kind:
-                raise UserError(
-                    f"{settings.init} holds a {start.kind} drafter, not {settings.kind}"
-                )
-            # its head was trained on these rows, most frequent first: a prefix of them may
-            # be kept (the drafter source scores only its first `head_vocab` by default)
-            self.vocab = start.vocab[: settings.draft_vocab]
-            settings.draft_vocab = len(self.vocab)
-        else:
-            self.vocab = choose_vocab(data, settings.draft_vocab, self.full_vocab)
-        # the small tensors every step reads go to the device; the features stay (accuracy.at)
-        small = ("tokens", "top_ids", "top_probs")
-        self.data = {k: v.to(self.device) if k in small else v for k, v in data.items()}
-        self.to_draft = torch.full((self.full_vocab,), -1, dtype=torch.long, device=self.device)
-        self.to_draft[self.vocab.to(self.device)] = torch.arange(
-            len(self.vocab), device=self.device
-        )
-        with torch.no_grad():
-            head = model.get_output_embeddings().weight.detach()
-            self.w = head[self.vocab.to(head.device)].float().contiguous()
-            self.emb = model.get_input_embeddings().weight.detach().to(self.device)
+        self.vocab = self._draft_vocab(start, data, settings)
+        self._on_device(model, data)
         torch.manual_seed(settings.seed)
         self.module = build(
             settings.kind,
@@ -182,6 +157,42 @@ class Trainer:
         self.batches = _Batches(
             self.data, self.train_rows, settings.depth, settings.seed, self.device
         )
+
+    def _split_rows(self, n_rows: int, val_rows: int) -> None:
+        """The last rows (a tenth, at most `val_rows`) held out for validation."""
+        if n_rows < 2:
+            raise UserError("Too little training text: write or give more (at least two rows)")
+        val = min(val_rows, max(1, n_rows // 10))
+        self.val_rows = torch.arange(n_rows - val, n_rows)
+        self.train_rows = torch.arange(0, n_rows - val)
+
+    def _draft_vocab(self, start, data: dict, settings: TrainSettings) -> torch.Tensor:
+        """The draft vocabulary: the starting drafter's (fine-tuning), else the text's most
+        frequent ids."""
+        if start is None:
+            return choose_vocab(data, settings.draft_vocab, self.full_vocab)
+        if start.kind != settings.kind:
+            raise UserError(f"{settings.init} holds a {start.kind} drafter, not {settings.kind}")
+        # its head was trained on these rows, most frequent first: a prefix of them may
+        # be kept (the drafter source scores only its first `head_vocab` by default)
+        vocab = start.vocab[: settings.draft_vocab]
+        settings.draft_vocab = len(vocab)
+        return vocab
+
+    def _on_device(self, model, data: dict) -> None:
+        """What every step reads, on the drafter's device: the small tensors, the map from the
+        full vocabulary to the draft one, the head's draft rows and the embedding."""
+        # the features stay where they are (accuracy.at)
+        small = ("tokens", "top_ids", "top_probs")
+        self.data = {k: v.to(self.device) if k in small else v for k, v in data.items()}
+        self.to_draft = torch.full((self.full_vocab,), -1, dtype=torch.long, device=self.device)
+        self.to_draft[self.vocab.to(self.device)] = torch.arange(
+            len(self.vocab), device=self.device
+        )
+        with torch.no_grad():
+            head = model.get_output_embeddings().weight.detach()
+            self.w = head[self.vocab.to(head.device)].float().contiguous()
+            self.emb = model.get_input_embeddings().weight.detach().to(self.device)
 
     # -- losses ---------------------------------------------------------------------------------
     def _target(self, r, pos):

@@ -55,6 +55,37 @@ class ExportDialog(QDialog):
         project = window.project
         meta = project.meta
         self.setWindowTitle("Export")
+        template_row = self._build_look_fields()
+        self.title = QLineEdit(meta.get("title") or project.path.stem)
+        self.author = QLineEdit(meta.get("author") or "")
+        self.contact = QPlainTextEdit(meta.get(CONTACT_KEY) or "")
+        self.contact.setPlaceholderText("Name, address, e-mail, phone (manuscript title page)")
+        self.contact.setMaximumHeight(80)
+        self.book = self._book_pages(meta)
+        self.documents = QTreeWidget()
+        self.documents.setHeaderHidden(True)
+        self._fill_documents()
+        self.words = QLabel("")
+        self._build_form(template_row)
+        self.format.currentIndexChanged.connect(self._update)
+        self.style.currentIndexChanged.connect(self._style_changed)
+        self.documents.itemChanged.connect(self._update)
+        self._update()
+        self.resize(560, 640)
+        # what is kept with the project when the export starts: each typed field's initial text
+        self._typed = {
+            "author": self.author.text,
+            CONTACT_KEY: self.contact.toPlainText,
+            "export_copyright": self.copyright.toPlainText,
+            "export_dedication": self.dedication.toPlainText,
+            "export_back_title": self.back_title.text,
+            "export_back_matter": self.back_matter.toPlainText,
+            "export_language": self.language.text,
+        }
+        self._initial = {key: read().strip() for key, read in self._typed.items()}
+
+    def _build_look_fields(self) -> QHBoxLayout:
+        """Format, style, page breaks, paper and Word template; returns the template's row."""
         self.format = QComboBox()
         formats = ["md", "docx", "epub"] + (["odt", "pdf"] if office.soffice() else [])
         for fmt in formats:
@@ -75,16 +106,10 @@ class ExportDialog(QDialog):
         template_row = QHBoxLayout()
         template_row.addWidget(self.template, 1)
         template_row.addWidget(browse)
-        self.title = QLineEdit(meta.get("title") or project.path.stem)
-        self.author = QLineEdit(meta.get("author") or "")
-        self.contact = QPlainTextEdit(meta.get(CONTACT_KEY) or "")
-        self.contact.setPlaceholderText("Name, address, e-mail, phone (manuscript title page)")
-        self.contact.setMaximumHeight(80)
-        self.book = self._book_pages(meta)
-        self.documents = QTreeWidget()
-        self.documents.setHeaderHidden(True)
-        self._fill_documents()
-        self.words = QLabel("")
+        return template_row
+
+    def _build_form(self, template_row: QHBoxLayout) -> None:
+        """The fields in their rows, and Export… / Cancel."""
         form = QFormLayout(self)
         form.addRow("Format", self.format)
         form.addRow("Style", self.style)
@@ -104,22 +129,6 @@ class ExportDialog(QDialog):
         buttons.accepted.connect(self._choose_file)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
-        self.format.currentIndexChanged.connect(self._update)
-        self.style.currentIndexChanged.connect(self._style_changed)
-        self.documents.itemChanged.connect(self._update)
-        self._update()
-        self.resize(560, 640)
-        # what is kept with the project when the export starts: each typed field's initial text
-        self._typed = {
-            "author": self.author.text,
-            CONTACT_KEY: self.contact.toPlainText,
-            "export_copyright": self.copyright.toPlainText,
-            "export_dedication": self.dedication.toPlainText,
-            "export_back_title": self.back_title.text,
-            "export_back_matter": self.back_matter.toPlainText,
-            "export_language": self.language.text,
-        }
-        self._initial = {key: read().strip() for key, read in self._typed.items()}
 
     def _book_pages(self, meta: dict) -> QGroupBox:
         """The EPUB's own fields, in a box shown only while EPUB is the format."""

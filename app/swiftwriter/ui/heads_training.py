@@ -180,7 +180,27 @@ class TrainHeadsDialog(QDialog):
         self.worker: HeadsTrainer | None = None
         self.setWindowTitle(f"Train drafting heads — {entry.name}")
         self.resize(560, 420)
+        form = self._build_form()
+        where = QLabel(f"Saved in {self.out_dir}")
+        where.setWordWrap(True)
+        where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.stage = QLabel("")
+        self.progress = QProgressBar()
+        self.progress.hide()
+        self.message = QLabel(self._resume_hint())
+        self.message.setWordWrap(True)
+        buttons = self._build_buttons()
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(where)
+        layout.addWidget(self.stage)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.message)
+        layout.addStretch(1)
+        layout.addLayout(buttons)
 
+    def _build_form(self) -> QFormLayout:
+        """What to train on (self-written tokens, text files), for how many steps, which kind."""
         form = QFormLayout()
         self.tokens = QSpinBox()
         self.tokens.setRange(0, 100_000_000)
@@ -213,15 +233,10 @@ class TrainHeadsDialog(QDialog):
         self.kind = QComboBox()
         self.kind.addItems(KINDS)
         form.addRow("Kind", self.kind)
+        return form
 
-        where = QLabel(f"Saved in {self.out_dir}")
-        where.setWordWrap(True)
-        where.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.stage = QLabel("")
-        self.progress = QProgressBar()
-        self.progress.hide()
-        self.message = QLabel(self._resume_hint())
-        self.message.setWordWrap(True)
+    def _build_buttons(self) -> QHBoxLayout:
+        """Train, Cancel training (while it runs) and Close."""
         self.train_button = QPushButton("Train")
         self.train_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel training")
@@ -235,15 +250,7 @@ class TrainHeadsDialog(QDialog):
         buttons.addWidget(self.cancel_button)
         buttons.addStretch(1)
         buttons.addWidget(self.close_button)
-
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(where)
-        layout.addWidget(self.stage)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.message)
-        layout.addStretch(1)
-        layout.addLayout(buttons)
+        return buttons
 
     @property
     def running(self) -> bool:

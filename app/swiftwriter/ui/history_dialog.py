@@ -98,6 +98,23 @@ class HistoryDialog(QDialog):
         texts = QSplitter()
         texts.addWidget(self.left)
         texts.addWidget(self.right)
+        buttons = self._build_buttons()
+        lower = QWidget()
+        lower_layout = QVBoxLayout(lower)
+        lower_layout.setContentsMargins(0, 0, 0, 0)
+        lower_layout.addWidget(self.details)
+        lower_layout.addWidget(texts, 1)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        split.addWidget(lower)
+        split.setSizes([260, 380])
+        layout = QVBoxLayout(self)
+        layout.addWidget(split, 1)
+        layout.addLayout(buttons)
+        self.reload()
+
+    def _build_buttons(self) -> QHBoxLayout:
+        """What can be done with the selected generations, and Close."""
         buttons = QHBoxLayout()
         self.open_button = QPushButton("Open document")
         self.compare_button = QPushButton("Compare selected two")
@@ -117,19 +134,7 @@ class HistoryDialog(QDialog):
         self.insert_button.clicked.connect(self.insert_selected)
         self.restore_button.clicked.connect(self.restore_selected)
         self.context_button.clicked.connect(self.show_context)
-        lower = QWidget()
-        lower_layout = QVBoxLayout(lower)
-        lower_layout.setContentsMargins(0, 0, 0, 0)
-        lower_layout.addWidget(self.details)
-        lower_layout.addWidget(texts, 1)
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.table)
-        split.addWidget(lower)
-        split.setSizes([260, 380])
-        layout = QVBoxLayout(self)
-        layout.addWidget(split, 1)
-        layout.addLayout(buttons)
-        self.reload()
+        return buttons
 
     def reload(self) -> None:
         titles = {d.id: d.title for d in self.project.documents()}

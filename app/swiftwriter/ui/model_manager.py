@@ -140,6 +140,17 @@ class ModelManagerDialog(QDialog):
         self._thread = None
         self._converter = None
         self.gguf_dialog = None  # the GGUF being added (ui/gguf_dialog.py)
+        self._build_table()
+        buttons = self._build_buttons()
+        self._build_messages(current)
+        add = self._build_add_form()
+        load = self._build_load_form(settings)
+        self._lay_out(buttons, add, load)
+        self.reload()
+        self._save_load_settings()
+
+    def _build_table(self) -> None:
+        """The registered models, one row each, selected one at a time."""
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -149,6 +160,8 @@ class ModelManagerDialog(QDialog):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.itemSelectionChanged.connect(self._update_buttons)
 
+    def _build_buttons(self) -> QHBoxLayout:
+        """Convert, Train heads… and Use this model, for the selected row."""
         self.convert_button = QPushButton("Convert")
         self.convert_button.setToolTip("Turn the shipped model into a loadable folder (once)")
         self.train_button = QPushButton("Train heads…")
@@ -162,7 +175,10 @@ class ModelManagerDialog(QDialog):
         for b in (self.convert_button, self.train_button, self.use_button):
             row.addWidget(b)
         row.addStretch(1)
+        return row
 
+    def _build_messages(self, current: str | None) -> None:
+        """The converter's progress, a message line, and advice on choosing and adding models."""
         self.progress = QProgressBar()
         self.progress.setRange(0, 0)  # the converter reports steps, not a percentage
         self.progress.hide()
@@ -175,6 +191,8 @@ class ModelManagerDialog(QDialog):
         self.adding.setWordWrap(True)
         self.adding.setVisible(bool(advice.adding_text()))
 
+    def _build_add_form(self) -> QFormLayout:
+        """Name and folder (or GGUF file) of a model to add."""
         add = QFormLayout()
         self.add_name = QLineEdit(placeholderText="my-model")
         self.add_folder_edit = QLineEdit(
@@ -195,7 +213,10 @@ class ModelManagerDialog(QDialog):
         add.addRow("Name", self.add_name)
         add.addRow("Folder or GGUF", folder_row)
         add.addRow("", self.add_button)
+        return add
 
+    def _build_load_form(self, settings) -> QFormLayout:
+        """Device, precision and memory limits (saved as they change), and the memory estimate."""
         load = QFormLayout()
         self.device = QComboBox()
         self.device.addItems(DEVICES)
@@ -222,10 +243,12 @@ class ModelManagerDialog(QDialog):
         load.addRow("Memory limits", self.max_memory)
         load.addRow("Context", self.context)
         load.addRow("Needs", self.estimate)
+        return load
 
+    def _lay_out(self, buttons: QHBoxLayout, add: QFormLayout, load: QFormLayout) -> None:
         layout = QVBoxLayout(self)
         layout.addWidget(self.table, 1)
-        layout.addLayout(row)
+        layout.addLayout(buttons)
         layout.addWidget(self.progress)
         layout.addWidget(self.message)
         layout.addWidget(QLabel("<b>Which model</b>"))
@@ -241,8 +264,6 @@ class ModelManagerDialog(QDialog):
         layout.addLayout(add)
         layout.addWidget(QLabel("<b>Loading</b> (auto measures what is fastest here)"))
         layout.addLayout(load)
-        self.reload()
-        self._save_load_settings()
 
     # -- the list ---------------------------------------------------------------------------
     def reload(self) -> None:

@@ -90,28 +90,51 @@ def resolve(
     judged = 0
     tried: set[int] = set()
     if record is not None and record.drawn:
-        q_of = dict(zip(record.ids.tolist(), record.probs.tolist(), strict=True))
-        q = torch.tensor([q_of.get(t, 0.0) for t in where], dtype=torch.float64)  # on p's support
-        left = 1.0  # q's mass not yet drawn
-        for x in record.drawn:
-            tried.add(x)
-            qx = q_of.get(x, 0.0)
-            if qx <= 0.0 or left <= qx * 1e-12:  # not a draw from what is left of q
-                break
-            i = where.get(x)
-            rx = float(r[i]) if i is not None else 0.0
-            u = uniform(judged)
-            judged += 1
-            if u * (qx / left) < rx:
-                return x, True
-            rest = torch.clamp(r - q / left, min=0.0)
-            total = float(rest.sum())
-            if total <= 0.0:  # r <= q_i everywhere: acceptance was certain up to rounding
-                return x, True
-            r = rest / total
-            left -= qx
-            if i is not None:
-                q[i] = 0.0
+        x, r, judged = _judge_draws(record, r, where, uniform, tried)
+        if x is not None:
+            return x, True
+    x, r, judged = _judge_children(children, r, where, uniform, judged, tried)
+    if x is not None:
+        return x, True
+    if judged == 0:
+        return int(gumbel_max(processed, noise)), False
+    scores = torch.where(r > 0, r.log(), torch.full_like(r, float("-inf")))
+    return int(kept[(scores + noise[kept].to(torch.float64)).argmax()]), False
+
+
+def _judge_draws(record: DraftRecord, r: torch.Tensor, where: dict, uniform, tried: set[int]):
+    """The drafter's draws judged in order, each against what is left of the target (`r`)
+    after the ones before it were rejected: (the accepted token or None, what is left of the
+    target, how many were judged). Each draw judged goes into `tried`."""
+    q_of = dict(zip(record.ids.tolist(), record.probs.tolist(), strict=True))
+    q = torch.tensor([q_of.get(t, 0.0) for t in where], dtype=torch.float64)  # on p's support
+    left = 1.0  # q's mass not yet drawn
+    judged = 0
+    for x in record.drawn:
+        tried.add(x)
+        qx = q_of.get(x, 0.0)
+        if qx <= 0.0 or left <= qx * 1e-12:  # not a draw from what is left of q
+            break
+        i = where.get(x)
+        rx = float(r[i]) if i is not None else 0.0
+        u = uniform(judged)
+        judged += 1
+        if u * (qx / left) < rx:
+            return x, r, judged
+        rest = torch.clamp(r - q / left, min=0.0)
+        total = float(rest.sum())
+        if total <= 0.0:  # r <= q_i everywhere: acceptance was certain up to rounding
+            return x, r, judged
+        r = rest / total
+        left -= qx
+        if i is not None:
+            q[i] = 0.0
+    return None, r, judged
+
+
+def _judge_children(children, r: torch.Tensor, where: dict, uniform, judged: int, tried: set):
+    """The trie's other children judged as proposals of certain probability, against what is
+    left of the target: (the accepted token or None, what is left, how many judged so far)."""
     for x in children:
         if x in tried:
             continue
@@ -122,11 +145,8 @@ def resolve(
         u = uniform(judged)
         judged += 1
         if u < float(r[i]):
-            return x, True
+            return x, r, judged
         r = r.clone()
         r[i] = 0.0
         r = r / r.sum()
-    if judged == 0:
-        return int(gumbel_max(processed, noise)), False
-    scores = torch.where(r > 0, r.log(), torch.full_like(r, float("-inf")))
-    return int(kept[(scores + noise[kept].to(torch.float64)).argmax()]), False
+    return None, r, judged
