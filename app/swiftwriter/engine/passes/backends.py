@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 
 from swiftwriter.engine.passes.attention import folding, install
-from swiftwriter.engine.passes.kvcache import GrowingLayer, growing_cache
+from swiftwriter.engine.passes.kvcache import BufferLayer, GrowingLayer, growing_cache
 from swiftwriter.engine.passes.leanpass import (
     LeanDecoder,
     Part,
@@ -140,9 +140,10 @@ class LeanBackend(StockBackend):
     def pass_together(self, runners, tries: list[Trie], ids, pos) -> list[PassOutput]:
         """Several runs' tries in one invariant pass (ids, pos: their rows side by side), each
         run's rows attending to its own cache: one PassOutput per run."""
+        shared = shared_prompt(runners)
         parts = [
             Part(len(t), r.cache, path_tables(t.ancestor_mask() if len(t) > 1 else None,
-                                              len(t), r.length))
+                                              len(t), r.length), shared)
             for r, t in zip(runners, tries, strict=True)
         ]  # fmt: skip
         last = max(r.length + max(t.depths) for r, t in zip(runners, tries, strict=True))
@@ -153,6 +154,16 @@ class LeanBackend(StockBackend):
             outs.append(PassOutput(hidden[rows], None, prenorm[rows]))
             start += len(t)
         return outs
+
+
+def shared_prompt(runners) -> int:
+    """The cache slots every runner holds alike (a prompt prefilled once and copied, never
+    slid since), in whole tiles of the tree kernel's key layout: 0 when there are none."""
+    keys = {r.prompt_key for r in runners}
+    if len(keys) != 1 or None in keys:
+        return 0
+    tile = BufferLayer.TILE
+    return min(r.prompt_slots for r in runners) // tile * tile
 
 
 def tree_mask(trie: Trie, prefix: int, dtype, window: int | None = None) -> torch.Tensor:

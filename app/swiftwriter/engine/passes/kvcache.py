@@ -142,6 +142,36 @@ class GrowingLayer(BufferLayer):
         self.length += key_states.shape[-2]
         return self.keys, self.values
 
+    def buffers(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(keys, values, key tiles): the whole buffers, for a native writer (`room_for_one`
+        checked, the length counted by the caller)."""
+        return self._k, self._v, self._kt
+
+    def room_for_one(self) -> bool:
+        """Whether one more row fits the buffers and the key tiles as they are (`append`'s
+        three copies, or a caller that writes them itself and then counts it)."""
+        start, kt = self.length, self._kt
+        return (
+            self._k is not None
+            and start < self._k.shape[-2]
+            and (kt is None or start // self.TILE < kt.shape[1])
+        )
+
+    def append(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """A pass's rows' keys and values [rows, heads, dim] after the written slots (`update`
+        without the views it returns; one row, the usual case, in three copies: the key, the
+        value, and the key's place in the tiles)."""
+        start, kt = self.length, self._kt
+        if keys.shape[0] != 1 or not self.room_for_one():
+            self.update(keys.transpose(0, 1)[None], values.transpose(0, 1)[None])
+            return
+        self._k[0, :, start] = keys[0]
+        self._v[0, :, start] = values[0]
+        if kt is not None:
+            key = keys[0] if kt.dim() == 4 else keys[0].unflatten(-1, (-1, 2))
+            kt[:, start // self.TILE, :, start % self.TILE] = key
+        self.length = start + 1
+
     def first(self, count: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Views of the first `count` slots [1, heads, count, dim] (written slots only)."""
         return self._k[:, :, :count], self._v[:, :, :count]

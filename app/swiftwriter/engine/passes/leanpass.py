@@ -477,6 +477,26 @@ class Part:
     n: int
     cache: DynamicCache  # the generation's, of kvcache.GrowingLayer
     paths: Callable[[str], object]
+    # its first `shared` cache slots hold the same keys as the first part's (the prompt the
+    # runs share), read from there once for all parts (native forest kernel); 0: none
+    shared: int = 0
+
+
+class ForestPlan:
+    """A forest pass's kernel arguments that no layer changes: each part's rows, prefix and
+    path table, the tables' paths padded to one depth and joined."""
+
+    def __init__(self, parts: list[Part]):
+        self.parts = parts
+        tables = [part.paths("tiles") for part in parts]
+        depth = max(t.paths.shape[1] for t in tables)
+        self.paths = torch.cat([F.pad(t.paths, (0, depth - t.paths.shape[1])) for t in tables])
+        self.lengths = torch.cat([t.lengths for t in tables])
+        self.prefixes = [t.prefix for t in tables]
+        self.counts = [part.n for part in parts]
+        self.one_row_each = all(n == 1 for n in self.counts)
+        starts = [sum(self.counts[:i]) for i in range(len(parts))]
+        self.rows = [slice(s, s + n) for s, n in zip(starts, self.counts, strict=True)]
 
 
 def path_tables(allowed, n: int, prefix: int):
@@ -525,6 +545,9 @@ class LeanDecoder:
         # a rotary table per position needs frequencies that do not change with the length
         self.invariant = invariant and fixed_rotary(model)
         self.tree_attention = None  # the native kernel, for the invariant passes only
+        self.forest_attention = None  # its several-part call (runs written together)
+        self.append_rows = native.append_rows()
+        self._plan: ForestPlan | None = None
         self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
         self.fused = None  # a stored-block model's layers in two native calls each
         if self.invariant:
@@ -533,6 +556,8 @@ class LeanDecoder:
             self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
             self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
             self.tree_attention = _tree_attention(model, self.head_dim)
+            if self.tree_attention is not None and compute_dtype(model) == torch.float32:
+                self.forest_attention = native.forest_attention()
             dtype = compute_dtype(model)
             self.pair_keys = self.tree_attention is not None and native.pair_keys(
                 dtype, self.head_dim
@@ -597,17 +622,58 @@ class LeanDecoder:
         if len(parts) == 1:
             part = parts[0]
             layer_cache = part.cache.layers[index]
-            layer_cache.update(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            layer_cache.append(k, v)
             return self._attend(index, q, k, v, layer_cache, part.paths)
+        if self._forest(index, parts):
+            return self._attend_forest(index, q, k, v, parts)
         out, start = [], 0
         for part in parts:
             rows = slice(start, start + part.n)
             start += part.n
             kp, vp = k[rows], v[rows]
             layer_cache = part.cache.layers[index]
-            layer_cache.update(kp.transpose(0, 1)[None], vp.transpose(0, 1)[None])
+            layer_cache.append(kp, vp)
             out.append(self._attend(index, q[rows], kp, vp, layer_cache, part.paths))
         return torch.cat(out)
+
+    def _forest(self, index: int, parts: list[Part]) -> bool:
+        """Whether this layer's parts attend in one forest call: a shared prompt, the native
+        kernel on float32 keys, no window and no soft-capping."""
+        return (
+            parts[0].shared > 0
+            and self.forest_attention is not None
+            and not self.pair_keys
+            and self.softcap is None
+            and self.windows[index] is None
+        )
+
+    def _attend_forest(self, index: int, q, k, v, parts: list[Part]) -> torch.Tensor:
+        """All parts' rows in one kernel call, the shared prompt's keys read once for all."""
+        layers = [part.cache.layers[index] for part in parts]
+        plan = self._forest_plan(parts)
+        if plan.one_row_each and all(layer.room_for_one() for layer in layers):
+            for layer in layers:
+                layer.tiles()  # the tiles exist before the write, so it keeps them in step
+            buffers = [layer.buffers() for layer in layers]
+            slots = [layer.length for layer in layers]
+            self.append_rows(*map(list, zip(*buffers, strict=True)), slots, k, v)
+            for layer in layers:
+                layer.length += 1
+        else:
+            for layer, rows in zip(layers, plan.rows, strict=True):
+                layer.append(k[rows], v[rows])
+        out = self.forest_attention(
+            q, layers[0].tiles(), layers[0].value_buffer(), parts[0].shared,
+            [layer.tiles() for layer in layers], [layer.value_buffer() for layer in layers],
+            plan.prefixes, plan.counts, plan.paths, plan.lengths, self.scaling,
+        )  # fmt: skip
+        return out.reshape(q.shape[0], -1)
+
+    def _forest_plan(self, parts: list[Part]) -> ForestPlan:
+        """The pass's forest arguments, built at its first layer (the same for every layer)."""
+        if self._plan is None or self._plan.parts is not parts:
+            self._plan = ForestPlan(parts)
+        return self._plan
 
     def forward_invariant(
         self,

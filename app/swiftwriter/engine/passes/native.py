@@ -151,6 +151,22 @@ def tree_attention():
     return module.tree_attention
 
 
+def forest_attention():
+    """The kernel's several-part function (q, shared key tiles, shared values, shared keys,
+    [part key tiles], [part values], [part prefixes], [part rows], paths, lengths, scale) ->
+    float32 [rows, heads, dim], for float32 models; None where the kernel is not loaded."""
+    if tree_attention() is None:
+        return None
+    return getattr(_loaded["module"], "forest_attention", None)
+
+
+def append_rows():
+    """The kernel's writer of one new float32 row per part (keys, values, key tiles), or None."""
+    if tree_attention() is None:
+        return None
+    return getattr(_loaded["module"], "append_rows", None)
+
+
 _extensions: dict[str, object] = {}  # source name -> the built module, or the error's text
 _rebuilt: dict[str, str] = {}  # an extension's `_family` -> the untrusted build it replaced
 

@@ -328,6 +328,154 @@ void run(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf, int6
 }
 
 
+// Several generations' rows in one call (runs written together: decoding/together.py). Each
+// part's cache starts with the same prompt, so the keys of its first `shared` slots (a whole
+// number of tiles) are read from the first part's buffers once for every row of every part,
+// and each part's own keys (slots `shared` to its prefix, then its tree) from its own. A
+// row's result is `run`'s for its own part alone, bit for bit: the same scores (a key's score
+// never depends on its tile or the other queries), the same softmax pieces per logical chunk,
+// and its values summed in the same key order (the shared keys as pv_many sums them, then its
+// own keys continuing that sum one by one, as `run` continues it with its path).
+template <int DP>
+void run_forest(const at::Tensor& q, const at::Tensor& skt, const at::Tensor& svb, int64_t shared,
+                const std::vector<at::Tensor>& kts, const std::vector<at::Tensor>& vbs,
+                const std::vector<int64_t>& prefixes, const std::vector<int64_t>& rows,
+                const at::Tensor& paths, const at::Tensor& lens, double scale, at::Tensor& out) {
+  constexpr int NV = DP / W;
+  const int n = q.size(0), hq = q.size(1), d = q.size(2);
+  const int hk = skt.size(0), g = hq / hk, depth = paths.size(1);
+  const int parts = int(kts.size());
+  const int32_t* P = paths.data_ptr<int32_t>();
+  const int32_t* Ln = lens.data_ptr<int32_t>();
+  std::vector<int> first(parts + 1, 0);
+  std::vector<Plan> plans;
+  plans.reserve(parts);
+  std::vector<int64_t> total(n);
+  int64_t chunks = 0;
+  for (int p = 0; p < parts; ++p) {
+    first[p + 1] = first[p] + int(rows[p]);
+    plans.emplace_back(prefixes[p], P + int64_t(first[p]) * depth, Ln + first[p], int(rows[p]),
+                       depth, int(kts[p].size(1)));
+    chunks = std::max(chunks, plans[p].chunks);
+    for (int r = 0; r < rows[p]; ++r) total[first[p] + r] = plans[p].total[r];
+  }
+  const float* SKT = skt.data_ptr<float>();
+  const float* SV = svb.data_ptr<float>();
+  const int snblk = skt.size(1);
+  const int64_t ssv_h = svb.stride(1), ssv_t = svb.stride(2);
+  std::vector<float> pm(int64_t(n) * hq * chunks), pl(int64_t(n) * hq * chunks),
+      pa(int64_t(n) * hq * chunks * DP);
+  std::vector<float> qf(int64_t(n) * hq * d);
+  const float sc = float(scale);
+  const float* Q = q.data_ptr<float>();
+  for (int r = 0; r < n; ++r)
+    for (int h = 0; h < hq; ++h)
+      load_row<float>(Q + r * q.stride(0) + h * q.stride(1), qf.data() + (int64_t(r) * hq + h) * d, d);
+  const int nq = n * g;
+  int most = 1, widest = W;
+  for (int p = 0; p < parts; ++p) {
+    most = std::max(most, plans[p].nt);
+    widest = std::max(widest, plans[p].tsw);
+  }
+  at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> vals(CHUNK * DP, 0.f), own(int64_t(parts) * CHUNK * DP, 0.f),
+        tv(int64_t(parts) * most * DP, 0.f), s(int64_t(nq) * CHUNK + W), ts(int64_t(nq) * widest);
+    std::vector<const float*> qp(nq);
+    std::vector<float*> sp(nq), sq(nq), op(nq);
+    for (int64_t task = begin; task < end; ++task) {
+      const int kh = task / chunks;
+      const int64_t c = task % chunks, a = c * CHUNK;
+      const int64_t shared_end = std::min(a + CHUNK, shared);
+      const float* Sh = SKT + int64_t(kh) * snblk * d * W;
+      for (int64_t j = a; j < shared_end; ++j)
+        load_row<float>(SV + kh * ssv_h + j * ssv_t, vals.data() + (j - a) * DP, d);
+      for (int k = 0; k < nq; ++k) {
+        const int r = k / g, h = kh * g + k % g;
+        qp[k] = qf.data() + (int64_t(r) * hq + h) * d;
+        sp[k] = s.data() + int64_t(k) * CHUNK;
+        op[k] = pa.data() + ((int64_t(r) * hq + h) * chunks + c) * DP;
+      }
+      // the shared keys: every tile once for all rows of all parts
+      for (int64_t t0 = a; t0 < shared_end; t0 += W) {
+        for (int k = 0; k < nq; ++k) sq[k] = sp[k] + (t0 - a);
+        scores_many<FloatScores>(qp.data(), nq, Sh + (t0 / W) * d * W, d, sc, sq.data());
+      }
+      for (int p = 0; p < parts; ++p) {  // each part's own keys, then its tree
+        const Plan& plan = plans[p];
+        const int k0 = first[p] * g, kn = int(rows[p]) * g;
+        const int nblk = kts[p].size(1);
+        const float* Kh = kts[p].data_ptr<float>() + int64_t(kh) * nblk * d * W;
+        const float* Vh = vbs[p].data_ptr<float>() + kh * vbs[p].stride(1);
+        const int64_t sv_t = vbs[p].stride(2);
+        const int64_t own0 = std::max(a, shared), own1 = std::min(a + CHUNK, prefixes[p]);
+        for (int64_t t0 = own0; t0 < own1; t0 += W) {
+          for (int k = 0; k < kn; ++k) sq[k0 + k] = sp[k0 + k] + (t0 - a);
+          scores_many<FloatScores>(qp.data() + k0, kn, Kh + (t0 / W) * d * W, d, sc, sq.data() + k0);
+        }
+        float* ov = own.data() + int64_t(p) * CHUNK * DP;
+        for (int64_t j = own0; j < own1; ++j)
+          load_row<float>(Vh + j * sv_t, ov + (j - own0) * DP, d);
+        const int64_t tail0 = std::max(a, prefixes[p]);
+        const bool tail = plan.nt > 0 && tail0 < std::min(a + CHUNK, plan.longest);
+        if (tail) {
+          for (int64_t b = plan.tb0; b < plan.tb1; ++b) {
+            for (int k = 0; k < kn; ++k)
+              sq[k0 + k] = ts.data() + int64_t(k0 + k) * plan.tsw + (b - plan.tb0) * W;
+            scores_many<FloatScores>(qp.data() + k0, kn, Kh + b * d * W, d, sc, sq.data() + k0);
+          }
+          float* t = tv.data() + int64_t(p) * most * DP;
+          for (int i = 0; i < plan.nt; ++i)
+            load_row<float>(Vh + (prefixes[p] + i) * sv_t, t + i * DP, d);
+          const float* tsp = ts.data() + int64_t(k0) * plan.tsw;
+          path_scores(plan, tsp, P + int64_t(first[p]) * depth, depth, prefixes[p], a, tail0, kn,
+                      g, sp.data() + k0);
+        }
+        for (int k = 0; k < kn; ++k) {
+          const int r = (k0 + k) / g, h = kh * g + (k0 + k) % g;
+          const int64_t b = std::min(a + CHUNK, total[r]);
+          const int64_t idx = (int64_t(r) * hq + h) * chunks + c;
+          if (b <= a) { pm[idx] = -INFINITY; pl[idx] = 0.f; continue; }
+          softmax_piece(sp[k0 + k], int(b - a), pm[idx], pl[idx]);
+        }
+      }
+      const int shared_len = int(std::max<int64_t>(shared_end - a, 0));
+      pv_many<NV>(sp.data(), nq, vals.data(), shared_len, op.data());
+      for (int p = 0; p < parts; ++p) {
+        const Plan& plan = plans[p];
+        const int k0 = first[p] * g, kn = int(rows[p]) * g;
+        const int64_t own0 = std::max(a, shared), own1 = std::min(a + CHUNK, prefixes[p]);
+        const int64_t tail0 = std::max(a, prefixes[p]);
+        const bool tail = plan.nt > 0 && tail0 < std::min(a + CHUNK, plan.longest);
+        const float* ov = own.data() + int64_t(p) * CHUNK * DP;
+        const float* t = tv.data() + int64_t(p) * most * DP;
+        const int32_t* Pp = P + int64_t(first[p]) * depth;
+        for (int k = k0; k < k0 + kn; ++k) {
+          const int r = k / g;
+          const int64_t b = std::min(a + CHUNK, total[r]);
+          float* acc = op[k];
+          if (b <= a) { std::memset(acc, 0, 4 * DP); continue; }
+          v16 o[NV];
+          for (int kk = 0; kk < NV; ++kk) o[kk] = ld(acc + kk * W);
+          for (int64_t j = own0; j < std::min(own1, b); ++j) {
+            const float* vr = ov + (j - own0) * DP;
+            const v16 pr = splat(sp[k][j - a]);
+            for (int kk = 0; kk < NV; ++kk) o[kk] = o[kk] + pr * ld(vr + kk * W);
+          }
+          if (tail && b > tail0)
+            for (int64_t j = tail0; j < b; ++j) {
+              const float* vr = t + int64_t(Pp[(r - first[p]) * depth + (j - prefixes[p])]) * DP;
+              const v16 pr = splat(sp[k][j - a]);
+              for (int kk = 0; kk < NV; ++kk) o[kk] = o[kk] + pr * ld(vr + kk * W);
+            }
+          for (int kk = 0; kk < NV; ++kk) st(acc + kk * W, o[kk]);
+        }
+      }
+    }
+  });
+  merge(n, hq, d, chunks, total, pm, pl, pa, DP, out);
+}
+
+
 #if defined(__AVX512BF16__) && defined(__AVX512BW__)
 // bfloat16 models on CPUs with AVX512-BF16: keys kept as bfloat16 pairs [d/2][W][2] per tile,
 // scores by pair dot products (vdpbf16ps: each lane adds its pairs of dims in order), and the
@@ -731,8 +879,81 @@ at::Tensor tree_attention(at::Tensor q, at::Tensor kt, at::Tensor vbuf, int64_t 
   return out;
 }
 
+// float32 models (and stored blocks): rows of several parts, the first `shared` keys read from
+// the first part's buffers (`run_forest`)
+at::Tensor forest_attention(at::Tensor q, at::Tensor skt, at::Tensor svb, int64_t shared,
+                            std::vector<at::Tensor> kts, std::vector<at::Tensor> vbs,
+                            std::vector<int64_t> prefixes, std::vector<int64_t> rows,
+                            at::Tensor paths, at::Tensor lens, double scale) {
+  TORCH_CHECK(q.dim() == 3 && q.scalar_type() == at::kFloat && q.stride(2) == 1, "float queries");
+  TORCH_CHECK(kts.size() == vbs.size() && kts.size() == prefixes.size() &&
+              kts.size() == rows.size() && !kts.empty(), "one buffer pair per part");
+  TORCH_CHECK(shared % W == 0 && shared >= 0, "the shared keys are whole tiles");
+  int64_t all = 0;
+  for (size_t p = 0; p < kts.size(); ++p) {
+    TORCH_CHECK(kts[p].scalar_type() == at::kFloat && kts[p].dim() == 4 && kts[p].is_contiguous()
+                && kts[p].size(3) == W && kts[p].size(0) == skt.size(0), "part key tiles");
+    TORCH_CHECK(vbs[p].scalar_type() == at::kFloat && vbs[p].dim() == 4 && vbs[p].stride(3) == 1
+                && vbs[p].size(3) == q.size(2), "part values");
+    TORCH_CHECK(prefixes[p] >= shared, "a part's prefix holds the shared keys");
+    all += rows[p];
+  }
+  TORCH_CHECK(skt.scalar_type() == at::kFloat && skt.is_contiguous() && skt.dim() == 4 &&
+              skt.size(2) == q.size(2) && q.size(1) % skt.size(0) == 0, "shared key tiles");
+  TORCH_CHECK((shared + W - 1) / W <= skt.size(1) && shared <= svb.size(2), "shared keys past buffer");
+  TORCH_CHECK(svb.scalar_type() == at::kFloat && svb.stride(3) == 1, "shared values");
+  TORCH_CHECK(all == q.size(0) && paths.size(0) == all && lens.size(0) == all, "one path per row");
+  TORCH_CHECK(paths.scalar_type() == at::kInt && lens.scalar_type() == at::kInt, "int32 paths");
+  paths = paths.contiguous(); lens = lens.contiguous();
+  at::Tensor out = at::empty({q.size(0), q.size(1), q.size(2)}, q.options());
+  const int64_t d = q.size(2);
+  TORCH_CHECK(d >= 1 && d <= 256, "head size above 256");
+  if (d <= 16) run_forest<16>(q, skt, svb, shared, kts, vbs, prefixes, rows, paths, lens, scale, out);
+  else if (d <= 64) run_forest<64>(q, skt, svb, shared, kts, vbs, prefixes, rows, paths, lens, scale, out);
+  else if (d <= 128) run_forest<128>(q, skt, svb, shared, kts, vbs, prefixes, rows, paths, lens, scale, out);
+  else run_forest<256>(q, skt, svb, shared, kts, vbs, prefixes, rows, paths, lens, scale, out);
+  return out;
+}
+
+// one new row per part: its key and value [hk, d] (row p of k, v) written at `slots[p]` of the
+// part's float buffers [1, hk, capacity, d] and into its key tiles [hk, blocks, d, W], as
+// kvcache.GrowingLayer.append writes them (the caller has checked the room)
+void append_rows(std::vector<at::Tensor> kbufs, std::vector<at::Tensor> vbufs,
+                 std::vector<at::Tensor> kts, std::vector<int64_t> slots, at::Tensor k,
+                 at::Tensor v) {
+  TORCH_CHECK(k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat && k.dim() == 3 &&
+              v.dim() == 3 && k.size(0) == int64_t(kts.size()), "one float row per part");
+  const int64_t hk = k.size(1), d = k.size(2);
+  for (size_t p = 0; p < kts.size(); ++p) {
+    at::Tensor& kb = kbufs[p]; at::Tensor& vb = vbufs[p]; at::Tensor& kt = kts[p];
+    const int64_t slot = slots[p];
+    TORCH_CHECK(kb.scalar_type() == at::kFloat && vb.scalar_type() == at::kFloat &&
+                kt.scalar_type() == at::kFloat && kt.is_contiguous() && kt.size(3) == W &&
+                kb.size(1) == hk && kb.size(3) == d && kt.size(2) == d && vb.size(3) == d &&
+                slot >= 0 && slot < kb.size(2) && slot < vb.size(2) && slot / W < kt.size(1),
+                "a part's buffers");
+    float* KB = kb.data_ptr<float>(); float* VB = vb.data_ptr<float>();
+    float* KT = kt.data_ptr<float>();
+    const float* K = k.data_ptr<float>(); const float* V = v.data_ptr<float>();
+    for (int64_t h = 0; h < hk; ++h) {
+      const float* kr = K + p * k.stride(0) + h * k.stride(1);
+      const float* vr = V + p * v.stride(0) + h * v.stride(1);
+      float* kd = KB + h * kb.stride(1) + slot * kb.stride(2);
+      float* vd = VB + h * vb.stride(1) + slot * vb.stride(2);
+      float* td = KT + ((h * kt.size(1) + slot / W) * d) * W + slot % W;
+      for (int64_t i = 0; i < d; ++i) {
+        kd[i * kb.stride(3)] = kr[i * k.stride(2)];
+        vd[i * vb.stride(3)] = vr[i * v.stride(2)];
+        td[i * W] = kr[i * k.stride(2)];
+      }
+    }
+  }
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("tree_attention", &tree_attention);
+  m.def("forest_attention", &forest_attention);
+  m.def("append_rows", &append_rows);
   m.def("pair_keys", &pair_keys);
   m.def("tiles", &tiles);
 }

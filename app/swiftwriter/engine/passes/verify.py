@@ -88,6 +88,10 @@ class ModelRunner:
         self._capture = None  # pre-norm hook, only when a drafter reads that state
         self._prenorm: torch.Tensor | None = None
         self.prefill_features: dict[str, torch.Tensor] = {}
+        # runners copied from one prefilled prompt (`copy_from`) share this key and hold its
+        # first `prompt_slots` slots alike until one of them slides (shift, reset)
+        self.prompt_key: object | None = None
+        self.prompt_slots = 0
 
     def enable_prenorm(self) -> None:
         """Keep the last decoder layer's output (before the final norm) of every pass."""
@@ -115,8 +119,12 @@ class ModelRunner:
         self.cache = copy.deepcopy(other.cache)
         self.length, self.highest = other.length, other.highest
         self.prefill_features = dict(other.prefill_features)
+        if other.prompt_key is None:
+            other.prompt_key, other.prompt_slots = object(), other.length
+        self.prompt_key, self.prompt_slots = other.prompt_key, other.prompt_slots
 
     def reset(self) -> None:
+        self.prompt_key = None
         self.cache = growing_cache(self.config)
         self.length = 0
         self.highest = -1
@@ -130,6 +138,7 @@ class ModelRunner:
         why = self._shifter.refusal(keep, drop, self.highest)
         if why:
             return why
+        self.prompt_key = None  # its early slots move
         self._shifter.apply(self.cache, keep, drop, self.length)
         self.length -= drop
         return ""
