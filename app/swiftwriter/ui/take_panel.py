@@ -65,7 +65,15 @@ class TakePanel(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(8, 8, 8, 8)
+        form = self._build_length()
+        self._build_mode(form, default_preset)
+        layout.addLayout(form)
+        self._build_advanced(layout)
+        self._build_buttons(layout, actions)
+        self._connect_changes()
 
+    def _build_length(self) -> QFormLayout:
+        """Length, keep writing, direction (and the advanced box's earlier-text choice)."""
         form = QFormLayout()
         length_row = QHBoxLayout()
         self.length = QSpinBox()
@@ -103,7 +111,10 @@ class TakePanel(QWidget):
             "How much of the earlier documents (in the project's order) the model sees; a "
             "document's synopsis stands in for its text where it has one"
         )
+        return form
 
+    def _build_mode(self, form: QFormLayout, default_preset: str) -> None:
+        """Strategy, mode and sampler rows."""
         self.preset = QComboBox()
         self.preset.addItems(PRESETS)
         self.preset.setCurrentText(default_preset)
@@ -133,8 +144,9 @@ class TakePanel(QWidget):
             "seed: a seed writes exactly plain decoding's text"
         )
         form.addRow("Sampler", self.sampler)
-        layout.addLayout(form)
 
+    def _build_advanced(self, layout: QVBoxLayout) -> None:
+        """The advanced sampler's box, shown on demand."""
         self.advanced = QCheckBox("Advanced sampler")
         self.advanced.setChecked(False)
         self._advanced_body = QWidget()
@@ -201,6 +213,8 @@ class TakePanel(QWidget):
         layout.addWidget(self.advanced)
         layout.addWidget(self._advanced_body)
 
+    def _build_buttons(self, layout: QVBoxLayout, actions: dict) -> None:
+        """The window's actions as buttons, two to a row, and the takes box."""
         grid = QGridLayout()
         for i, name in enumerate(PANEL_ACTIONS):
             button = QToolButton()
@@ -220,6 +234,8 @@ class TakePanel(QWidget):
         self.takes.activated.connect(self.take_chosen.emit)
         layout.addStretch(1)
 
+    def _connect_changes(self) -> None:
+        """Any setting the writer changes says so (`settings_changed`: they stick per project)."""
         for w in (self.length, self.window, self.top_k, self.seed):
             w.valueChanged.connect(lambda *_: self.settings_changed.emit())
         for w in (self.penalty, self.dry, self.temperature, self.top_p, self.min_p):
