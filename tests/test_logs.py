@@ -40,3 +40,24 @@ def test_a_failing_worker_logs_its_traceback(tmp_path, monkeypatch, qtbot):
     worker.run()
     assert messages[0].startswith("The test job failed unexpectedly: ValueError: bad value")
     assert "Traceback" in (tmp_path / "logs" / logs.LOG_NAME).read_text(encoding="utf-8")
+
+
+def test_a_runs_steps_reach_the_log_at_debug_level(tiny_llama, caplog):
+    """The engine logs a run's start, every STEP_LOG_EVERY-th step and its end (a bug report's
+    path through the engine), and writing runs together says so."""
+    import logging
+
+    from swiftwriter.engine import DraftSettings, Generator, SamplingSettings
+    from swiftwriter.engine.decoding import run
+
+    gen = Generator(tiny_llama, SamplingSettings(greedy=True), DraftSettings.plain(),
+                    calibrate=False)  # fmt: skip
+    with caplog.at_level(logging.DEBUG, logger="swiftwriter.engine"):
+        list(gen.generate([5, 6, 7], run.STEP_LOG_EVERY + 1))
+        list(gen.generate_together([5, 6, 7], 3, [1, 2]))
+    lines = [r.getMessage() for r in caplog.records]
+    assert any(line.startswith("run start: 3 prompt tokens prefilled") for line in lines)
+    assert any(line.startswith(f"step {run.STEP_LOG_EVERY}:") for line in lines)
+    assert any(line.startswith("run end (length)") for line in lines)
+    assert any(line.startswith("2 runs written together") for line in lines)
+    assert any("prompt tokens copied" in line for line in lines)

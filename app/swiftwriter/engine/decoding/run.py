@@ -5,6 +5,7 @@ penalty window, the sampling seed's draws, the estimates' run parts and the stat
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections import Counter
@@ -41,6 +42,9 @@ class Request:
     pinned: Sequence[int] = ()
     min_new_tokens: int = 0
 
+
+log = logging.getLogger(__name__)
+STEP_LOG_EVERY = 64  # a debug line per this many steps: a long take's steps without a flood
 
 STORED = "stored"  # the loader's name for a model computing from a GGUF file's blocks
 
@@ -123,6 +127,11 @@ class Run:
         else:
             self.runner.prefill(ids)
         stats.prefill_s = time.perf_counter() - t0
+        log.debug(
+            "run start: %d prompt tokens %s in %.3f s, %s, sampler %s, %d sources",
+            len(prompt), "copied" if prefilled is not None else "prefilled", stats.prefill_s,
+            stats.dtype, stats.sampler, len(self.sources),
+        )  # fmt: skip
         stats.kv_tokens_cap = self.gen.max_context
         self.window.extend(prompt)
         for src in self.sources:
@@ -461,6 +470,12 @@ class Run:
             t_model - t_verify + self.head_s,
         )
         stats.add(step)
+        if stats.forward_passes % STEP_LOG_EVERY == 0 and log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "step %d: %d tokens, tau %.2f, %.1f tokens/s, last trie %d nodes, %d accepted",
+                stats.forward_passes, stats.tokens, stats.tau, stats.tokens_per_s, len(trie),
+                len(path),
+            )  # fmt: skip
         if self.pace is not None:
             self.pace.observe(len(new), t_end - t_draft)
             stats.plain_steps = self.pace.plain_steps
@@ -471,6 +486,12 @@ class Run:
     def finish(self, reason: str) -> None:
         self.stats.stop_reason = reason
         self.stats.quality = quality.summary(self.produced)  # once per run: cheap enough
+        stats = self.stats
+        log.debug(
+            "run end (%s): %d tokens in %d passes, tau %.2f, %.1f tokens/s, plain steps %d",
+            reason, stats.tokens, stats.forward_passes, stats.tau, stats.tokens_per_s,
+            stats.plain_steps,
+        )  # fmt: skip
 
     def stop_reason(self, new: list[int]) -> str:
         if any(t in self.gen.eos_ids for t in new):

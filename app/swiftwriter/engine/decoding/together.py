@@ -11,6 +11,7 @@ far less than three times one. Trees are sized for the shared pass (`best_size`'
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.stats import StepStats
 from swiftwriter.engine.passes import ModelRunner
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,6 +61,7 @@ def generate_together(
             if len(runs) > 1:
                 run.threads = None  # one thread count for the shared pass: torch's own
         active = list(runs)
+        log.debug("%d runs written together, %d prompt tokens", len(runs), len(requests[0].prompt))
         while active:
             if should_stop is not None and should_stop():
                 for run in active:
