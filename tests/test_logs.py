@@ -61,3 +61,16 @@ def test_a_runs_steps_reach_the_log_at_debug_level(tiny_llama, caplog):
     assert any(line.startswith("run end (length)") for line in lines)
     assert any(line.startswith("2 runs written together") for line in lines)
     assert any("prompt tokens copied" in line for line in lines)
+
+
+def test_a_line_the_writer_must_see_goes_to_the_log_and_once_to_stderr(caplog, capsys):
+    import logging
+
+    from swiftwriter import logs
+
+    logger = logging.getLogger("swiftwriter.engine.passes.native")
+    with caplog.at_level(logging.DEBUG, logger="swiftwriter"):
+        logs.say(logger, "tree-attention kernel unavailable (no C++ compiler)")
+    assert [(r.name, r.levelname) for r in caplog.records] == [(logger.name, "WARNING")]
+    err = capsys.readouterr().err
+    assert err == "swiftwriter: tree-attention kernel unavailable (no C++ compiler)\n"

@@ -56,6 +56,28 @@ def setup() -> Path | None:
     return path
 
 
+class ConsoleLines(logging.Handler):
+    """Records marked for the console (`say`) as one "swiftwriter: ..." line on stderr, read
+    at each write (so a test's captured stream, or a child's, gets it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(record, "console", False):
+            import sys
+
+            print(f"swiftwriter: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+_console = ConsoleLines()
+log.addHandler(_console)
+
+
+def say(logger: logging.Logger, message: str) -> None:
+    """A line the writer must see wherever SwiftWriter runs (a kernel that could not be built,
+    a model converted again): logged as a warning through the module's own logger, and shown
+    once on stderr."""
+    logger.warning(message, extra={"console": True})
+
+
 def unexpected(what: str, exc: BaseException) -> str:
     """Log an unexpected failure with its traceback; returns the one line to show."""
     path = setup()

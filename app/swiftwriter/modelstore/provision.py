@@ -30,18 +30,20 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
+import logging
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from swiftwriter import paths
+from swiftwriter import logs, paths
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import gguf_weights
 from swiftwriter.modelstore.registry import MANIFEST, ModelEntry, is_plain_id
 from swiftwriter.store.lock import pid_alive
+
+log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
 # what `auto` stores, measured on the float32 folder just written: (dtype, how it was chosen)
@@ -342,7 +344,7 @@ def folder_for(entry: ModelEntry, dtype: str, progress: Progress | None = None) 
     gets a converted copy in the cache instead)."""
     if entry.source not in GGUF_SOURCES or not entry.is_ready() or serves(entry, dtype):
         return entry.folder()
-    say = progress or (lambda msg: print(f"swiftwriter: {msg}", file=sys.stderr, flush=True))
+    say = progress or (lambda msg: logs.say(log, msg))
     say(
         f"{entry.name} is stored in {entry.stored_dtype()}, whose weights are not the GGUF's "
         f"own: converting it again in {dtype}, so that {dtype} writes its own text"

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from swiftwriter import paths
+from swiftwriter import logs, paths
 
 log = logging.getLogger(__name__)
 
@@ -141,13 +141,12 @@ def tree_attention():
         _loaded["error"] = error[:800]
         # the log file keeps it; the writer gets one line, once (the error is remembered)
         log.info("tree-attention kernel unavailable: %s", _loaded["error"])
-        print(f"swiftwriter: {notice()}", file=sys.stderr, flush=True)
+        logs.say(log, notice())
         return None
     _loaded["module"] = module
     _loaded["name"] = getattr(module, "__name__", "native")
     if "distrusted" in _loaded:
-        print(f"swiftwriter: tree-attention kernel: {_loaded['distrusted']}; built it again",
-              file=sys.stderr, flush=True)  # fmt: skip
+        logs.say(log, f"tree-attention kernel: {_loaded['distrusted']}; built it again")
     return module.tree_attention
 
 
@@ -190,8 +189,7 @@ def extension(source_name: str):
     _extensions[source_name] = module
     replaced = _rebuilt.pop(_family(source), None)
     if replaced:
-        print(f"swiftwriter: {source.stem} kernel: {replaced}; built it again",
-              file=sys.stderr, flush=True)  # fmt: skip
+        logs.say(log, f"{source.stem} kernel: {replaced}; built it again")
     return module
 
 
