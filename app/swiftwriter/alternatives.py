@@ -17,11 +17,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from swiftwriter.chat_template import has_chat_template, template_ids
-from swiftwriter.engine.decoding.generator import Generator
 from swiftwriter.engine.decoding.settings import MODES, DraftSettings, SamplingSettings
-from swiftwriter.engine.decoding.textgen import IncrementalDecoder, eos_ids_of
+from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
 from swiftwriter.errors import UserError
-from swiftwriter.session import encoder_of
 
 # tool -> (its menu label, the instruction the model reads, tokens per token of the passage)
 TOOLS = {
@@ -96,12 +94,12 @@ def selection_prompt(
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
         return template_ids(tokenizer, messages, add_generation_prompt=True)
     frame = f"{context}Passage:\n{passage}\n\nInstruction: {words}\n\nNew passage:\n"
-    return encoder_of(tokenizer)(frame)
+    return encode(tokenizer, frame)
 
 
 def token_budget(tokenizer, tool: str, passage: str) -> int:
     """Tokens an alternative may write: the passage's length times the tool's factor."""
-    tokens = len(encoder_of(tokenizer)(passage))
+    tokens = len(encode(tokenizer, passage))
     low, high = LIMITS
     return max(low, min(high, int(tokens * TOOLS[tool][2]) + 16))
 
@@ -133,6 +131,9 @@ def write_alternatives(
     """`count` alternatives of `passage` written together; `on_text(i, piece)` streams each."""
     if not 1 <= count <= 8:
         raise UserError(f"Ask for 1 to 8 alternatives, not {count}")
+    # here, not at the top: the tools' names (the CLI's help, the window's menu) load no torch
+    from swiftwriter.engine.decoding.generator import Generator
+
     seeds = list(seeds) if seeds is not None else [secrets.randbits(31) for _ in range(count)]
     tokenizer = loaded.tokenizer
     prompt = selection_prompt(tokenizer, tool, passage, before, instruction)

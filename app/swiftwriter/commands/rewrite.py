@@ -8,12 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
+from swiftwriter.alternatives import TOOLS, write_alternatives
 from swiftwriter.commands.common import add_encoding, positive_int, read_text_file
+from swiftwriter.engine.decoding.settings import SAMPLERS, DraftSettings
 from swiftwriter.errors import UserError
-
-TOOL_NAMES = ("rewrite", "describe", "expand", "shorten", "custom")  # alternatives.TOOLS
-SAMPLER_NAMES = ("same-text", "fastest")  # engine.decoding.settings.SAMPLERS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the story so far.",
     )
     parser.add_argument("file", metavar="FILE", help="text file holding the passage")
-    parser.add_argument("--tool", choices=TOOL_NAMES, default="rewrite",
+    parser.add_argument("--tool", choices=tuple(TOOLS), default="rewrite",
                         help="rewrite (default), describe (more sensory detail), expand, "
                         "shorten, or custom (with --instruction)")  # fmt: skip
     parser.add_argument("--instruction", default="", help="the custom tool's words, or words "
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--tokens", type=positive_int, metavar="N",
                         help="tokens per alternative at most (default: from the tool and the "
                         "passage's length)")  # fmt: skip
-    parser.add_argument("--sampler", choices=SAMPLER_NAMES, default=None,
+    parser.add_argument("--sampler", choices=tuple(SAMPLERS), default=None,
                         help="same-text (default: each alternative is plain decoding's text "
                         "for its seed) or fastest")  # fmt: skip
     parser.add_argument("--bench", action="store_true",
@@ -74,10 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tool == "custom" and not args.instruction.strip():
         raise UserError("--tool custom needs --instruction, such as 'make it tenser'")
     before, passage = _passage(args)
-    from dataclasses import replace
-
-    from swiftwriter.engine.decoding.settings import DraftSettings
-    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore import loader, registry  # torch: only once the options hold
 
     loaded = loader.load(registry.resolve(args.model), dtype=args.dtype)
     drafting = DraftSettings()
@@ -85,8 +82,6 @@ def run(args: argparse.Namespace) -> int:
         drafting = replace(drafting, sampler=args.sampler)
     if args.bench:
         return _bench(args, loaded, before, passage, drafting)
-    from swiftwriter.alternatives import write_alternatives
-
     result = write_alternatives(
         loaded, args.tool, passage, before=before, instruction=args.instruction,
         count=args.alternatives, seeds=args.seeds, drafting=drafting, max_new_tokens=args.tokens,
@@ -100,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bench(args, loaded, before: str, passage: str, drafting) -> int:
-    from swiftwriter.bench.alternatives import bench_alternatives, format_report
+    from swiftwriter.bench.alternatives import bench_alternatives, format_report  # torch
 
     report = bench_alternatives(
         loaded, args.tool, passage, before=before, count=args.alternatives,
