@@ -23,10 +23,9 @@ def main() -> int:
     tool = sys.argv[2] if len(sys.argv) > 2 else "describe"
     from PySide6.QtCore import QTimer
     from PySide6.QtGui import QTextCursor
-    from PySide6.QtWidgets import QApplication
+    from shots import window_on
     from swiftwriter.bench.suite import load_suite
     from swiftwriter.store import Project
-    from swiftwriter.ui.main_window import MainWindow
 
     text = {p.name: p for p in load_suite("held-out")}[prompt].text.strip()
     folder = Path(tempfile.mkdtemp(prefix="swiftwriter-shots-"))
@@ -34,12 +33,7 @@ def main() -> int:
     path = folder / f"{prompt.title()}.swiftwriter"
     with Project.create(path, title=prompt.title()) as project:
         project.add_document("Chapter 1", text)
-    app = QApplication(sys.argv[:1])
-    window = MainWindow(project=path)
-    window.ask = lambda title, text: True
-    window.resize(1280, 860)
-    window.move(0, 0)
-    window.show()
+    app, window = window_on(path)
 
     def on_ready(_loaded) -> None:
         window.tree.select(window.project.documents()[0].id)

@@ -30,10 +30,9 @@ def main() -> int:
     words = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     from PySide6.QtCore import QTimer
     from PySide6.QtGui import QTextCursor
-    from PySide6.QtWidgets import QApplication
+    from shots import window_on
     from swiftwriter.bench.suite import load_suite
     from swiftwriter.store import Project
-    from swiftwriter.ui.main_window import MainWindow
 
     text = {p.name: p for p in load_suite("held-out")}[prompt].text
     folder = Path(tempfile.mkdtemp(prefix="swiftwriter-shots-"))
@@ -41,12 +40,7 @@ def main() -> int:
     path = folder / "Orchard.swiftwriter"
     with Project.create(path, title=prompt.title()) as project:
         project.add_document("Chapter 1", text.strip())
-    app = QApplication(sys.argv[:1])
-    window = MainWindow(project=path)
-    window.ask = lambda title, text: True
-    window.resize(1280, 860)
-    window.move(0, 0)
-    window.show()
+    app, window = window_on(path)
 
     def on_ready(_loaded) -> None:
         window.tree.select(window.project.documents()[0].id)

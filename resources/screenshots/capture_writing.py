@@ -26,9 +26,8 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="swiftwriter-shots-"))
     os.environ["SWIFTWRITER_CONFIG_DIR"] = str(scratch / "config")
     from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
+    from shots import window_on
     from swiftwriter.store import Project, planning
-    from swiftwriter.ui.main_window import MainWindow
     from swiftwriter.ui.welcome import create_sample_project
 
     path = create_sample_project(scratch)
@@ -39,12 +38,7 @@ def main() -> int:
         planning.set_status(project, docs[1].id, "revised")
         planning.set_status(project, docs[2].id, "draft")
         planning.set_project_target(project, 90000)
-    app = QApplication(sys.argv[:1])
-    window = MainWindow(project=path)
-    window.ask = lambda title, text: True
-    window.resize(1280, 860)
-    window.move(0, 0)
-    window.show()
+    app, window = window_on(path)
 
     def on_ready(_loaded) -> None:
         window.tree.select(window.project.documents()[1].id)
