@@ -32,7 +32,7 @@ def test_alternatives_are_each_the_models_text_for_their_seed(loaded):
     pieces: dict[int, list[str]] = {0: [], 1: [], 2: []}
     result = write_alternatives(
         loaded, "describe", PASSAGE, before="Chapter one.", seeds=[7, 8, 9],
-        max_new_tokens=30, on_text=lambda i, piece: pieces[i].append(piece),
+        max_new_tokens=30, min_new_tokens=30, on_text=lambda i, piece: pieces[i].append(piece),
     )  # fmt: skip
     assert [alt.seed for alt in result.alternatives] == [7, 8, 9]
     prompt = selection_prompt(loaded.tokenizer, "describe", PASSAGE, "Chapter one.")

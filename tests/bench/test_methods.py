@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from swiftwriter.bench.methods import (
@@ -103,8 +105,9 @@ def test_sampled_bench_reports_quality_not_identity(tiny_vocab_model):
     # the fastest sampler keeps the distribution, not the text: compared by time per token
     fastest, ar = report["tokenswift-fastest"], report["ar"]
     assert fastest["stats"]["sampler"] == "fastest" and fastest["forward_passes"] < 48
+    # the report's seconds are rounded to ms and these runs take tens of ms: within 5%
     per_token = (ar["seconds"] / ar["tokens"]) / (fastest["seconds"] / fastest["tokens"])
-    assert fastest["speedup_vs_ar"] == pytest.approx(per_token, rel=0.01)
+    assert fastest["speedup_vs_ar"] == pytest.approx(per_token, rel=0.05)
     assert "tokenswift" in format_table(report)
 
 
@@ -143,15 +146,16 @@ def test_output_hash_is_the_sha256_of_the_ids():
 
 
 def test_legacy_methods_run_the_earlier_passes(tiny_llama):
+    # a copy: `.to(bfloat16)` and back would round the session's shared model for every later
+    # test (and leave its merged projections pointing at the old weights)
     report = run_bench(
-        tiny_llama.to(torch.bfloat16),
+        copy.deepcopy(tiny_llama).to(torch.bfloat16),
         [5, 9, 12, 5, 9, 12, 5, 9],
         24,
         SamplingSettings(penalty=1.0),
         ["ar", "ar-legacy", "tokenswift-legacy"],
         warmup=False,
     )
-    tiny_llama.to(torch.float32)
     assert report["ar-legacy"]["stats"]["invariant"] is False
     assert report["ar"]["stats"]["invariant"] is True
 
