@@ -15,10 +15,14 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.stats import StepStats
 from swiftwriter.engine.passes import ModelRunner
+
+if TYPE_CHECKING:  # generator.py imports this module
+    from swiftwriter.engine.decoding.generator import StepEvent
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +32,7 @@ class SideEvent:
     """One run's step: which run (its place in the requests), and its StepEvent."""
 
     index: int
-    event: object  # generator.StepEvent (imported there: no cycle)
+    event: StepEvent
 
 
 def sources_for(gen, count: int) -> list[list]:
