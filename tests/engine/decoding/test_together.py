@@ -154,3 +154,26 @@ def test_drafts_are_priced_at_the_shared_passs_margin():
     probs = [0.5, 0.3, 0.2]
     assert best_size(probs, cost, 8) == 3
     assert best_size(probs, cost, 8, rows=4, tokens=4.0) < 3
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_runs_that_slide_their_windows_still_write_what_each_writes_alone(tiny_llama):
+    """A small window: every run slides (its cache shifted, the shared prompt no longer shared
+    from then on) and still writes its own text."""
+    from swiftwriter.engine.decoding.settings import ContextSettings
+
+    context = ContextSettings(policy="slide", sink=4, keep=0.5, limit=48)
+    prompt = [random.Random(5).randrange(2, 250) for _ in range(40)]
+
+    def alone_in(seed):
+        gen = Generator(tiny_llama, SAMPLED, DraftSettings.plain(), eos_ids=[1],
+                        calibrate=False, context=context)  # fmt: skip
+        return [t for event in gen.generate(prompt, 60, seed=seed) for t in event.tokens]
+
+    gen = Generator(tiny_llama, SAMPLED, DraftSettings(sources=("ngram", "suffix")),
+                    eos_ids=[1], calibrate=False, context=context)  # fmt: skip
+    got: dict[int, list[int]] = {0: [], 1: []}
+    for side in gen.generate_together(prompt, 60, [3, 4]):
+        got[side.index].extend(side.event.tokens)
+    assert [got[0], got[1]] == [alone_in(3), alone_in(4)]
+    assert all(s.slides > 0 for s in gen.together_stats.values())
