@@ -74,3 +74,27 @@ def test_a_line_the_writer_must_see_goes_to_the_log_and_once_to_stderr(caplog, c
     assert [(r.name, r.levelname) for r in caplog.records] == [(logger.name, "WARNING")]
     err = capsys.readouterr().err
     assert err == "swiftwriter: tree-attention kernel unavailable (no C++ compiler)\n"
+
+
+def test_other_warnings_still_reach_stderr_while_no_log_is_set_up(capsys):
+    """Before the console handler, Python's last resort printed the modules' warnings (a
+    damaged drafting cache rebuilt): they still do, as they were."""
+    import logging
+
+    from swiftwriter import logs
+
+    root, kept = logging.getLogger(), logging.getLogger().handlers[:]
+    own = [h for h in logs.log.handlers if h is not logs._console]
+    for handler in [*kept]:
+        root.removeHandler(handler)
+    for handler in own:
+        logs.log.removeHandler(handler)
+    try:
+        logging.getLogger("swiftwriter.session").warning("the drafting cache was rebuilt")
+        logging.getLogger("swiftwriter.session").info("not this")
+    finally:
+        for handler in kept:
+            root.addHandler(handler)
+        for handler in own:
+            logs.log.addHandler(handler)
+    assert capsys.readouterr().err == "the drafting cache was rebuilt\n"

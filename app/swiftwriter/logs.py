@@ -58,13 +58,21 @@ def setup() -> Path | None:
 
 class ConsoleLines(logging.Handler):
     """Records marked for the console (`say`) as one "swiftwriter: ..." line on stderr, read
-    at each write (so a test's captured stream, or a child's, gets it)."""
+    at each write (so a test's captured stream, or a child's, gets it). Other warnings go to
+    stderr as Python's last resort would have put them there while no log is set up (this
+    handler being there, the last resort no longer is)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if getattr(record, "console", False):
-            import sys
+        import sys
 
+        if getattr(record, "console", False):
             print(f"swiftwriter: {record.getMessage()}", file=sys.stderr, flush=True)
+        elif record.levelno >= logging.WARNING and not self._others():
+            print(record.getMessage(), file=sys.stderr, flush=True)
+
+    def _others(self) -> bool:
+        """Whether another handler takes the record (the log file, or the root's)."""
+        return any(h is not self for h in log.handlers) or bool(logging.getLogger().handlers)
 
 
 _console = ConsoleLines()

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 
 from swiftwriter.engine.decoding.estimate import CostModel
+from swiftwriter.engine.decoding.events import SideEvent, StepEvent
 from swiftwriter.engine.decoding.logits import LogitsPipeline
 from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.sources import CandidateSource, build_sources
 from swiftwriter.engine.decoding.stats import RunStats, StepStats
-from swiftwriter.engine.decoding.together import SideEvent, generate_together
+from swiftwriter.engine.decoding.together import generate_together
 from swiftwriter.engine.passes import (
     exact_by_default,
     execution_device,
@@ -28,15 +28,6 @@ from swiftwriter.engine.passes import (
     thread_invariant,
 )
 from swiftwriter.errors import UserError
-
-
-@dataclass
-class StepEvent:
-    tokens: list[int]  # newly committed token ids
-    step: StepStats
-    run: RunStats
-    done: bool = False
-    stop_reason: str = ""
 
 
 def context_length(config) -> int | None:
@@ -195,7 +186,7 @@ class Generator:
             for seed in seeds
         ]
         self.together_stats = {}
-        for side in generate_together(self, requests, should_stop, StepEvent):
+        for side in generate_together(self, requests, should_stop):
             self.together_stats[side.index] = side.event.run
             yield side
 

@@ -14,25 +14,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from swiftwriter.engine.decoding.events import SideEvent, StepEvent
 from swiftwriter.engine.decoding.run import Request, Run
 from swiftwriter.engine.decoding.stats import StepStats
 from swiftwriter.engine.passes import ModelRunner
 
-if TYPE_CHECKING:  # generator.py imports this module
-    from swiftwriter.engine.decoding.generator import StepEvent
-
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SideEvent:
-    """One run's step: which run (its place in the requests), and its StepEvent."""
-
-    index: int
-    event: StepEvent
 
 
 def sources_for(gen, count: int) -> list[list]:
@@ -50,7 +38,7 @@ def _others(runs: int, tries: list) -> tuple[int, float]:
 
 
 def generate_together(
-    gen, requests: list[Request], should_stop: Callable[[], bool] | None, event_type
+    gen, requests: list[Request], should_stop: Callable[[], bool] | None
 ) -> Iterator[SideEvent]:
     """The loop for `Generator.generate_together`: yields a SideEvent per run per step until
     every run has stopped (or `should_stop()`: all cancelled)."""
@@ -71,16 +59,16 @@ def generate_together(
                 for run in active:
                     run.finish("cancelled")
                     empty = StepStats(0, 0, 0, {}, [], 0, 0, 0)
-                    event = event_type([], empty, run.stats, True, "cancelled")
+                    event = StepEvent([], empty, run.stats, True, "cancelled")
                     yield SideEvent(runs.index(run), event)
                 return
-            yield from _step(gen, runs, active, event_type)
+            yield from _step(gen, runs, active)
     finally:
         for run in runs:
             run.close()
 
 
-def _step(gen, runs: list[Run], active: list[Run], event_type) -> Iterator[SideEvent]:
+def _step(gen, runs: list[Run], active: list[Run]) -> Iterator[SideEvent]:
     """One step of every active run: draft, one shared pass, accept and commit each; the
     runs that stopped leave `active`."""
     t_draft = time.perf_counter()
@@ -108,6 +96,6 @@ def _step(gen, runs: list[Run], active: list[Run], event_type) -> Iterator[SideE
         if reason:
             run.finish(reason)
             done.append(run)
-        yield SideEvent(runs.index(run), event_type(new, step, run.stats, bool(reason), reason))
+        yield SideEvent(runs.index(run), StepEvent(new, step, run.stats, bool(reason), reason))
     for run in done:
         active.remove(run)
