@@ -1,5 +1,6 @@
-"""The project's dependency rules, checked on the source: engine, store and export never
-import Qt; store never imports torch; nothing outside ui (and the cli entry point) imports ui."""
+"""The project's dependency rules, checked on the source: engine, store, export and the writing
+layer never import Qt; store never imports torch; nothing outside ui (and the cli entry point)
+imports ui; the writing layer stands above the engine and the store, which never import it."""
 
 from __future__ import annotations
 
@@ -25,14 +26,14 @@ def modules_under(sub: str):
 
 
 def test_layout_exists():
-    for sub in ("engine", "store", "export", "ui", "modelstore"):
+    for sub in ("engine", "store", "export", "ui", "modelstore", "writing"):
         assert (PACKAGE / sub / "__init__.py").is_file(), sub
     assert (PACKAGE / "cli.py").is_file()
     assert (PACKAGE.parents[1] / "models" / "registry.toml").is_file()
 
 
 def test_core_packages_do_not_import_qt():
-    for sub in ("engine", "store", "export", "modelstore"):
+    for sub in ("engine", "store", "export", "modelstore", "writing"):
         for path in modules_under(sub):
             bad = {
                 m
@@ -56,6 +57,16 @@ def test_engine_knows_nothing_of_the_store_and_nothing_imports_ui():
             assert not any(m.startswith("swiftwriter.store") for m in mods), rel
         if not rel.startswith("ui/") and rel != "cli.py":
             assert not any(m.startswith("swiftwriter.ui") for m in mods), rel
+
+
+def test_the_writing_layer_stands_above_the_engine_and_the_store():
+    """A take, its session and its prompt live in writing/, which imports the engine and the
+    store; they, the exports and the model store never import it (function-level imports
+    included), so the layers point one way."""
+    for sub in ("engine", "store", "export", "modelstore"):
+        for path in modules_under(sub):
+            bad = {m for m in imported_modules(path) if m.startswith("swiftwriter.writing")}
+            assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
 
 
 def test_benchmarks_stand_outside_the_engine():

@@ -8,16 +8,21 @@ import json
 import logging
 
 import pytest
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine import SamplingSettings
 from swiftwriter.engine.decoding.history_source import HistoryIndex
 from swiftwriter.engine.decoding.settings import ContextSettings
-from swiftwriter.session import DocumentSession, ProjectHistory, PromptSession, PromptTooLong
 from swiftwriter.store import Project
 from swiftwriter.store import history as history_mod
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.session import (
+    DocumentSession,
+    ProjectHistory,
+    PromptSession,
+    PromptTooLong,
+)
 
 from tests.conftest import build_tiny
-from tests.test_session import Latin1Tokenizer
+from tests.writing.test_session import Latin1Tokenizer
 
 GREEDY = SamplingSettings(greedy=True, penalty=1.0)
 MEGABYTES = "".join(f"{i:07d} " for i in range(1 << 20))  # 8 MB, no two windows alike

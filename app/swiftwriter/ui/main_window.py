@@ -409,11 +409,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     def history_for(self, loaded):
         """One drafting history per open project and tokenizer, kept between generations."""
-        from swiftwriter.session import ProjectHistory, tokenizer_identity
+        from swiftwriter.writing.session import ProjectHistory, tokenizer_identity
 
         tok_id = tokenizer_identity(loaded.tokenizer)
         if tok_id not in self._histories:
-            from swiftwriter.session import encoder_of
+            from swiftwriter.writing.session import encoder_of
 
             self._histories[tok_id] = ProjectHistory(
                 self.project, tok_id, encoder_of(loaded.tokenizer)

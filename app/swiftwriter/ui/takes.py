@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from swiftwriter.endings import parse_stops
 from swiftwriter.errors import UserError
-from swiftwriter.take import TakeRequest
 from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.panel_state import save_project_state, state_of
 from swiftwriter.ui.stats_dock import STOP_REASONS
 from swiftwriter.ui.worker import GenerationWorker, start_generation
+from swiftwriter.writing.endings import parse_stops
+from swiftwriter.writing.take import TakeRequest
 
 
 @dataclass

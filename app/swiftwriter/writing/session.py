@@ -19,8 +19,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from swiftwriter.chat_template import has_chat_template, template_ids
-from swiftwriter.context import STORY_MODES, Reader, StoryContext, assemble, fitted
-from swiftwriter.endings import TakeEnding, parse_stops
 from swiftwriter.engine.decoding.generator import (
     Generator,
     StepEvent,
@@ -35,6 +33,8 @@ from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
 from swiftwriter.store.history import HISTORY_TAKE_TOKENS
 from swiftwriter.store.texts import Excerpt
+from swiftwriter.writing.context import STORY_MODES, Reader, StoryContext, assemble, fitted
+from swiftwriter.writing.endings import TakeEnding, parse_stops
 
 log = logging.getLogger(__name__)
 

@@ -18,12 +18,17 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, stats_speedup
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.heap import frozen_heap
-from swiftwriter.session import DocumentSession, PromptSession, SessionResult
 from swiftwriter.words import SAMPLE_CHARS, WordTally, tokens_per_word
+from swiftwriter.writing.baseline import (
+    measure_plain,
+    plain_rate,
+    speedup_over_plain,
+    stats_speedup,
+)
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
 
 log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
@@ -196,7 +201,7 @@ class Take:
         job = self.request
         if job.project is None or not result.slid_out_ids or not job.project.rolling_summary:
             return ""
-        from swiftwriter.rolling import update_summary
+        from swiftwriter.writing.rolling import update_summary
 
         if result.status == "cancelled":
             line = "Rolling summary not updated: the take was stopped (it is as it was)"

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 from swiftwriter.store import Project
-from swiftwriter.take import Take, TakeRequest
+from swiftwriter.writing.take import Take, TakeRequest
 
-from tests.test_take_words import PieceTokenizer
+from tests.writing.test_take_words import PieceTokenizer
 
 PIECES = [" w"] * 16
 PIECES[3], PIECES[9], PIECES[13], PIECES[14] = ".", " and", " ##", " שלום"  # a heading, Hebrew
