@@ -319,3 +319,66 @@ def test_the_foreign_state_check_catches_the_old_ways(tmp_path):
         "5: __dict__.pop(...)",
         "6: _swiftwriter_exact",
     ]
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if (getattr(target, "id", None) or getattr(target, "attr", None)) == "dataclass":
+            return True
+    return False
+
+
+def untyped_fields(path: Path) -> list[str]:
+    """The fields of a file's dataclasses annotated `object` (alone or within a union or a
+    container): `Class.field` for each."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.ClassDef) and _is_dataclass(node)):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names = {n.id for n in ast.walk(item.annotation) if isinstance(n, ast.Name)}
+                strings = [
+                    n.value for n in ast.walk(item.annotation) if isinstance(n, ast.Constant)
+                ]
+                if "object" in names or any("object" in str(s).split() for s in strings):
+                    bad.append(f"{node.name}.{item.target.id}")
+    return bad
+
+
+def test_the_writing_layers_records_say_what_they_hold():
+    """A take's request and the writing layer's other records name their fields' types (a
+    Protocol or the store's class where several kinds fit), never `object` (issue 61): what a
+    take needs is resolved before its session starts, and the type says what that is."""
+    for path in modules_under("writing"):
+        bad = untyped_fields(path)
+        assert not bad, f"{path.relative_to(PACKAGE)}: fields typed `object`: {bad}"
+
+
+def test_the_field_check_catches_an_object_field(tmp_path):
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(
+        "from dataclasses import dataclass, field\n"
+        "import dataclasses\n"
+        "@dataclass\n"
+        "class Request:\n"
+        "    project: object | None\n"
+        "    doc_id: int | None\n"
+        "    loaded: 'object'\n"
+        "    extra: list[object] = field(default_factory=list)\n"
+        "    plain: object = None  # noqa\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Result:\n"
+        "    history: object = True\n"
+        "    stats: dict = None\n"
+        "class NotARecord:\n"
+        "    anything: object\n"
+    )
+    assert untyped_fields(sneaky) == [
+        "Request.project",
+        "Request.loaded",
+        "Request.extra",
+        "Request.plain",
+        "Result.history",
+    ]

@@ -33,7 +33,7 @@ def _loaded(model):
 def _take(project, doc_id, model, drafting=None, target=160) -> Take:
     request = TakeRequest(project, doc_id, _loaded(model), prompt_text=None, target=target,
                           sampling=GREEDY, drafting=drafting or DraftSettings(), context=WINDOW,
-                          history=False, measure_baseline=False)  # fmt: skip
+                          history=None, measure_baseline=False)  # fmt: skip
     return Take(request)
 
 

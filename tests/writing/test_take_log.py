@@ -30,7 +30,7 @@ def test_a_take_logs_its_settings_and_outcome(tmp_path, tiny_llama, caplog):
         doc = project.add_document("One", "The harbour wall was old and the tide was low. " * 3)
         request = TakeRequest(project, doc.id, loaded_model(tiny_llama), prompt_text=None,
                               target=12, sampling=SamplingSettings(greedy=True, seed=7),
-                              history=False, measure_baseline=False, keep_writing=True)  # fmt: skip
+                              history=None, measure_baseline=False, keep_writing=True)  # fmt: skip
         outcome = Take(request).run()
     settings, done = take_lines(caplog)
     assert settings.startswith(f"take on document {doc.id} with tiny-latin1 (float32 (by hand))")
@@ -45,7 +45,7 @@ def test_a_take_logs_its_settings_and_outcome(tmp_path, tiny_llama, caplog):
 def test_a_take_outside_a_project_logs_too(tiny_llama, caplog):
     caplog.set_level(logging.DEBUG, logger="swiftwriter.writing.take")
     request = TakeRequest(None, None, loaded_model(tiny_llama), prompt_text="Once upon a time",
-                          target=5, unit="words", history=False, measure_baseline=False)  # fmt: skip
+                          target=5, unit="words", history=None, measure_baseline=False)  # fmt: skip
     outcome = Take(request).run()
     settings, done = take_lines(caplog)
     assert settings.startswith("take on a prompt with tiny-latin1")

@@ -47,7 +47,7 @@ def take(model, drafting: DraftSettings, snapshots: list) -> object:
     prompt = " w w w w w w w w w." * 4  # 1.0 token a word: this take spends more
     request = TakeRequest(None, None, loaded, prompt_text=prompt, target=60, unit="words",
                           sampling=SamplingSettings(seed=3), drafting=drafting,
-                          history=False, measure_baseline=False)  # fmt: skip
+                          history=None, measure_baseline=False)  # fmt: skip
     return Take(request, on_stats=snapshots.append).run()
 
 

@@ -774,12 +774,10 @@ def _history_sources(project_path: str, tokenizer):
     """A factory of fresh HistorySources over the project's history (read-only: nothing saved)."""
     from swiftwriter.engine.decoding.history_source import HistorySource
     from swiftwriter.store import Project
-    from swiftwriter.writing.session import ProjectHistory, encoder_of, tokenizer_identity
+    from swiftwriter.writing.history import ProjectHistory
 
     with Project.open(Path(project_path), readonly=True) as project:
-        index = ProjectHistory(
-            project, tokenizer_identity(tokenizer), encoder_of(tokenizer)
-        ).refresh()
+        index = ProjectHistory.of(project, tokenizer).refresh()
     return (lambda: [HistorySource(index)]), len(index)
 
 

@@ -262,6 +262,7 @@ def _prompt_fits(take, prompt_file: str) -> None:
 def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, ending):
     """The take both forms of `generate` run (take.Take), printing its text as it comes."""
     from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings
+    from swiftwriter.writing.history import ProjectHistory
     from swiftwriter.writing.take import Take, TakeRequest
 
     def show(piece: str) -> None:
@@ -281,7 +282,9 @@ def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, end
             slide_mode=args.slide_mode,
             limit=args.context_limit,
         ),
-        history=project is not None and not args.no_history,
+        history=None
+        if project is None or args.no_history
+        else ProjectHistory.of(project, loaded.tokenizer),
         measure_baseline=False,
         direction=args.direction,
         story_mode=args.story_context,
@@ -330,7 +333,7 @@ def _load(args: argparse.Namespace, entry, prompt_text: str | None, max_new_toke
 
     from swiftwriter.engine.decoding.generator import context_length
     from swiftwriter.writing.context import fitted
-    from swiftwriter.writing.session import encoder_of
+    from swiftwriter.writing.history import encoder_of
 
     folder = entry.folder()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)

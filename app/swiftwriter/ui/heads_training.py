@@ -101,7 +101,7 @@ class HeadsTrainer(StoppableWorker):
     def _run(self) -> None:
         from swiftwriter.training.pipeline import train_drafter
         from swiftwriter.training.train import TrainSettings
-        from swiftwriter.writing.session import encoder_of
+        from swiftwriter.writing.history import encoder_of
 
         job = self.job
         loaded = job.loaded

@@ -242,7 +242,7 @@ class SelectionTools(QObject):
         project, doc_id = window.project, window.doc_id
         if project is None or doc_id is None or project.readonly:
             return
-        from swiftwriter.writing.session import tokenizer_identity
+        from swiftwriter.writing.history import tokenizer_identity
 
         window.save_now()
         alt, loaded = result.alternatives[index], window.loaded_model

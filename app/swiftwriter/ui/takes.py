@@ -47,7 +47,11 @@ def take_request(window) -> TakeRequest:
         sampling=panel.sampling(),
         drafting=panel.drafting(),
         context=panel.context(),
-        history=window.history_for(window.loaded_model) if panel.use_history() else False,
+        history=(
+            window.histories.for_model(window.loaded_model)
+            if panel.use_history() and window.histories is not None
+            else None
+        ),
         keep_writing=panel.keep_writing.isChecked(),
         keep_to_story=panel.story_only.isChecked(),
         direction=direction,

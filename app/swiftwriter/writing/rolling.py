@@ -20,7 +20,8 @@ from swiftwriter.engine.decoding.generator import context_length
 from swiftwriter.engine.decoding.settings import ContextSettings, SamplingSettings
 from swiftwriter.errors import UserError
 from swiftwriter.writing.endings import TakeEnding
-from swiftwriter.writing.session import PromptSession, encoder_of
+from swiftwriter.writing.history import encoder_of
+from swiftwriter.writing.session import PromptSession
 
 log = logging.getLogger(__name__)
 

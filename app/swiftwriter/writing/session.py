@@ -11,10 +11,8 @@ the document in the same transaction that closes the generation."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
@@ -25,20 +23,18 @@ from swiftwriter.engine.decoding.generator import (
     context_length,
     vocab_size_of,
 )
-from swiftwriter.engine.decoding.history_source import SENT, HistoryIndex, HistorySource
+from swiftwriter.engine.decoding.history_source import HistorySource
 from swiftwriter.engine.decoding.scripts import script, scripts_of
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
+from swiftwriter.engine.decoding.textgen import IncrementalDecoder, eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
-from swiftwriter.store.history import HISTORY_TAKE_TOKENS
 from swiftwriter.store.texts import Excerpt
 from swiftwriter.writing.context import STORY_MODES, Reader, StoryContext, assemble, fitted
 from swiftwriter.writing.endings import TakeEnding, parse_stops
+from swiftwriter.writing.history import ProjectHistory, encoder_of, tokenizer_identity
 
 log = logging.getLogger(__name__)
-
-HISTORY_KINDS = ("g", "d", "n")  # generations, documents, notes
 
 
 class PromptTooLong(UserError):
@@ -98,102 +94,6 @@ def turned_to_soup(text: str, own_scripts: set[str], own_chars: set[str]) -> boo
     if len(text) < SCRIPT_SPAN:
         return False
     return left_its_scripts(text, own_scripts) or strange_share(text, own_chars) > STRANGE_SHARE
-
-
-def tokenizer_identity(tokenizer) -> str:
-    """A stable id for a tokenizer's vocabulary: models sharing a tokenizer share history."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        digest = hashlib.blake2b(backend.to_str().encode("utf-8"), digest_size=10).hexdigest()
-        return f"hf-{digest}"
-    explicit = getattr(tokenizer, "identity", None)
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-    return f"{name}:{len(tokenizer) if hasattr(tokenizer, '__len__') else 0}"
-
-
-def encoder_of(tokenizer) -> Callable[[str], list[int]]:
-    return functools.partial(encode, tokenizer)
-
-
-class ProjectHistory:
-    """A project's drafting history for one tokenizer: loaded from the project's cache and
-    brought up to date with what changed since (new generations, edited documents and notes).
-    Keep one per open project and tokenizer to skip even the loading between generations."""
-
-    def __init__(
-        self, project: Project, tokenizer_id: str, tokenize: Callable[[str], list[int]] | None
-    ):
-        self.project = project
-        self.tokenizer_id = tokenizer_id
-        self.tokenize = tokenize
-        self.index: HistoryIndex | None = None
-        self.timings: dict[str, float] = {}
-
-    def refresh(self, vocab_size: int | None = None) -> HistoryIndex:
-        """The index brought up to date; a stored cache that does not hold together (or holds
-        ids at or beyond `vocab_size`, the model's) is rebuilt, and a recorded text whose ids
-        lie beyond it is left out, each said in one line."""
-        t0 = time.perf_counter()
-        if self.index is None:
-            self.index = self._load(vocab_size)
-        t1 = time.perf_counter()
-        index = self.index
-        current = self.project.history_fingerprints(
-            self.tokenizer_id, documents=self.tokenize is not None
-        )
-        covered = HISTORY_KINDS if self.tokenize is not None else ("g",)
-        for key in list(index.sources):
-            if key[:1] in covered and key not in current:
-                index.discard(key, settle=False)
-        bound = min(vocab_size or SENT, SENT)
-        beyond: list[int] = []
-        for key, fingerprint in current.items():
-            if index.sources.get(key, {}).get("fp") != fingerprint:
-                tokens = self.project.history_tokens(key, self.tokenize)
-                if tokens and max(tokens) >= bound:
-                    beyond.append(max(tokens))
-                    index.set_aside(key, fingerprint, settle=False)
-                else:
-                    index.update(key, fingerprint, tokens, settle=False)
-        index.settle()
-        if beyond:
-            log.warning("%s: %d recorded texts hold token ids beyond the model's vocabulary (up "
-                        "to %s, of %s): left out of the drafting history", self.project.path.name,
-                        len(beyond), f"{max(beyond):,}", f"{bound:,}")  # fmt: skip
-        t2 = time.perf_counter()
-        self._save()
-        self.timings = {
-            "load_s": round(t1 - t0, 4),
-            "sync_s": round(t2 - t1, 4),
-            "save_s": round(time.perf_counter() - t2, 4),
-        }
-        return index
-
-    def _load(self, vocab_size: int | None) -> HistoryIndex:
-        """The stored cache, checked through; a fresh index where there is none or it does
-        not hold together (said in one line: it is rebuilt from the project's texts)."""
-        parts = self.project.load_ngram_cache(self.tokenizer_id)
-        index, wrong = HistoryIndex.restore(parts, vocab_size) if parts else (None, "")
-        if wrong:
-            log.warning("%s: the drafting cache does not hold together (%s): rebuilt",
-                        self.project.path.name, wrong)  # fmt: skip
-        return index or HistoryIndex()
-
-    def add_generation(self, generation: Generation) -> None:
-        """Index one closed generation right away (cheap: it goes to the delta tier)."""
-        if self.index is None or not generation.token_ids:
-            return
-        tokens = generation.token_ids[-HISTORY_TAKE_TOKENS:]  # as the store reads it back
-        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", tokens)
-        self._save()
-
-    def _save(self) -> None:
-        if self.index is not None and not self.project.readonly:
-            parts = self.index.to_parts()
-            if parts:
-                self.project.save_ngram_cache(self.tokenizer_id, parts)
 
 
 @dataclass
@@ -483,7 +383,7 @@ class DocumentSession(PromptSession):
         loaded=None,
         *,
         tokenizer_id: str | None = None,
-        history: bool | ProjectHistory = True,
+        history: ProjectHistory | bool | None = True,  # True: a fresh one; None, False: none
         use_notes: bool = True,
         flush_interval: float = 1.0,
         direction: str = "",

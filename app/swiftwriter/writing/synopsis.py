@@ -10,7 +10,7 @@ from swiftwriter.chat_template import has_chat_template, template_ids
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.errors import UserError
 from swiftwriter.writing.endings import TakeEnding
-from swiftwriter.writing.session import encoder_of
+from swiftwriter.writing.history import encoder_of
 from swiftwriter.writing.take import Take, TakeRequest
 
 SYSTEM = (
@@ -41,7 +41,7 @@ def synopsis_request(loaded, text: str, target: int = TARGET) -> TakeRequest:
         prompt_ids=prompt,
         target=target,
         sampling=SamplingSettings(greedy=True, penalty=1.2, window=256),
-        history=False,
+        history=None,
         measure_baseline=False,
         ending=TakeEnding(target, stops=("\n\n",)),
     )

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.heap import frozen_heap
@@ -30,6 +31,11 @@ from swiftwriter.writing.baseline import (
 from swiftwriter.writing.endings import TakeEnding
 from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
 
+if TYPE_CHECKING:
+    from swiftwriter.store import Project
+    from swiftwriter.writing.history import ProjectHistory
+    from swiftwriter.writing.loaded import LoadedModelLike
+
 log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
 
@@ -40,16 +46,18 @@ class TakeRequest:
     document, with the panel's settings; or, with no project, a continuation of `prompt_text`
     (or of exactly `prompt_ids`) that is stored nowhere."""
 
-    project: object | None  # None: a take outside a project (generate --prompt-file, a synopsis)
+    project: Project | None  # None: a take outside a project (generate --prompt-file, a synopsis)
     doc_id: int | None
-    loaded: object  # a modelstore LoadedModel (or anything with .model/.tokenizer/.entry)
+    loaded: LoadedModelLike  # a modelstore LoadedModel, or a stand-in with the same attributes
     prompt_text: str | None  # the text before the cursor; None: the whole document
     target: int = 300  # the length asked for, in `unit`
     unit: str = "tokens"  # or "words"
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     drafting: DraftSettings = field(default_factory=DraftSettings)
     context: ContextSettings = field(default_factory=ContextSettings)
-    history: object = True  # a session.ProjectHistory to reuse, True for a fresh one, or False
+    # the project's drafting history (writing.history.Histories keeps one per tokenizer), or
+    # None: no drafting from the project's earlier text
+    history: ProjectHistory | None = None
     measure_baseline: bool = True
     flush_interval: float = 1.0
     keep_writing: bool = False  # end-of-text forbidden before the length (then a sentence end)
