@@ -471,7 +471,7 @@ def _load(args, bench: _Bench, prompts: list[tuple[str | None, str]]) -> None:
     _load_drafter(args, bench)
     bench.extra_sources = _history(args, loaded.tokenizer, bench.methods)
     if args.ban_chatter:
-        from swiftwriter.writing.take import story_only_bans
+        from swiftwriter.writing.guards import story_only_bans
 
         bench.sampling = replace(
             bench.sampling, banned_tokens=story_only_bans(loaded, prompts_text)

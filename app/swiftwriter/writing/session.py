@@ -12,7 +12,6 @@ the document in the same transaction that closes the generation."""
 from __future__ import annotations
 
 import hashlib
-import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
@@ -24,76 +23,20 @@ from swiftwriter.engine.decoding.generator import (
     vocab_size_of,
 )
 from swiftwriter.engine.decoding.history_source import HistorySource
-from swiftwriter.engine.decoding.scripts import script, scripts_of
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.engine.decoding.textgen import IncrementalDecoder, eos_ids_of
+from swiftwriter.engine.decoding.textgen import eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
 from swiftwriter.store.texts import Excerpt
 from swiftwriter.writing.context import STORY_MODES, Reader, StoryContext, assemble, fitted
 from swiftwriter.writing.endings import TakeEnding, parse_stops
+from swiftwriter.writing.guards import TakeStream
 from swiftwriter.writing.history import ProjectHistory, encoder_of, tokenizer_identity
-
-log = logging.getLogger(__name__)
 
 
 class PromptTooLong(UserError):
     """A prompt longer than the model's context, refused before the take (the caller names
     where it came from)."""
-
-
-# A take whose last BREAKDOWN_PIECES pieces of 512 tokens each read above BREAKDOWN_NATS nats a
-# token under the plain model (RunStats.surprise_by_piece) has broken down: word salad or letter
-# soup, where this model's prose reads at 1.5-2.5. The take ends there with the reason said,
-# rather than writing thousands of words of it into the writer's document.
-BREAKDOWN_NATS = 4.0
-BREAKDOWN_PIECES = 2
-
-
-def broke_down(surprise_by_piece) -> bool:
-    last = list(surprise_by_piece)[-BREAKDOWN_PIECES:]
-    return len(last) == BREAKDOWN_PIECES and min(last) > BREAKDOWN_NATS
-
-
-# Surprise does not see every breakdown: a take that has turned into letter soup predicts its
-# own soup well (the app's kitchen take read at 1.4-3.0 nats a token in Hebrew and full-width
-# characters). What gives it away is the script: most of the letters of its last SCRIPT_SPAN
-# characters are in scripts its prompt hardly uses.
-SCRIPT_SPAN = 2000
-SCRIPT_FOREIGN = 0.5
-
-
-def left_its_scripts(text: str, own: set[str]) -> bool:
-    """Whether most letters of the text's last SCRIPT_SPAN characters are in other scripts
-    than `own` (judged once SCRIPT_SPAN characters are written)."""
-    if len(text) < SCRIPT_SPAN or not own:
-        return False
-    letters = [c for c in text[-SCRIPT_SPAN:] if c.isalpha()]
-    foreign = sum(script(c) not in own for c in letters)
-    return bool(letters) and foreign / len(letters) > SCRIPT_FOREIGN
-
-
-# Nor does it see symbol soup in the writer's own script (the app's 50,000-word take ended in
-# ‰, ˜, ※, full-width digits and katakana among Latin capitals): most of its characters are ones
-# the writer's text never uses. ASCII is everyone's (a table of figures is no breakdown).
-STRANGE_SHARE = 0.3
-
-
-def strange_share(text: str, own: set[str]) -> float:
-    """The share of the visible characters of the text's last SCRIPT_SPAN that are neither
-    ASCII nor in `own` (the characters of the writer's text)."""
-    visible = [c for c in text[-SCRIPT_SPAN:] if not c.isspace()]
-    strange = sum(1 for c in visible if c not in own and not c.isascii())
-    return strange / len(visible) if visible else 0.0
-
-
-def turned_to_soup(text: str, own_scripts: set[str], own_chars: set[str]) -> bool:
-    """A take's last SCRIPT_SPAN characters gone to letter or symbol soup (judged once that
-    many are written): letters mostly in scripts the writer's text hardly uses, or characters
-    mostly ones it never uses."""
-    if len(text) < SCRIPT_SPAN:
-        return False
-    return left_its_scripts(text, own_scripts) or strange_share(text, own_chars) > STRANGE_SHARE
 
 
 @dataclass
@@ -112,52 +55,6 @@ class SessionResult:
 
 
 DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
-
-
-class TakeStream:
-    """One take's text as the engine writes it: decoded piece by piece (each piece with its
-    ids to `keep`, then to `on_text`, every step to `on_step`), watched for breakdown (surprise
-    by piece, then letter or symbol soup: `lost`), and its stop reason said at the end."""
-
-    def __init__(self, session: PromptSession, prompt: list[int], keep, on_text, on_step):
-        self.session, self.keep = session, keep
-        self.on_text, self.on_step = on_text, on_step
-        self.decoder = IncrementalDecoder(session.tokenizer)
-        self.produced: list[int] = []
-        self.lost = False  # the text broke down: the take ends at the next step
-        writers = session._decode(prompt[-4096:])
-        self.own, self.own_chars = scripts_of(writers, least=0.05), set(writers)
-        self.recent, self.unchecked = "", 0  # the take's last SCRIPT_SPAN characters
-
-    def push(self, event: StepEvent) -> None:
-        self.produced.extend(event.tokens)
-        piece = self.decoder.push(event.tokens)
-        self.keep(piece, event.tokens)
-        if piece and self.on_text is not None:
-            self.on_text(piece)
-        if self.on_step is not None:
-            self.on_step(event)
-        self.recent = (self.recent + piece)[-SCRIPT_SPAN:]
-        self.unchecked += len(piece)
-        self.lost = self.lost or broke_down(getattr(event.run, "surprise_by_piece", ()))
-        if self.unchecked >= SCRIPT_SPAN // 4 and len(self.recent) == SCRIPT_SPAN:  # ~1 ms
-            self.unchecked = 0
-            self.lost = self.lost or turned_to_soup(self.recent, self.own, self.own_chars)
-
-    def finish(self, stats) -> None:
-        """The run's stop reason as the writer reads it (`stats`: the engine's RunStats), and
-        the text held back at the end."""
-        session = self.session
-        stats.stop_reason = session.ending.reason(stats.stop_reason, self.produced, session._decode)
-        if self.lost:
-            stats.stop_reason = "broke_down"
-            log.info("take stopped: the text broke down (surprise by piece %s)",
-                     stats.surprise_by_piece[-BREAKDOWN_PIECES:])  # fmt: skip
-        tail = self.decoder.finish()
-        if tail:
-            self.keep(tail, ())
-            if self.on_text is not None:
-                self.on_text(tail)
 
 
 class PromptSession:
@@ -230,7 +127,7 @@ class PromptSession:
 
     def prompt_as_text(self) -> str:
         """The whole prompt as text: all the model reads before the take."""
-        return self._decode(self.build_prompt())
+        return self.decode(self.build_prompt())
 
     def prompt_parts(self) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps, the rest): outside a project nothing is pinned."""
@@ -311,7 +208,7 @@ class PromptSession:
             prompt,
             self.ending.limit,
             should_stop=stop,
-            stop_on_text=self.ending.checker(self._decode),
+            stop_on_text=self.ending.checker(self.decode),
             pinned_ids=pinned,
             min_new_tokens=self.ending.min_new_tokens,
         )
@@ -346,7 +243,7 @@ class PromptSession:
             self.ending.limit,
             seeds,
             should_stop=stop,
-            stop_on_text=self.ending.checker(self._decode),
+            stop_on_text=self.ending.checker(self.decode),
             pinned_ids=pinned,
             min_new_tokens=self.ending.min_new_tokens,
         )
@@ -361,7 +258,7 @@ class PromptSession:
     def _status(generator: Generator) -> str:
         return "cancelled" if generator.stats.stop_reason == "cancelled" else "finished"
 
-    def _decode(self, ids: list[int]) -> str:
+    def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
 
@@ -442,7 +339,7 @@ class DocumentSession(PromptSession):
             self.direction,
             self.story_mode,
             chat=chat_template_of(self.tokenizer),
-            decode=self._decode,
+            decode=self.decode,
             lore=self.project.lorebook(),
             note=self.project.authors_note,
             summary=self.project.summary(self.doc_id).text if self.project.rolling_summary else "",

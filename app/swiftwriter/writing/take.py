@@ -29,6 +29,7 @@ from swiftwriter.writing.baseline import (
     stats_speedup,
 )
 from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.guards import story_only_bans
 from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
 
 if TYPE_CHECKING:
@@ -402,38 +403,3 @@ def story_sampling(request: TakeRequest, writers: str | None = None) -> Sampling
         writers = f"{request.prompt_text or ''}\n{request.direction}"
     bans = set(request.sampling.banned_tokens) | set(story_only_bans(request.loaded, writers))
     return replace(request.sampling, banned_tokens=tuple(sorted(bans)))
-
-
-def story_only_bans(loaded, writers_text: str = "") -> tuple[int, ...]:
-    """The loaded model's tokens that "Keep to the story" and `bench --ban-chatter` ban, its
-    end-of-text tokens kept: those only chatter writes (headings' "#", bold's "**", code
-    fences, chat turn markers: engine/decoding/chatter.py) and those that write letters in
-    scripts `writers_text` does not use (engine/decoding/scripts.py: a take that slides into
-    Hebrew or katakana soup cannot start it). Worked out once per model and set of scripts."""
-    from swiftwriter.engine.decoding.chatter import banned_tokens
-    from swiftwriter.engine.decoding.scripts import foreign_tokens, writers_scripts
-
-    own = writers_scripts(writers_text)
-    cache = getattr(loaded, "story_bans", {})  # a LoadedModel's; a stand-in may have none
-    if own in cache:
-        return cache[own]
-    pieces, keep = _pieces_and_ends(loaded)
-    bans = tuple(sorted(set(banned_tokens(pieces, keep)) | set(foreign_tokens(pieces, own, keep))))
-    cache[own] = bans
-    return bans
-
-
-def _pieces_and_ends(loaded) -> tuple[list[str], set[int]]:
-    """Each token's text (as the tokenizer spells it) and the model's end-of-text ids."""
-    from swiftwriter.engine.decoding.generator import vocab_size_of  # torch: loaded by now
-
-    model, tokenizer = loaded.model, loaded.tokenizer
-    vocab = vocab_size_of(model)
-    if hasattr(tokenizer, "convert_ids_to_tokens"):
-        pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
-    else:
-        pieces = [tokenizer.decode([i]) for i in range(vocab)]
-    eos = model.generation_config.eos_token_id
-    keep = {getattr(tokenizer, "eos_token_id", None)}
-    keep |= set(eos) if isinstance(eos, list | tuple) else {eos}
-    return pieces, {k for k in keep if k is not None}
