@@ -11,7 +11,8 @@ from swiftwriter.engine import DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
 from swiftwriter.writing.endings import TakeEnding
-from swiftwriter.writing.session import DocumentSession, ProjectHistory, generate_into_document
+from swiftwriter.writing.history import ProjectHistory
+from swiftwriter.writing.session import DocumentSession, generate_into_document
 
 from tests.conftest import build_tiny
 
@@ -88,7 +89,7 @@ def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, mo
         return original(self, key, tokenize)
 
     monkeypatch.setattr(Project, "history_tokens", spy)
-    history = ProjectHistory(project, tok.identity, DocumentSession.encoder_for(tok))
+    history = ProjectHistory.of(project, tok)
     # Fixed trie sizes: the adaptive sizing follows measured timings, so forward-pass counts
     # would depend on the machine's load; with a fixed budget they measure the drafts alone.
     fixed = DraftSettings(max_nodes=24, adaptive=False)

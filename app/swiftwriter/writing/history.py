@@ -40,6 +40,7 @@ def tokenizer_identity(tokenizer) -> str:
 
 
 def encoder_of(tokenizer) -> Callable[[str], list[int]]:
+    """Text -> ids without special tokens: how documents enter the prompt and the history."""
     return functools.partial(encode, tokenizer)
 
 

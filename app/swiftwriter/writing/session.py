@@ -108,16 +108,11 @@ class PromptSession:
         self.prompt_text = prompt_text
         self.prompt_ids = prompt_ids
         self.extra_stats: dict = {}
-        self.encode = self.encoder_for(tokenizer)
+        self.encode = encoder_of(tokenizer)
 
     def window(self) -> int | None:
         """The tokens the model sees at once: its context, or the take's context limit."""
         return self.context.window(context_length(self.model.config))
-
-    @staticmethod
-    def encoder_for(tokenizer) -> Callable[[str], list[int]]:
-        """Text -> ids without special tokens: how documents enter the prompt and the history."""
-        return encoder_of(tokenizer)
 
     # -- the prompt -------------------------------------------------------------------------
     def build_prompt(self) -> list[int]:

@@ -30,11 +30,11 @@ from swiftwriter.writing.baseline import (
 )
 from swiftwriter.writing.endings import TakeEnding
 from swiftwriter.writing.guards import story_only_bans
+from swiftwriter.writing.history import ProjectHistory, encoder_of
 from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
 
 if TYPE_CHECKING:
     from swiftwriter.store import Project
-    from swiftwriter.writing.history import ProjectHistory
     from swiftwriter.writing.loaded import LoadedModelLike
 
 log = logging.getLogger(__name__)
@@ -352,7 +352,7 @@ def ending_of(request: TakeRequest) -> TakeEnding:
     target = max(1, int(request.target))
     words = 0
     if request.unit == "words":
-        encode = PromptSession.encoder_for(request.loaded.tokenizer)
+        encode = encoder_of(request.loaded.tokenizer)
         words, target = (
             target,
             max(1, round(target * tokens_per_word(encode, words_sample(request)))),
