@@ -1,5 +1,6 @@
-"""The project's dependency rules, checked on the source: engine, store and export never
-import Qt; store never imports torch; nothing outside ui (and the cli entry point) imports ui."""
+"""The project's dependency rules, checked on the source: engine, store, export and the writing
+layer never import Qt; store never imports torch; nothing outside ui (and the cli entry point)
+imports ui; the writing layer stands above the engine and the store, which never import it."""
 
 from __future__ import annotations
 
@@ -25,14 +26,14 @@ def modules_under(sub: str):
 
 
 def test_layout_exists():
-    for sub in ("engine", "store", "export", "ui", "modelstore"):
+    for sub in ("engine", "store", "export", "ui", "modelstore", "writing"):
         assert (PACKAGE / sub / "__init__.py").is_file(), sub
     assert (PACKAGE / "cli.py").is_file()
     assert (PACKAGE.parents[1] / "models" / "registry.toml").is_file()
 
 
 def test_core_packages_do_not_import_qt():
-    for sub in ("engine", "store", "export", "modelstore"):
+    for sub in ("engine", "store", "export", "modelstore", "writing"):
         for path in modules_under(sub):
             bad = {
                 m
@@ -56,6 +57,16 @@ def test_engine_knows_nothing_of_the_store_and_nothing_imports_ui():
             assert not any(m.startswith("swiftwriter.store") for m in mods), rel
         if not rel.startswith("ui/") and rel != "cli.py":
             assert not any(m.startswith("swiftwriter.ui") for m in mods), rel
+
+
+def test_the_writing_layer_stands_above_the_engine_and_the_store():
+    """A take, its session and its prompt live in writing/, which imports the engine and the
+    store; they, the exports and the model store never import it (function-level imports
+    included), so the layers point one way."""
+    for sub in ("engine", "store", "export", "modelstore"):
+        for path in modules_under(sub):
+            bad = {m for m in imported_modules(path) if m.startswith("swiftwriter.writing")}
+            assert not bad, f"{path.relative_to(PACKAGE)} imports {bad}"
 
 
 def test_benchmarks_stand_outside_the_engine():
@@ -307,4 +318,67 @@ def test_the_foreign_state_check_catches_the_old_ways(tmp_path):
         "4: __dict__[...] written",
         "5: __dict__.pop(...)",
         "6: _swiftwriter_exact",
+    ]
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if (getattr(target, "id", None) or getattr(target, "attr", None)) == "dataclass":
+            return True
+    return False
+
+
+def untyped_fields(path: Path) -> list[str]:
+    """The fields of a file's dataclasses annotated `object` (alone or within a union or a
+    container): `Class.field` for each."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.ClassDef) and _is_dataclass(node)):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names = {n.id for n in ast.walk(item.annotation) if isinstance(n, ast.Name)}
+                strings = [
+                    n.value for n in ast.walk(item.annotation) if isinstance(n, ast.Constant)
+                ]
+                if "object" in names or any("object" in str(s).split() for s in strings):
+                    bad.append(f"{node.name}.{item.target.id}")
+    return bad
+
+
+def test_the_writing_layers_records_say_what_they_hold():
+    """A take's request and the writing layer's other records name their fields' types (a
+    Protocol or the store's class where several kinds fit), never `object` (issue 61): what a
+    take needs is resolved before its session starts, and the type says what that is."""
+    for path in modules_under("writing"):
+        bad = untyped_fields(path)
+        assert not bad, f"{path.relative_to(PACKAGE)}: fields typed `object`: {bad}"
+
+
+def test_the_field_check_catches_an_object_field(tmp_path):
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(
+        "from dataclasses import dataclass, field\n"
+        "import dataclasses\n"
+        "@dataclass\n"
+        "class Request:\n"
+        "    project: object | None\n"
+        "    doc_id: int | None\n"
+        "    loaded: 'object'\n"
+        "    extra: list[object] = field(default_factory=list)\n"
+        "    plain: object = None  # noqa\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Result:\n"
+        "    history: object = True\n"
+        "    stats: dict = None\n"
+        "class NotARecord:\n"
+        "    anything: object\n"
+    )
+    assert untyped_fields(sneaky) == [
+        "Request.project",
+        "Request.loaded",
+        "Request.extra",
+        "Request.plain",
+        "Result.history",
     ]

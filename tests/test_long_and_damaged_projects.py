@@ -8,16 +8,17 @@ import json
 import logging
 
 import pytest
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine import SamplingSettings
 from swiftwriter.engine.decoding.history_source import HistoryIndex
 from swiftwriter.engine.decoding.settings import ContextSettings
-from swiftwriter.session import DocumentSession, ProjectHistory, PromptSession, PromptTooLong
 from swiftwriter.store import Project
 from swiftwriter.store import history as history_mod
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.history import ProjectHistory
+from swiftwriter.writing.session import DocumentSession, PromptSession, PromptTooLong
 
 from tests.conftest import build_tiny
-from tests.test_session import Latin1Tokenizer
+from tests.writing.test_session import Latin1Tokenizer
 
 GREEDY = SamplingSettings(greedy=True, penalty=1.0)
 MEGABYTES = "".join(f"{i:07d} " for i in range(1 << 20))  # 8 MB, no two windows alike
@@ -74,7 +75,7 @@ def test_a_prompt_longer_than_the_context_is_refused_from_its_end(small_window):
 
 def history_of(project) -> ProjectHistory:
     tok = Latin1Tokenizer()
-    return ProjectHistory(project, tok.identity, DocumentSession.encoder_for(tok))
+    return ProjectHistory.of(project, tok)
 
 
 @pytest.mark.parametrize("damage", [{"depth": 2147483648}, {"alive_tokens": "NaN"}])

@@ -5,7 +5,6 @@ why; the standing author's note sits at its depth."""
 
 from __future__ import annotations
 
-from swiftwriter.context import assemble
 from swiftwriter.lorebook import (
     AuthorsNote,
     Lorebook,
@@ -16,8 +15,9 @@ from swiftwriter.lorebook import (
     scanned_window,
 )
 from swiftwriter.store import LoreEntry, Project
+from swiftwriter.writing.context import assemble
 
-from tests.test_context import decode, encode, session_for
+from tests.writing.test_context import decode, encode, session_for
 
 FILLER = "The tide turned over the grey stones of the quay. " * 3  # 150 characters, no keys
 

@@ -14,8 +14,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 import markdown  # noqa: E402
-
 from swiftwriter.export import mdparse  # noqa: E402
+
 from tests.export.markdown_corpus import CASES  # noqa: E402
 
 

@@ -13,7 +13,7 @@ from swiftwriter.store import Project
 from swiftwriter.store.importing import import_sections
 
 from tests.conftest import build_tiny
-from tests.test_session import Latin1Tokenizer
+from tests.writing.test_session import Latin1Tokenizer
 
 BOOK = """Some words before any heading.
 

@@ -156,7 +156,7 @@ def take_written(path: Path) -> None:
 
 def tiny_history(path: Path, tiny_folder) -> tuple[str, object]:
     """Build the project's drafting cache for the tiny tokenizer, as a take would."""
-    from swiftwriter.session import ProjectHistory, encoder_of, tokenizer_identity
+    from swiftwriter.writing.history import ProjectHistory, encoder_of, tokenizer_identity
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_folder)

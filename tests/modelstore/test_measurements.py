@@ -363,7 +363,7 @@ def test_a_take_that_contradicts_the_remembered_dtype_has_it_measured_again(
     decoding runs (taken under load, plausible otherwise): the take marks it stale, says so,
     and the next auto load measures again."""
     from swiftwriter.store import Project
-    from swiftwriter.take import Take, TakeRequest
+    from swiftwriter.writing.take import Take, TakeRequest
 
     from tests.ui.conftest import tiny_loaded
 
@@ -492,8 +492,8 @@ def test_a_measurement_while_two_processes_burn_both_cores_is_stored_only_if_qui
 
 
 def test_the_speed_dock_says_how_auto_chose_the_dtype(qtbot):
-    from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
+    from swiftwriter.writing.take import LiveStats
 
     dock = StatsDock()
     qtbot.addWidget(dock)

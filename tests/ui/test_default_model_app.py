@@ -16,10 +16,10 @@ from swiftwriter import paths
 @pytest.mark.bench
 @pytest.mark.default_model
 def test_app_speedup_agrees_with_bench(qtbot, default_model, tmp_path):
-    from swiftwriter import baseline
     from swiftwriter.bench.methods import run_bench
     from swiftwriter.store import Project
     from swiftwriter.ui.main_window import MainWindow
+    from swiftwriter.writing import baseline
 
     n = int(os.environ.get("SWIFTWRITER_APP_BENCH_TOKENS", "1000"))
     text = (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ import json
 import random
 
 import pytest
-from swiftwriter.endings import allowance_for
+from swiftwriter.writing.endings import allowance_for
 
 from tests.ui.conftest import WORDS, tiny_loaded
 

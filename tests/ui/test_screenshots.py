@@ -14,8 +14,8 @@ COMMITTED = Path(__file__).resolve().parents[2] / "resources" / "screenshots"
 
 
 def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
-    from swiftwriter import baseline
     from swiftwriter.ui.settings import apply_theme
+    from swiftwriter.writing import baseline
 
     refresh = os.environ.get("SWIFTWRITER_REFRESH_SCREENSHOTS") == "1"
     SHOTS = COMMITTED if refresh else tmp_path / "screenshots"  # noqa: N806

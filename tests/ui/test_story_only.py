@@ -9,9 +9,10 @@ from types import SimpleNamespace
 
 import torch
 from PySide6.QtGui import QTextCursor
-from swiftwriter.take import story_only_bans, story_sampling
 from swiftwriter.ui.panel_state import apply_state, state_of
 from swiftwriter.ui.takes import take_request
+from swiftwriter.writing.guards import story_only_bans
+from swiftwriter.writing.take import story_sampling
 
 HEBREW_DALET = "×ĵ"  # "ד" (bytes d7 93) as a byte-level vocabulary spells it
 PIECES = ["<|im_end|>", "Ġthe", "##", "**", "Ġsea", "```", "<|im_start|>", "Ġ#", HEBREW_DALET]

@@ -6,8 +6,8 @@ error in the worker becomes a message."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from swiftwriter.endings import allowance_for
 from swiftwriter.words import count_words
+from swiftwriter.writing.endings import allowance_for
 
 WAIT = 30000
 
@@ -126,7 +126,7 @@ def test_regenerate_keeps_the_previous_take(qtbot, window, make_project):
 
 
 def test_the_stats_dock_updates_with_a_measured_speedup(qtbot, window, make_project):
-    from swiftwriter import baseline
+    from swiftwriter.writing import baseline
 
     baseline.clear_cache()  # measured for this run, at this context
     open_doc(window, make_project)
@@ -184,7 +184,7 @@ def test_words_are_converted_with_the_measured_ratio(qtbot, window, make_project
 
 
 def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkeypatch):
-    from swiftwriter.session import DocumentSession
+    from swiftwriter.writing.session import DocumentSession
 
     doc = open_doc(window, make_project)
 
@@ -202,8 +202,8 @@ def test_an_error_in_the_worker_is_a_message(qtbot, window, make_project, monkey
 
 
 def test_the_plain_baseline_is_measured_per_model_and_context(tiny_words, monkeypatch):
-    from swiftwriter import baseline
     from swiftwriter.engine.decoding.settings import SamplingSettings
+    from swiftwriter.writing import baseline
 
     from tests.ui.conftest import tiny_loaded
 
@@ -258,7 +258,7 @@ def test_the_editor_span_counts_in_qt_positions(qtbot):
 
 def test_the_speedup_is_wall_clock_like_the_bench():
     import pytest
-    from swiftwriter.baseline import speedup_over_plain, stats_speedup
+    from swiftwriter.writing.baseline import speedup_over_plain, stats_speedup
 
     # plain: 1 s prefill + 100 tokens at 25 tokens/s = 5 s; this run: 1 s + 2 s = 3 s
     assert speedup_over_plain(100, 1.0, 2.0, 25.0) == pytest.approx(5 / 3)
@@ -271,7 +271,7 @@ def test_the_speedup_is_wall_clock_like_the_bench():
 
 def test_a_run_mostly_undrafted_is_its_own_plain_measurement():
     import pytest
-    from swiftwriter.baseline import plain_rate, stats_speedup
+    from swiftwriter.writing.baseline import plain_rate, stats_speedup
 
     # 100 passes; 60 undrafted wrote 60 tokens in 3 s: plain decoding at 20 tokens/s here
     stats = {"tokens": 110, "forward_passes": 100, "prefill_s": 1.0, "draft_s": 0.5,
@@ -313,8 +313,8 @@ def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, wi
 
 
 def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
-    from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
+    from swiftwriter.writing.take import LiveStats
 
     dock = StatsDock()
     qtbot.addWidget(dock)
@@ -339,8 +339,8 @@ def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
 
 
 def test_the_stats_dock_says_when_passes_decoded_plainly(qtbot):
-    from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
+    from swiftwriter.writing.take import LiveStats
 
     dock = StatsDock()
     qtbot.addWidget(dock)
@@ -387,9 +387,9 @@ def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
     take's drafting settings, and the Speed dock says which one ran and what it keeps."""
     from PySide6.QtGui import QAction
     from swiftwriter.engine.decoding.settings import DEFAULT_SAMPLER
-    from swiftwriter.take import LiveStats
     from swiftwriter.ui.stats_dock import StatsDock
     from swiftwriter.ui.take_panel import PANEL_ACTIONS, SAMPLER_LABELS, TakePanel
+    from swiftwriter.writing.take import LiveStats
 
     panel = TakePanel({name: QAction(name) for name in PANEL_ACTIONS})
     qtbot.addWidget(panel)

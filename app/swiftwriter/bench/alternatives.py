@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import time
 
-from swiftwriter.alternatives import alternative_sampling, selection_prompt, write_alternatives
 from swiftwriter.engine.decoding.generator import Generator
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.textgen import eos_ids_of
+from swiftwriter.writing.alternatives import (
+    alternative_sampling,
+    selection_prompt,
+    write_alternatives,
+)
 
 
 def plain_tokens(loaded, prompt: list[int], tokens: int, sampling, seed: int) -> list[int]:

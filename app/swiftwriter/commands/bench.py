@@ -471,7 +471,7 @@ def _load(args, bench: _Bench, prompts: list[tuple[str | None, str]]) -> None:
     _load_drafter(args, bench)
     bench.extra_sources = _history(args, loaded.tokenizer, bench.methods)
     if args.ban_chatter:
-        from swiftwriter.take import story_only_bans
+        from swiftwriter.writing.guards import story_only_bans
 
         bench.sampling = replace(
             bench.sampling, banned_tokens=story_only_bans(loaded, prompts_text)
@@ -773,13 +773,11 @@ def _seeds(args) -> list[int]:
 def _history_sources(project_path: str, tokenizer):
     """A factory of fresh HistorySources over the project's history (read-only: nothing saved)."""
     from swiftwriter.engine.decoding.history_source import HistorySource
-    from swiftwriter.session import ProjectHistory, encoder_of, tokenizer_identity
     from swiftwriter.store import Project
+    from swiftwriter.writing.history import ProjectHistory
 
     with Project.open(Path(project_path), readonly=True) as project:
-        index = ProjectHistory(
-            project, tokenizer_identity(tokenizer), encoder_of(tokenizer)
-        ).refresh()
+        index = ProjectHistory.of(project, tokenizer).refresh()
     return (lambda: [HistorySource(index)]), len(index)
 
 

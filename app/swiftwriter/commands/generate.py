@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
 def _prompt_fits(take, prompt_file: str) -> None:
     """A prompt file longer than the model's context is refused in one line naming it, before
     anything else is said (its end alone is tokenized to know: session.PromptSession)."""
-    from swiftwriter.session import PromptTooLong
+    from swiftwriter.writing.session import PromptTooLong
 
     try:
         take.session.build_prompt()
@@ -262,7 +262,8 @@ def _prompt_fits(take, prompt_file: str) -> None:
 def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, ending):
     """The take both forms of `generate` run (take.Take), printing its text as it comes."""
     from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings
-    from swiftwriter.take import Take, TakeRequest
+    from swiftwriter.writing.history import ProjectHistory
+    from swiftwriter.writing.take import Take, TakeRequest
 
     def show(piece: str) -> None:
         sys.stdout.write(piece)
@@ -281,7 +282,9 @@ def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, end
             slide_mode=args.slide_mode,
             limit=args.context_limit,
         ),
-        history=project is not None and not args.no_history,
+        history=None
+        if project is None or args.no_history
+        else ProjectHistory.of(project, loaded.tokenizer),
         measure_baseline=False,
         direction=args.direction,
         story_mode=args.story_context,
@@ -328,9 +331,9 @@ def _load(args: argparse.Namespace, entry, prompt_text: str | None, max_new_toke
         return loader.load_placed(entry, placement, dtype=args.dtype)
     from transformers import AutoConfig, AutoTokenizer
 
-    from swiftwriter.context import fitted
     from swiftwriter.engine.decoding.generator import context_length
-    from swiftwriter.session import encoder_of
+    from swiftwriter.writing.context import fitted
+    from swiftwriter.writing.history import encoder_of
 
     folder = entry.folder()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -341,7 +344,7 @@ def _load(args: argparse.Namespace, entry, prompt_text: str | None, max_new_toke
 
 
 def _ending(args: argparse.Namespace):
-    from swiftwriter.endings import TakeEnding, parse_stops
+    from swiftwriter.writing.endings import TakeEnding, parse_stops
 
     if not 0 <= args.min_new_tokens <= args.max_new_tokens:
         raise UserError(

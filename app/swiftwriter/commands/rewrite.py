@@ -10,10 +10,10 @@ import json
 import sys
 from dataclasses import replace
 
-from swiftwriter.alternatives import TOOLS, write_alternatives
 from swiftwriter.commands.common import add_encoding, positive_int, read_text_file
 from swiftwriter.engine.decoding.settings import SAMPLERS, DraftSettings
 from swiftwriter.errors import UserError
+from swiftwriter.writing.alternatives import TOOLS, write_alternatives
 
 
 def register(sub: argparse._SubParsersAction) -> None:

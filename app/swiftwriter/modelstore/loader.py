@@ -47,7 +47,8 @@ class LoadedModel:
     drafter_status: str = "not checked"  # 'present: <folder>', 'missing' or 'mismatched: <why>'
     dtype_why: str = ""  # how `auto` chose the dtype ("" when chosen by hand)
     stored: str = ""  # weights as stored: their types and the kernel's path
-    # take.story_only_bans' answers per set of scripts the writer uses: worked out once a model
+    # writing.guards.story_only_bans' answers per set of scripts the writer uses: worked out
+    # once a model
     story_bans: dict = field(default_factory=dict, repr=False, compare=False)
 
     def precision(self) -> str:

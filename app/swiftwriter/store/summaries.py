@@ -1,6 +1,6 @@
 """A document's rolling summary, kept in the project file: what slid out of a long take's window,
-summarised by the model after the take (rolling.py), or written or edited by the writer. The
-document's next takes read it as part of their pinned head (context.py), so chapter 12 still
+summarised by the model after the take (writing/rolling.py), or written or edited by the writer. The
+document's next takes read it as part of their pinned head (writing/context.py), so chapter 12 still
 knows what happened in chapter 2. Whether the model writes it at all is a project setting.
 Mixed into Project, which supplies the connection, the lock and `_write`."""
 

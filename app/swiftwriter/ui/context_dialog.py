@@ -16,9 +16,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from swiftwriter.take import Take
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 from swiftwriter.ui.takes import take_request
+from swiftwriter.writing.take import Take
 
 
 def next_take(window) -> Take:
@@ -166,7 +166,7 @@ class SummaryWorker(StoppableWorker):
         self.loaded, self.text = loaded, text
 
     def _run(self) -> None:
-        from swiftwriter.synopsis import write_synopsis
+        from swiftwriter.writing.synopsis import write_synopsis
 
         summary = write_synopsis(self.loaded, self.text, should_stop=self.should_stop)
         if not self.should_stop():

@@ -99,9 +99,9 @@ class HeadsTrainer(StoppableWorker):
         self._last = ("", 0.0)
 
     def _run(self) -> None:
-        from swiftwriter.session import encoder_of
         from swiftwriter.training.pipeline import train_drafter
         from swiftwriter.training.train import TrainSettings
+        from swiftwriter.writing.history import encoder_of
 
         job = self.job
         loaded = job.loaded

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.alternatives import TOOLS as SELECTION_TOOLS
-from swiftwriter.baseline import plain_rate, stats_speedup
 from swiftwriter.store import Generation, Project, ProjectError
+from swiftwriter.writing.alternatives import TOOLS as SELECTION_TOOLS
+from swiftwriter.writing.baseline import plain_rate, stats_speedup
 
 COLUMNS = ("#", "Document", "Started", "Status", "Tokens", "tok/s", "τ", "Speedup", "Mode")
 

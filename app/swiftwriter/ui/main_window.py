@@ -48,6 +48,7 @@ from swiftwriter.ui.takes import TakeController
 from swiftwriter.ui.tools import ToolsMixin
 from swiftwriter.ui.welcome import WelcomePage, create_sample_project
 from swiftwriter.ui.wordcount import TargetsDialog, WordCounter
+from swiftwriter.writing.history import Histories
 
 FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 IGNORED = QSizePolicy.Policy.Ignored
@@ -82,7 +83,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self._thread = None
         self._saved_text = ""
         self._loading_doc = False
-        self._histories: dict = {}
+        self.histories: Histories | None = None  # the open project's drafting histories
         self._last_deleted: int | None = None
         self._layout_kept = False  # the docks' sizes came from the last session
         self._desk_laid_out = False
@@ -407,19 +408,6 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.statusBar().showMessage(message)
         self.model_failed.emit(message)
 
-    def history_for(self, loaded):
-        """One drafting history per open project and tokenizer, kept between generations."""
-        from swiftwriter.session import ProjectHistory, tokenizer_identity
-
-        tok_id = tokenizer_identity(loaded.tokenizer)
-        if tok_id not in self._histories:
-            from swiftwriter.session import encoder_of
-
-            self._histories[tok_id] = ProjectHistory(
-                self.project, tok_id, encoder_of(loaded.tokenizer)
-            )
-        return self._histories[tok_id]
-
     # -- projects ---------------------------------------------------------------------------
     def open_project(self, path) -> bool:
         if not self.close_project():
@@ -434,7 +422,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     def _adopt(self, project: Project) -> None:
         self.project = project
-        self._histories = {}
+        self.histories = Histories(project)
         self.settings.add_recent(project.path)
         self.welcome.set_recent(self.settings.recent_projects())
         self.setWindowTitle(f"{project.meta.get('title') or project.path.stem} — SwiftWriter")
@@ -508,6 +496,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.takes.reset()
         self.stats_dock.reset()  # the last take's figures belong to this project
         project, self.project, self.doc_id = self.project, None, None
+        self.histories = None
         self.tree.set_project(None)
         self.notes.set_project(None)
         self.editor.set_text("")

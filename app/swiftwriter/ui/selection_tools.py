@@ -1,6 +1,6 @@
 """Selection tools in the window: Rewrite, Describe, Expand, Shorten or the writer's own
 instruction on the selected passage. The model writes the alternatives together in a worker
-thread (alternatives.py), they stream side by side into a chooser, and the one the writer
+thread (writing/alternatives.py), they stream side by side into a chooser, and the one the writer
 picks replaces the passage as one edit (one Ctrl+Z takes it back), recorded in History with
 the snapshot before it."""
 
@@ -22,10 +22,10 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from swiftwriter.alternatives import COUNT, TOOLS
 from swiftwriter.ui.editor import text_before
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 from swiftwriter.ui.worker import TextBatcher
+from swiftwriter.writing.alternatives import COUNT, TOOLS
 
 
 class AlternativesWorker(StoppableWorker):
@@ -42,7 +42,7 @@ class AlternativesWorker(StoppableWorker):
         self.sampling, self.drafting = panel  # the generation panel's mode and strategy
 
     def _run(self) -> None:
-        from swiftwriter.alternatives import write_alternatives
+        from swiftwriter.writing.alternatives import write_alternatives
 
         batchers = [TextBatcher(lambda text, i=i: self.piece.emit(i, text)) for i in range(COUNT)]
         try:
@@ -242,7 +242,7 @@ class SelectionTools(QObject):
         project, doc_id = window.project, window.doc_id
         if project is None or doc_id is None or project.readonly:
             return
-        from swiftwriter.session import tokenizer_identity
+        from swiftwriter.writing.history import tokenizer_identity
 
         window.save_now()
         alt, loaded = result.alternatives[index], window.loaded_model

@@ -1,7 +1,7 @@
 """Live statistics of the running generation, and a small chart of its speed.
 
 The speedup shown is against plain decoding measured on this machine at this context length
-(see baseline.py), and says so; without a measurement it shows a dash, never an estimate."""
+(see writing/baseline.py), and says so; without a measurement it shows a dash, never an estimate."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QDockWidget, QFormLayout, QLabel, QVBoxLayout, QWi
 from swiftwriter.ui.fitting import WrappedLabel, scrolled
 
 if TYPE_CHECKING:
-    from swiftwriter.take import LiveStats
+    from swiftwriter.writing.take import LiveStats
 
 SOURCE_NAMES = {"ngram": "n-gram", "suffix": "context", "history": "history", "heads": "heads"}
 

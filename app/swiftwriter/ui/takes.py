@@ -13,13 +13,13 @@ from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from swiftwriter.endings import parse_stops
 from swiftwriter.errors import UserError
-from swiftwriter.take import TakeRequest
 from swiftwriter.ui.editor import qt_len, text_before
 from swiftwriter.ui.panel_state import save_project_state, state_of
 from swiftwriter.ui.stats_dock import STOP_REASONS
 from swiftwriter.ui.worker import GenerationWorker, start_generation
+from swiftwriter.writing.endings import parse_stops
+from swiftwriter.writing.take import TakeRequest
 
 
 @dataclass
@@ -47,7 +47,11 @@ def take_request(window) -> TakeRequest:
         sampling=panel.sampling(),
         drafting=panel.drafting(),
         context=panel.context(),
-        history=window.history_for(window.loaded_model) if panel.use_history() else False,
+        history=(
+            window.histories.for_model(window.loaded_model)
+            if panel.use_history() and window.histories is not None
+            else None
+        ),
         keep_writing=panel.keep_writing.isChecked(),
         keep_to_story=panel.story_only.isChecked(),
         direction=direction,

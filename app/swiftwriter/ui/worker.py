@@ -11,8 +11,8 @@ import time
 
 from PySide6.QtCore import QObject, QThread, Signal
 
-from swiftwriter.take import Take, TakeRequest
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
+from swiftwriter.writing.take import Take, TakeRequest
 
 TEXT_INTERVAL_S = 0.04  # streamed text reaches the editor at most 25 times a second
 

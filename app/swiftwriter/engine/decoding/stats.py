@@ -82,7 +82,8 @@ class RunStats:
     # How surprised the plain model is by the text it writes: the mean of -log p(token) under
     # its raw distribution (no penalty, temperature 1), per piece of SURPRISE_PIECE tokens.
     # Prose reads at about 1.5-2.5 nats a token with the default model, a loop near 0, a take
-    # that has broken down into word salad or letter soup at 4 and more (session.py stops it).
+    # that has broken down into word salad or letter soup at 4 and more (the writing layer
+    # stops it: writing/guards.py).
     surprise_by_piece: list = field(default_factory=list)
     _nats: list = field(default_factory=lambda: [0.0, 0])  # the open piece: sum, tokens
 

@@ -7,11 +7,12 @@ import random
 from dataclasses import replace
 
 import pytest
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine import DraftSettings, SamplingSettings
 from swiftwriter.errors import UserError
-from swiftwriter.session import DocumentSession, ProjectHistory, generate_into_document
 from swiftwriter.store import Project, ProjectError
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.history import ProjectHistory
+from swiftwriter.writing.session import DocumentSession, generate_into_document
 
 from tests.conftest import build_tiny
 
@@ -88,7 +89,7 @@ def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, mo
         return original(self, key, tokenize)
 
     monkeypatch.setattr(Project, "history_tokens", spy)
-    history = ProjectHistory(project, tok.identity, DocumentSession.encoder_for(tok))
+    history = ProjectHistory.of(project, tok)
     # Fixed trie sizes: the adaptive sizing follows measured timings, so forward-pass counts
     # would depend on the machine's load; with a fixed budget they measure the drafts alone.
     fixed = DraftSettings(max_nodes=24, adaptive=False)
@@ -244,13 +245,13 @@ def test_a_take_that_breaks_down_stops_there_with_the_reason(tiny_llama, monkeyp
     measure. The take stops after two such pieces of 512 tokens, its text kept, the reason
     given; a take asked for less than two pieces is never judged, nor one that reads as
     the model's own likely text (its greedy text here: about 3.1)."""
-    from swiftwriter import session as session_mod
     from swiftwriter.engine.decoding.stats import SURPRISE_PIECE
+    from swiftwriter.writing import guards
 
-    assert session_mod.broke_down([2.0, 4.5, 4.1]) and not session_mod.broke_down([4.5, 3.9])
-    assert not session_mod.broke_down([9.0])
+    assert guards.broke_down([2.0, 4.5, 4.1]) and not guards.broke_down([4.5, 3.9])
+    assert not guards.broke_down([9.0])
     from swiftwriter.engine.decoding.settings import ContextSettings
-    from swiftwriter.session import PromptSession
+    from swiftwriter.writing.session import PromptSession
 
     salad = SamplingSettings(greedy=False, temperature=3.0, penalty=1.0, seed=1)
 
@@ -263,7 +264,7 @@ def test_a_take_that_breaks_down_stops_there_with_the_reason(tiny_llama, monkeyp
 
     result = session(4 * SURPRISE_PIECE).run()
     assert result.stats["stop_reason"] == "broke_down" and result.status == "finished"
-    assert all(n > session_mod.BREAKDOWN_NATS for n in result.stats["surprise_by_piece"][-2:])
+    assert all(n > guards.BREAKDOWN_NATS for n in result.stats["surprise_by_piece"][-2:])
     assert 2 * SURPRISE_PIECE <= len(result.token_ids) < 4 * SURPRISE_PIECE
     assert session(SURPRISE_PIECE + 10).run().stats["stop_reason"] != "broke_down"
     likely = session(3 * SURPRISE_PIECE, SamplingSettings(greedy=True, penalty=1.0)).run()
@@ -276,7 +277,8 @@ def test_a_take_that_leaves_its_prompt_s_scripts_has_broken_down():
     """Letter soup reads as likely to the model (the app's kitchen take: 1.4-3.0 nats a token
     in Hebrew and full-width characters), so the script gives it away: most letters of the last
     2,000 characters in scripts the prompt hardly uses."""
-    from swiftwriter.session import SCRIPT_SPAN, left_its_scripts, scripts_of
+    from swiftwriter.engine.decoding.scripts import scripts_of
+    from swiftwriter.writing.guards import SCRIPT_SPAN, left_its_scripts
 
     english = "Claire did not look up from the sink. " * 60
     assert scripts_of(english) == {"LATIN"}
@@ -294,7 +296,7 @@ def test_symbol_soup_in_the_writers_own_script_has_broken_down():
     capitals: mostly Latin letters, so the scripts did not give it away; its characters do."""
     from pathlib import Path
 
-    from swiftwriter.session import SCRIPT_SPAN, strange_share, turned_to_soup
+    from swiftwriter.writing.guards import SCRIPT_SPAN, strange_share, turned_to_soup
 
     story = (
         "Claire did not look up from the sink. \u201cNot now,\u201d she said \u2014 twice. " * 40

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from swiftwriter.endings import ends_sentence
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
-from swiftwriter.take import Take, TakeRequest
 from swiftwriter.words import count_words
+from swiftwriter.writing.endings import ends_sentence
+from swiftwriter.writing.take import Take, TakeRequest
 
 MARKS = {3: ".", 9: ",", 15: " -", 10: "!", 11: "\n\n", 12: "."}
 PIECES = [MARKS.get(i, " w") for i in range(16)]  # the 16-token model's text: mostly words
@@ -47,15 +47,15 @@ def take(model, drafting: DraftSettings, snapshots: list) -> object:
     prompt = " w w w w w w w w w." * 4  # 1.0 token a word: this take spends more
     request = TakeRequest(None, None, loaded, prompt_text=prompt, target=60, unit="words",
                           sampling=SamplingSettings(seed=3), drafting=drafting,
-                          history=False, measure_baseline=False)  # fmt: skip
+                          history=None, measure_baseline=False)  # fmt: skip
     return Take(request, on_stats=snapshots.append).run()
 
 
 def test_a_take_asked_in_words_writes_them_and_speculation_ends_where_plain_does(
     tiny_vocab_model, monkeypatch
 ):
-    monkeypatch.setattr("swiftwriter.take.STATS_INTERVAL_S", 0.0)  # a snapshot every step
-    monkeypatch.setattr("swiftwriter.take.ESTIMATE_WORDS", 20)  # a short take's own ratio
+    monkeypatch.setattr("swiftwriter.writing.take.STATS_INTERVAL_S", 0.0)  # a snapshot every step
+    monkeypatch.setattr("swiftwriter.writing.take.ESTIMATE_WORDS", 20)  # a short take's own ratio
     seen: list = []
     plain = take(tiny_vocab_model, DraftSettings.plain(), [])
     fast = take(tiny_vocab_model, DraftSettings(), seen)
@@ -103,7 +103,7 @@ def test_a_take_runs_with_the_heap_it_found_frozen_and_unfreezes_it(tiny_vocab_m
 def test_keep_writing_a_length_in_words_forbids_end_of_text_until_the_words_end_it():
     """No token count marks where the words will be written, so end-of-text stays forbidden
     to the take's bound (a length in tokens: to the tokens asked)."""
-    from swiftwriter.take import ending_of
+    from swiftwriter.writing.take import ending_of
 
     loaded = SimpleNamespace(model=None, tokenizer=PieceTokenizer())
     prompt = " w w w w w w w w w." * 4

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from swiftwriter.chat_template import has_chat_template, template_ids
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.errors import UserError
-from swiftwriter.session import encoder_of
-from swiftwriter.take import Take, TakeRequest
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.history import encoder_of
+from swiftwriter.writing.take import Take, TakeRequest
 
 SYSTEM = (
     "Summarise the writer's text for their own notes: who, where, what happens, in two or "
@@ -41,7 +41,7 @@ def synopsis_request(loaded, text: str, target: int = TARGET) -> TakeRequest:
         prompt_ids=prompt,
         target=target,
         sampling=SamplingSettings(greedy=True, penalty=1.2, window=256),
-        history=False,
+        history=None,
         measure_baseline=False,
         ending=TakeEnding(target, stops=("\n\n",)),
     )

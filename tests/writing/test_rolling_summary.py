@@ -11,10 +11,10 @@ import pytest
 from swiftwriter.engine import DraftSettings, SamplingSettings
 from swiftwriter.engine.decoding.settings import ContextSettings
 from swiftwriter.store import Project
-from swiftwriter.take import Take, TakeRequest
+from swiftwriter.writing.take import Take, TakeRequest
 
-from tests.test_context import novel  # noqa: F401 - a fixture
-from tests.test_session import Latin1Tokenizer, random_text
+from tests.writing.test_context import novel  # noqa: F401 - a fixture
+from tests.writing.test_session import Latin1Tokenizer, random_text
 
 GREEDY = SamplingSettings(greedy=True, penalty=1.0)
 WINDOW = ContextSettings(policy="slide", sink=4, limit=128)  # a small window: `--context-limit 128`
@@ -33,7 +33,7 @@ def _loaded(model):
 def _take(project, doc_id, model, drafting=None, target=160) -> Take:
     request = TakeRequest(project, doc_id, _loaded(model), prompt_text=None, target=target,
                           sampling=GREEDY, drafting=drafting or DraftSettings(), context=WINDOW,
-                          history=False, measure_baseline=False)  # fmt: skip
+                          history=None, measure_baseline=False)  # fmt: skip
     return Take(request)
 
 
@@ -96,7 +96,7 @@ def test_switched_off_no_summary_is_written_nor_read(tmp_path, model, one_thread
 def test_a_failure_to_summarise_keeps_the_take_and_the_summary(
     tmp_path, model, one_thread, monkeypatch, caplog
 ):
-    from swiftwriter import rolling
+    from swiftwriter.writing import rolling
 
     def broken(*args, **kwargs):
         raise RuntimeError("out of memory")

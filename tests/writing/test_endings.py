@@ -4,9 +4,9 @@ stop sequence; the project's stop sequences; the session and the CLI use them.""
 from __future__ import annotations
 
 import pytest
-from swiftwriter.endings import TakeEnding, allowance_for, ends_sentence, parse_stops
 from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
+from swiftwriter.writing.endings import TakeEnding, allowance_for, ends_sentence, parse_stops
 
 
 def test_sentence_ends_and_allowance():
@@ -92,9 +92,9 @@ def test_the_session_ends_at_the_projects_stop_sequence_and_records_the_ending(
     tmp_path, tiny_llama
 ):
     from swiftwriter.engine import SamplingSettings
-    from swiftwriter.session import DocumentSession
+    from swiftwriter.writing.session import DocumentSession
 
-    from tests.test_session import Latin1Tokenizer, random_text
+    from tests.writing.test_session import Latin1Tokenizer, random_text
 
     path = tmp_path / "P.swiftwriter"
     with Project.create(path, title="P") as p:

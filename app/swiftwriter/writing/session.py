@@ -11,189 +11,32 @@ the document in the same transaction that closes the generation."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import logging
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from swiftwriter.chat_template import has_chat_template, template_ids
-from swiftwriter.context import STORY_MODES, Reader, StoryContext, assemble, fitted
-from swiftwriter.endings import TakeEnding, parse_stops
 from swiftwriter.engine.decoding.generator import (
     Generator,
     StepEvent,
     context_length,
     vocab_size_of,
 )
-from swiftwriter.engine.decoding.history_source import SENT, HistoryIndex, HistorySource
-from swiftwriter.engine.decoding.scripts import script, scripts_of
+from swiftwriter.engine.decoding.history_source import HistorySource
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
-from swiftwriter.engine.decoding.textgen import IncrementalDecoder, encode, eos_ids_of
+from swiftwriter.engine.decoding.textgen import eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
-from swiftwriter.store.history import HISTORY_TAKE_TOKENS
 from swiftwriter.store.texts import Excerpt
-
-log = logging.getLogger(__name__)
-
-HISTORY_KINDS = ("g", "d", "n")  # generations, documents, notes
+from swiftwriter.writing.context import STORY_MODES, Reader, StoryContext, assemble, fitted
+from swiftwriter.writing.endings import TakeEnding, parse_stops
+from swiftwriter.writing.guards import TakeStream
+from swiftwriter.writing.history import ProjectHistory, encoder_of, tokenizer_identity
 
 
 class PromptTooLong(UserError):
     """A prompt longer than the model's context, refused before the take (the caller names
     where it came from)."""
-
-
-# A take whose last BREAKDOWN_PIECES pieces of 512 tokens each read above BREAKDOWN_NATS nats a
-# token under the plain model (RunStats.surprise_by_piece) has broken down: word salad or letter
-# soup, where this model's prose reads at 1.5-2.5. The take ends there with the reason said,
-# rather than writing thousands of words of it into the writer's document.
-BREAKDOWN_NATS = 4.0
-BREAKDOWN_PIECES = 2
-
-
-def broke_down(surprise_by_piece) -> bool:
-    last = list(surprise_by_piece)[-BREAKDOWN_PIECES:]
-    return len(last) == BREAKDOWN_PIECES and min(last) > BREAKDOWN_NATS
-
-
-# Surprise does not see every breakdown: a take that has turned into letter soup predicts its
-# own soup well (the app's kitchen take read at 1.4-3.0 nats a token in Hebrew and full-width
-# characters). What gives it away is the script: most of the letters of its last SCRIPT_SPAN
-# characters are in scripts its prompt hardly uses.
-SCRIPT_SPAN = 2000
-SCRIPT_FOREIGN = 0.5
-
-
-def left_its_scripts(text: str, own: set[str]) -> bool:
-    """Whether most letters of the text's last SCRIPT_SPAN characters are in other scripts
-    than `own` (judged once SCRIPT_SPAN characters are written)."""
-    if len(text) < SCRIPT_SPAN or not own:
-        return False
-    letters = [c for c in text[-SCRIPT_SPAN:] if c.isalpha()]
-    foreign = sum(script(c) not in own for c in letters)
-    return bool(letters) and foreign / len(letters) > SCRIPT_FOREIGN
-
-
-# Nor does it see symbol soup in the writer's own script (the app's 50,000-word take ended in
-# ‰, ˜, ※, full-width digits and katakana among Latin capitals): most of its characters are ones
-# the writer's text never uses. ASCII is everyone's (a table of figures is no breakdown).
-STRANGE_SHARE = 0.3
-
-
-def strange_share(text: str, own: set[str]) -> float:
-    """The share of the visible characters of the text's last SCRIPT_SPAN that are neither
-    ASCII nor in `own` (the characters of the writer's text)."""
-    visible = [c for c in text[-SCRIPT_SPAN:] if not c.isspace()]
-    strange = sum(1 for c in visible if c not in own and not c.isascii())
-    return strange / len(visible) if visible else 0.0
-
-
-def turned_to_soup(text: str, own_scripts: set[str], own_chars: set[str]) -> bool:
-    """A take's last SCRIPT_SPAN characters gone to letter or symbol soup (judged once that
-    many are written): letters mostly in scripts the writer's text hardly uses, or characters
-    mostly ones it never uses."""
-    if len(text) < SCRIPT_SPAN:
-        return False
-    return left_its_scripts(text, own_scripts) or strange_share(text, own_chars) > STRANGE_SHARE
-
-
-def tokenizer_identity(tokenizer) -> str:
-    """A stable id for a tokenizer's vocabulary: models sharing a tokenizer share history."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        digest = hashlib.blake2b(backend.to_str().encode("utf-8"), digest_size=10).hexdigest()
-        return f"hf-{digest}"
-    explicit = getattr(tokenizer, "identity", None)
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    name = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
-    return f"{name}:{len(tokenizer) if hasattr(tokenizer, '__len__') else 0}"
-
-
-def encoder_of(tokenizer) -> Callable[[str], list[int]]:
-    return functools.partial(encode, tokenizer)
-
-
-class ProjectHistory:
-    """A project's drafting history for one tokenizer: loaded from the project's cache and
-    brought up to date with what changed since (new generations, edited documents and notes).
-    Keep one per open project and tokenizer to skip even the loading between generations."""
-
-    def __init__(
-        self, project: Project, tokenizer_id: str, tokenize: Callable[[str], list[int]] | None
-    ):
-        self.project = project
-        self.tokenizer_id = tokenizer_id
-        self.tokenize = tokenize
-        self.index: HistoryIndex | None = None
-        self.timings: dict[str, float] = {}
-
-    def refresh(self, vocab_size: int | None = None) -> HistoryIndex:
-        """The index brought up to date; a stored cache that does not hold together (or holds
-        ids at or beyond `vocab_size`, the model's) is rebuilt, and a recorded text whose ids
-        lie beyond it is left out, each said in one line."""
-        t0 = time.perf_counter()
-        if self.index is None:
-            self.index = self._load(vocab_size)
-        t1 = time.perf_counter()
-        index = self.index
-        current = self.project.history_fingerprints(
-            self.tokenizer_id, documents=self.tokenize is not None
-        )
-        covered = HISTORY_KINDS if self.tokenize is not None else ("g",)
-        for key in list(index.sources):
-            if key[:1] in covered and key not in current:
-                index.discard(key, settle=False)
-        bound = min(vocab_size or SENT, SENT)
-        beyond: list[int] = []
-        for key, fingerprint in current.items():
-            if index.sources.get(key, {}).get("fp") != fingerprint:
-                tokens = self.project.history_tokens(key, self.tokenize)
-                if tokens and max(tokens) >= bound:
-                    beyond.append(max(tokens))
-                    index.set_aside(key, fingerprint, settle=False)
-                else:
-                    index.update(key, fingerprint, tokens, settle=False)
-        index.settle()
-        if beyond:
-            log.warning("%s: %d recorded texts hold token ids beyond the model's vocabulary (up "
-                        "to %s, of %s): left out of the drafting history", self.project.path.name,
-                        len(beyond), f"{max(beyond):,}", f"{bound:,}")  # fmt: skip
-        t2 = time.perf_counter()
-        self._save()
-        self.timings = {
-            "load_s": round(t1 - t0, 4),
-            "sync_s": round(t2 - t1, 4),
-            "save_s": round(time.perf_counter() - t2, 4),
-        }
-        return index
-
-    def _load(self, vocab_size: int | None) -> HistoryIndex:
-        """The stored cache, checked through; a fresh index where there is none or it does
-        not hold together (said in one line: it is rebuilt from the project's texts)."""
-        parts = self.project.load_ngram_cache(self.tokenizer_id)
-        index, wrong = HistoryIndex.restore(parts, vocab_size) if parts else (None, "")
-        if wrong:
-            log.warning("%s: the drafting cache does not hold together (%s): rebuilt",
-                        self.project.path.name, wrong)  # fmt: skip
-        return index or HistoryIndex()
-
-    def add_generation(self, generation: Generation) -> None:
-        """Index one closed generation right away (cheap: it goes to the delta tier)."""
-        if self.index is None or not generation.token_ids:
-            return
-        tokens = generation.token_ids[-HISTORY_TAKE_TOKENS:]  # as the store reads it back
-        self.index.update(f"g{generation.id}", f"n{generation.n_tokens}", tokens)
-        self._save()
-
-    def _save(self) -> None:
-        if self.index is not None and not self.project.readonly:
-            parts = self.index.to_parts()
-            if parts:
-                self.project.save_ngram_cache(self.tokenizer_id, parts)
 
 
 @dataclass
@@ -212,52 +55,6 @@ class SessionResult:
 
 
 DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
-
-
-class TakeStream:
-    """One take's text as the engine writes it: decoded piece by piece (each piece with its
-    ids to `keep`, then to `on_text`, every step to `on_step`), watched for breakdown (surprise
-    by piece, then letter or symbol soup: `lost`), and its stop reason said at the end."""
-
-    def __init__(self, session: PromptSession, prompt: list[int], keep, on_text, on_step):
-        self.session, self.keep = session, keep
-        self.on_text, self.on_step = on_text, on_step
-        self.decoder = IncrementalDecoder(session.tokenizer)
-        self.produced: list[int] = []
-        self.lost = False  # the text broke down: the take ends at the next step
-        writers = session._decode(prompt[-4096:])
-        self.own, self.own_chars = scripts_of(writers, least=0.05), set(writers)
-        self.recent, self.unchecked = "", 0  # the take's last SCRIPT_SPAN characters
-
-    def push(self, event: StepEvent) -> None:
-        self.produced.extend(event.tokens)
-        piece = self.decoder.push(event.tokens)
-        self.keep(piece, event.tokens)
-        if piece and self.on_text is not None:
-            self.on_text(piece)
-        if self.on_step is not None:
-            self.on_step(event)
-        self.recent = (self.recent + piece)[-SCRIPT_SPAN:]
-        self.unchecked += len(piece)
-        self.lost = self.lost or broke_down(getattr(event.run, "surprise_by_piece", ()))
-        if self.unchecked >= SCRIPT_SPAN // 4 and len(self.recent) == SCRIPT_SPAN:  # ~1 ms
-            self.unchecked = 0
-            self.lost = self.lost or turned_to_soup(self.recent, self.own, self.own_chars)
-
-    def finish(self, stats) -> None:
-        """The run's stop reason as the writer reads it (`stats`: the engine's RunStats), and
-        the text held back at the end."""
-        session = self.session
-        stats.stop_reason = session.ending.reason(stats.stop_reason, self.produced, session._decode)
-        if self.lost:
-            stats.stop_reason = "broke_down"
-            log.info("take stopped: the text broke down (surprise by piece %s)",
-                     stats.surprise_by_piece[-BREAKDOWN_PIECES:])  # fmt: skip
-        tail = self.decoder.finish()
-        if tail:
-            self.keep(tail, ())
-            if self.on_text is not None:
-                self.on_text(tail)
 
 
 class PromptSession:
@@ -311,16 +108,11 @@ class PromptSession:
         self.prompt_text = prompt_text
         self.prompt_ids = prompt_ids
         self.extra_stats: dict = {}
-        self.encode = self.encoder_for(tokenizer)
+        self.encode = encoder_of(tokenizer)
 
     def window(self) -> int | None:
         """The tokens the model sees at once: its context, or the take's context limit."""
         return self.context.window(context_length(self.model.config))
-
-    @staticmethod
-    def encoder_for(tokenizer) -> Callable[[str], list[int]]:
-        """Text -> ids without special tokens: how documents enter the prompt and the history."""
-        return encoder_of(tokenizer)
 
     # -- the prompt -------------------------------------------------------------------------
     def build_prompt(self) -> list[int]:
@@ -330,7 +122,7 @@ class PromptSession:
 
     def prompt_as_text(self) -> str:
         """The whole prompt as text: all the model reads before the take."""
-        return self._decode(self.build_prompt())
+        return self.decode(self.build_prompt())
 
     def prompt_parts(self) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps, the rest): outside a project nothing is pinned."""
@@ -411,7 +203,7 @@ class PromptSession:
             prompt,
             self.ending.limit,
             should_stop=stop,
-            stop_on_text=self.ending.checker(self._decode),
+            stop_on_text=self.ending.checker(self.decode),
             pinned_ids=pinned,
             min_new_tokens=self.ending.min_new_tokens,
         )
@@ -446,7 +238,7 @@ class PromptSession:
             self.ending.limit,
             seeds,
             should_stop=stop,
-            stop_on_text=self.ending.checker(self._decode),
+            stop_on_text=self.ending.checker(self.decode),
             pinned_ids=pinned,
             min_new_tokens=self.ending.min_new_tokens,
         )
@@ -461,7 +253,7 @@ class PromptSession:
     def _status(generator: Generator) -> str:
         return "cancelled" if generator.stats.stop_reason == "cancelled" else "finished"
 
-    def _decode(self, ids: list[int]) -> str:
+    def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
 
@@ -483,7 +275,7 @@ class DocumentSession(PromptSession):
         loaded=None,
         *,
         tokenizer_id: str | None = None,
-        history: bool | ProjectHistory = True,
+        history: ProjectHistory | bool | None = True,  # True: a fresh one; None, False: none
         use_notes: bool = True,
         flush_interval: float = 1.0,
         direction: str = "",
@@ -542,7 +334,7 @@ class DocumentSession(PromptSession):
             self.direction,
             self.story_mode,
             chat=chat_template_of(self.tokenizer),
-            decode=self._decode,
+            decode=self.decode,
             lore=self.project.lorebook(),
             note=self.project.authors_note,
             summary=self.project.summary(self.doc_id).text if self.project.rolling_summary else "",

@@ -17,13 +17,25 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from swiftwriter.baseline import measure_plain, plain_rate, speedup_over_plain, stats_speedup
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.heap import frozen_heap
-from swiftwriter.session import DocumentSession, PromptSession, SessionResult
 from swiftwriter.words import SAMPLE_CHARS, WordTally, tokens_per_word
+from swiftwriter.writing.baseline import (
+    measure_plain,
+    plain_rate,
+    speedup_over_plain,
+    stats_speedup,
+)
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.guards import story_only_bans
+from swiftwriter.writing.history import ProjectHistory, encoder_of
+from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
+
+if TYPE_CHECKING:
+    from swiftwriter.store import Project
+    from swiftwriter.writing.loaded import LoadedModelLike
 
 log = logging.getLogger(__name__)
 STATS_INTERVAL_S = 0.1  # at most ten live snapshots a second: the window stays calm
@@ -35,16 +47,18 @@ class TakeRequest:
     document, with the panel's settings; or, with no project, a continuation of `prompt_text`
     (or of exactly `prompt_ids`) that is stored nowhere."""
 
-    project: object | None  # None: a take outside a project (generate --prompt-file, a synopsis)
+    project: Project | None  # None: a take outside a project (generate --prompt-file, a synopsis)
     doc_id: int | None
-    loaded: object  # a modelstore LoadedModel (or anything with .model/.tokenizer/.entry)
+    loaded: LoadedModelLike  # a modelstore LoadedModel, or a stand-in with the same attributes
     prompt_text: str | None  # the text before the cursor; None: the whole document
     target: int = 300  # the length asked for, in `unit`
     unit: str = "tokens"  # or "words"
     sampling: SamplingSettings = field(default_factory=SamplingSettings)
     drafting: DraftSettings = field(default_factory=DraftSettings)
     context: ContextSettings = field(default_factory=ContextSettings)
-    history: object = True  # a session.ProjectHistory to reuse, True for a fresh one, or False
+    # the project's drafting history (writing.history.Histories keeps one per tokenizer), or
+    # None: no drafting from the project's earlier text
+    history: ProjectHistory | None = None
     measure_baseline: bool = True
     flush_interval: float = 1.0
     keep_writing: bool = False  # end-of-text forbidden before the length (then a sentence end)
@@ -196,7 +210,7 @@ class Take:
         job = self.request
         if job.project is None or not result.slid_out_ids or not job.project.rolling_summary:
             return ""
-        from swiftwriter.rolling import update_summary
+        from swiftwriter.writing.rolling import update_summary
 
         if result.status == "cancelled":
             line = "Rolling summary not updated: the take was stopped (it is as it was)"
@@ -338,7 +352,7 @@ def ending_of(request: TakeRequest) -> TakeEnding:
     target = max(1, int(request.target))
     words = 0
     if request.unit == "words":
-        encode = PromptSession.encoder_for(request.loaded.tokenizer)
+        encode = encoder_of(request.loaded.tokenizer)
         words, target = (
             target,
             max(1, round(target * tokens_per_word(encode, words_sample(request)))),
@@ -389,38 +403,3 @@ def story_sampling(request: TakeRequest, writers: str | None = None) -> Sampling
         writers = f"{request.prompt_text or ''}\n{request.direction}"
     bans = set(request.sampling.banned_tokens) | set(story_only_bans(request.loaded, writers))
     return replace(request.sampling, banned_tokens=tuple(sorted(bans)))
-
-
-def story_only_bans(loaded, writers_text: str = "") -> tuple[int, ...]:
-    """The loaded model's tokens that "Keep to the story" and `bench --ban-chatter` ban, its
-    end-of-text tokens kept: those only chatter writes (headings' "#", bold's "**", code
-    fences, chat turn markers: engine/decoding/chatter.py) and those that write letters in
-    scripts `writers_text` does not use (engine/decoding/scripts.py: a take that slides into
-    Hebrew or katakana soup cannot start it). Worked out once per model and set of scripts."""
-    from swiftwriter.engine.decoding.chatter import banned_tokens
-    from swiftwriter.engine.decoding.scripts import foreign_tokens, writers_scripts
-
-    own = writers_scripts(writers_text)
-    cache = getattr(loaded, "story_bans", {})  # a LoadedModel's; a stand-in may have none
-    if own in cache:
-        return cache[own]
-    pieces, keep = _pieces_and_ends(loaded)
-    bans = tuple(sorted(set(banned_tokens(pieces, keep)) | set(foreign_tokens(pieces, own, keep))))
-    cache[own] = bans
-    return bans
-
-
-def _pieces_and_ends(loaded) -> tuple[list[str], set[int]]:
-    """Each token's text (as the tokenizer spells it) and the model's end-of-text ids."""
-    from swiftwriter.engine.decoding.generator import vocab_size_of  # torch: loaded by now
-
-    model, tokenizer = loaded.model, loaded.tokenizer
-    vocab = vocab_size_of(model)
-    if hasattr(tokenizer, "convert_ids_to_tokens"):
-        pieces = tokenizer.convert_ids_to_tokens(list(range(min(vocab, len(tokenizer)))))
-    else:
-        pieces = [tokenizer.decode([i]) for i in range(vocab)]
-    eos = model.generation_config.eos_token_id
-    keep = {getattr(tokenizer, "eos_token_id", None)}
-    keep |= set(eos) if isinstance(eos, list | tuple) else {eos}
-    return pieces, {k for k in keep if k is not None}

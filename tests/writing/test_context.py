@@ -5,15 +5,15 @@ viewer shows the ids the engine receives; chat templates and author's notes."""
 from __future__ import annotations
 
 import pytest
-from swiftwriter.context import assemble, fitted, with_authors_note
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine import SamplingSettings
-from swiftwriter.session import DocumentSession
 from swiftwriter.store import Project
 from swiftwriter.store.texts import string_excerpt
+from swiftwriter.writing.context import assemble, fitted, with_authors_note
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.session import DocumentSession
 
 from tests.conftest import build_tiny
-from tests.test_session import Latin1Tokenizer
+from tests.writing.test_session import Latin1Tokenizer
 
 GREEDY = SamplingSettings(greedy=True, penalty=1.0)
 

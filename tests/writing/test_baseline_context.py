@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from swiftwriter import baseline, take
 from swiftwriter.engine.decoding.settings import SamplingSettings
+from swiftwriter.writing import baseline, take
 
 
 def test_the_prompt_is_lengthened_with_its_own_tokens_within_the_models_context():

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from swiftwriter.chat_template import has_chat_template, template_ids
-from swiftwriter.endings import TakeEnding
 from swiftwriter.engine.decoding.generator import context_length
 from swiftwriter.engine.decoding.settings import ContextSettings, SamplingSettings
 from swiftwriter.errors import UserError
-from swiftwriter.session import PromptSession, encoder_of
+from swiftwriter.writing.endings import TakeEnding
+from swiftwriter.writing.history import encoder_of
+from swiftwriter.writing.session import PromptSession
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 
 from swiftwriter.engine.decoding.settings import DraftSettings, SamplingSettings
 from swiftwriter.store import Project
-from swiftwriter.take import Take, TakeRequest
+from swiftwriter.writing.take import Take, TakeRequest
 
-from tests.test_take_words import PieceTokenizer
+from tests.writing.test_take_words import PieceTokenizer
 
 PIECES = [" w"] * 16
 PIECES[3], PIECES[9], PIECES[13], PIECES[14] = ".", " and", " ##", " שלום"  # a heading, Hebrew
@@ -24,7 +24,7 @@ def _loaded(model):
 def _take(model, drafting: DraftSettings, keep_to_story: bool):
     loaded = _loaded(model)
     request = TakeRequest(None, None, loaded, prompt_text="w w w. w w." * 4, target=120,
-                          sampling=SamplingSettings(seed=5), drafting=drafting, history=False,
+                          sampling=SamplingSettings(seed=5), drafting=drafting, history=None,
                           measure_baseline=False, keep_to_story=keep_to_story)  # fmt: skip
     take = Take(request)
     return take, take.run()
@@ -51,7 +51,7 @@ def test_the_fence_reads_all_the_model_reads_the_notes_too(tiny_vocab_model, tmp
             if note:
                 project.add_note("Cast", note, pinned=True)
             request = TakeRequest(project, doc.id, _loaded(tiny_vocab_model), prompt_text=None,
-                                  target=8, sampling=SamplingSettings(seed=5), history=False,
+                                  target=8, sampling=SamplingSettings(seed=5), history=None,
                                   measure_baseline=False, keep_to_story=True)  # fmt: skip
             take = Take(request)
             assert ("שלום" in take.session.prompt_as_text()) == bool(note)

@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 from swiftwriter.engine import SamplingSettings
 from swiftwriter.store import Project
-from swiftwriter.take import Take, TakeRequest
+from swiftwriter.writing.take import Take, TakeRequest
 
-from tests.test_session import Latin1Tokenizer
+from tests.writing.test_session import Latin1Tokenizer
 
 
 def loaded_model(model):
@@ -21,16 +21,16 @@ def loaded_model(model):
 
 
 def take_lines(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "swiftwriter.take"]
+    return [r.getMessage() for r in caplog.records if r.name == "swiftwriter.writing.take"]
 
 
 def test_a_take_logs_its_settings_and_outcome(tmp_path, tiny_llama, caplog):
-    caplog.set_level(logging.DEBUG, logger="swiftwriter.take")
+    caplog.set_level(logging.DEBUG, logger="swiftwriter.writing.take")
     with Project.create(tmp_path / "Log.swiftwriter", title="Log") as project:
         doc = project.add_document("One", "The harbour wall was old and the tide was low. " * 3)
         request = TakeRequest(project, doc.id, loaded_model(tiny_llama), prompt_text=None,
                               target=12, sampling=SamplingSettings(greedy=True, seed=7),
-                              history=False, measure_baseline=False, keep_writing=True)  # fmt: skip
+                              history=None, measure_baseline=False, keep_writing=True)  # fmt: skip
         outcome = Take(request).run()
     settings, done = take_lines(caplog)
     assert settings.startswith(f"take on document {doc.id} with tiny-latin1 (float32 (by hand))")
@@ -43,9 +43,9 @@ def test_a_take_logs_its_settings_and_outcome(tmp_path, tiny_llama, caplog):
 
 
 def test_a_take_outside_a_project_logs_too(tiny_llama, caplog):
-    caplog.set_level(logging.DEBUG, logger="swiftwriter.take")
+    caplog.set_level(logging.DEBUG, logger="swiftwriter.writing.take")
     request = TakeRequest(None, None, loaded_model(tiny_llama), prompt_text="Once upon a time",
-                          target=5, unit="words", history=False, measure_baseline=False)  # fmt: skip
+                          target=5, unit="words", history=None, measure_baseline=False)  # fmt: skip
     outcome = Take(request).run()
     settings, done = take_lines(caplog)
     assert settings.startswith("take on a prompt with tiny-latin1")

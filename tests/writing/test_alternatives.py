@@ -6,18 +6,18 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from swiftwriter.alternatives import (
+from swiftwriter.bench.alternatives import bench_alternatives, plain_tokens
+from swiftwriter.engine import SamplingSettings
+from swiftwriter.errors import UserError
+from swiftwriter.writing.alternatives import (
     alternative_sampling,
     selection_prompt,
     tidy,
     token_budget,
     write_alternatives,
 )
-from swiftwriter.bench.alternatives import bench_alternatives, plain_tokens
-from swiftwriter.engine import SamplingSettings
-from swiftwriter.errors import UserError
 
-from tests.test_session import Latin1Tokenizer
+from tests.writing.test_session import Latin1Tokenizer
 
 PASSAGE = "The ferry left at dawn. Mara watched the harbour lights go out one by one."
 
