@@ -90,8 +90,8 @@ def test_other_warnings_still_reach_stderr_while_no_log_is_set_up(capsys):
     for handler in own:
         logs.log.removeHandler(handler)
     try:
-        logging.getLogger("swiftwriter.session").warning("the drafting cache was rebuilt")
-        logging.getLogger("swiftwriter.session").info("not this")
+        logging.getLogger("swiftwriter.writing.session").warning("the drafting cache was rebuilt")
+        logging.getLogger("swiftwriter.writing.session").info("not this")
     finally:
         for handler in kept:
             root.addHandler(handler)
