@@ -27,7 +27,7 @@ def sources_for(gen, count: int) -> list[list]:
     """Each run's candidate sources: the first run's as `generate` builds them, the others
     forked from them before any run starts (shared history, a drafter's weights read only)."""
     first = gen._sources()
-    return [first] + [[src.fork() for src in gen._sources()] for _ in range(count - 1)]
+    return [first] + [[src.fork() for src in first] for _ in range(count - 1)]
 
 
 def _others(runs: int, tries: list) -> tuple[int, float]:
