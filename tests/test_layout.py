@@ -83,6 +83,88 @@ def test_the_app_never_imports_the_command_line():
         assert not bad, f"{path} imports {bad}"
 
 
+BEHIND_THE_FACADE = ("swiftwriter.engine", "swiftwriter.training", "swiftwriter.modelstore")
+
+
+def past_the_facade(path: Path) -> list[str]:
+    """The engine, training and model-store names a file imports itself (function-level
+    imports included; `from swiftwriter import modelstore` counts), instead of through the
+    application facade (swiftwriter/application.py)."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            if any(name == p or name.startswith(p + ".") for p in BEHIND_THE_FACADE):
+                bad.append(f"{node.lineno}: {name}")
+                break
+    return bad
+
+
+def test_the_window_reaches_models_and_the_engine_through_the_facade():
+    """ui/ knows what a writer can do with models, not which package does it (issue 61):
+    the engine, the drafter training and the model store only through application.py."""
+    for path in modules_under("ui"):
+        bad = past_the_facade(path)
+        assert not bad, f"{path.relative_to(PACKAGE)} goes past the facade: {bad}"
+
+
+def test_the_facade_check_catches_a_window_that_goes_round_it(tmp_path):
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text(
+        "from swiftwriter import application, modelstore\n"
+        "from swiftwriter.modelstore.registry import resolve\n"
+        "def f():\n"
+        "    import swiftwriter.engine.passes\n"
+        "    from swiftwriter.training import pipeline\n"
+        "    from swiftwriter.application import load_model\n"
+        "    from swiftwriter.store import Project\n"
+    )
+    assert past_the_facade(sneaky) == [
+        "1: swiftwriter.modelstore",
+        "2: swiftwriter.modelstore.registry",
+        "4: swiftwriter.engine.passes",
+        "5: swiftwriter.training",
+    ]
+
+
+def window_mixins(path: Path) -> list[str]:
+    """Classes of a file that share a window's `self` with it: a `*Mixin` class, or a Qt
+    window (`QMainWindow`, `QDialog`, `QWidget`) built from more than one base."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases = [getattr(b, "id", None) or getattr(b, "attr", "") for b in node.bases]
+        if node.name.endswith("Mixin"):
+            bad.append(node.name)
+        elif len(bases) > 1 and any(b in {"QMainWindow", "QDialog", "QWidget"} for b in bases):
+            bad.append(f"{node.name}({', '.join(bases)})")
+    return bad
+
+
+def test_the_window_is_controllers_not_mixins():
+    """The window's jobs (a take, safekeeping, presets, exports and imports, models, tool
+    windows) are controllers it holds, each with its own state, not mixins sharing its `self`
+    (issue 61)."""
+    for path in modules_under("ui"):
+        bad = window_mixins(path)
+        assert not bad, f"{path.relative_to(PACKAGE)} mixes into a window: {bad}"
+
+
+def test_the_mixin_check_catches_the_old_window(tmp_path):
+    old = tmp_path / "old.py"
+    old.write_text(
+        "class SafekeepingMixin:\n    pass\n"
+        "class MainWindow(SafekeepingMixin, QMainWindow):\n    pass\n"
+        "class Dialog(QDialog):\n    pass\n"
+    )
+    assert window_mixins(old) == ["SafekeepingMixin", "MainWindow(SafekeepingMixin, QMainWindow)"]
+
+
 def test_one_thread_starter_for_every_worker():
     """Worker threads are made in one place (ui/stoppable.start_worker), so every worker is
     started, stopped and handed back to the GUI thread the same way."""

@@ -65,7 +65,7 @@ def main() -> int:
     print(window.welcome.guidance.text(), flush=True)
 
     def models() -> None:
-        dialog = window.open_models()
+        dialog = window.models.open_models()
         dialog.resize(900, 660)
         dialog.move(*AT)
         dialog.raise_()

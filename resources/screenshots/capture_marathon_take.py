@@ -236,7 +236,7 @@ def main() -> int:
 
     def finish(gen_id) -> None:
         shoot("marathon-end.png")
-        window.save_now()
+        window.safekeeping.save_now()
         with Project.open(path, readonly=True) as view:
             take = view.generation(gen_id).text if gen_id is not None else ""
             document = view.document(doc_id).text

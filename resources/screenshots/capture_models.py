@@ -28,7 +28,7 @@ def main() -> int:
     window.show()
 
     def open_dialog() -> None:
-        dialog = window.open_models()
+        dialog = window.models.open_models()
         dialog.resize(900, 640)
         dialog.move(190, 110)
         dialog.table.selectRow(0)

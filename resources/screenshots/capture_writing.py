@@ -53,7 +53,7 @@ def main() -> int:
         QTimer.singleShot(1200, lambda: (shoot("focus-mode.png"), window.focus.leave(), export()))
 
     def export() -> None:
-        dialog = window.export_dialog()
+        dialog = window.exchange.export_dialog()
         dialog.style.setCurrentIndex(dialog.style.findData("manuscript"))
         dialog.author.setText("Ada Writer")
         dialog.contact.setPlainText("Ada Writer\n12 Harbour Lane, Aldermouth")

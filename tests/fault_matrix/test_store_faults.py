@@ -47,11 +47,11 @@ app = QApplication([])
 from swiftwriter.ui.main_window import MainWindow
 window = MainWindow(load_model=False)
 window.ask = lambda title, text: True
-assert window.open_project(sys.argv[1])
+assert window.projects.open_project(sys.argv[1])
 window.show()
 app.processEvents()
 print(len(window.tree.ids_in_order()), window.panel.length.value() <= window.panel.length.maximum())
-window.close_project()
+window.projects.close_project()
 """
 
 

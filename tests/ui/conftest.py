@@ -119,7 +119,7 @@ def window(qtbot, tiny_words):
     win = MainWindow(load_model=False)
     win.ask = lambda title, text: True
     win.tree.confirm = win.ask
-    win.set_model(tiny_words)
+    win.models.set_model(tiny_words)
     win.panel.precise.setChecked(
         True
     )  # the tests compare texts: greedy (the app's default samples)
@@ -130,4 +130,4 @@ def window(qtbot, tiny_words):
     win.takes.stop()
     win.takes.wait(20000)
     qtbot.waitUntil(lambda: not win.takes.busy, timeout=20000)
-    win.close_project()
+    win.projects.close_project()

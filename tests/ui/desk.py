@@ -8,7 +8,7 @@ WAIT = 30000
 
 def open_doc(window, make_project, docs=(("Chapter 1", "The sea was grey."),)):
     path = make_project(docs=docs)
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     return path
 
 

@@ -18,10 +18,10 @@ def test_the_viewer_shows_the_prompt_of_the_take_that_follows(
 ):
     # a small context, so that the story is cut to leave room for the take; the cut depends
     # on the take's length in tokens, which a length in words makes with this tokenizer
-    window.set_model(tiny_loaded(max_positions=256))
+    window.models.set_model(tiny_loaded(max_positions=256))
     rng = random.Random(4)
     text = " ".join(rng.choice(WORDS) for _ in range(400)) + "."
-    assert window.open_project(make_project(docs=(("Chapter 1", text),)))
+    assert window.projects.open_project(make_project(docs=(("Chapter 1", text),)))
     cursor = window.editor.textCursor()
     cursor.movePosition(cursor.MoveOperation.End)
     window.editor.setTextCursor(cursor)
@@ -60,7 +60,7 @@ def test_the_viewer_shows_the_prompt_of_the_take_that_follows(
 
 
 def test_the_viewer_shows_the_rolling_summary_and_saves_an_edit(qtbot, window, make_project):
-    assert window.open_project(make_project())
+    assert window.projects.open_project(make_project())
     doc_id = window.doc_id
     window.project.set_summary(doc_id, "Mara left the harbour.", source="model")
     dialog = window.show_context()

@@ -29,8 +29,8 @@ def test_app_speedup_agrees_with_bench(qtbot, default_model, tmp_path):
     window = MainWindow(load_model=False)
     qtbot.addWidget(window)
     window.ask = lambda title, text: True
-    window.set_model(default_model)
-    assert window.open_project(path)
+    window.models.set_model(default_model)
+    assert window.projects.open_project(path)
     window.panel.history.setChecked(False)  # the bench has no project history either
     window.panel.preset.setCurrentText("Balanced")
     window.panel.set_target(n, "tokens")
@@ -50,4 +50,4 @@ def test_app_speedup_agrees_with_bench(qtbot, default_model, tmp_path):
     bench_speedup = report["ar"]["seconds"] / report["tokenswift"]["seconds"]
     print(f"app x{app_speedup:.2f}, bench x{bench_speedup:.2f} ({stats['tokens']} tokens)")
     assert abs(app_speedup - bench_speedup) <= 0.15 * bench_speedup
-    window.close_project()
+    window.projects.close_project()

@@ -9,7 +9,7 @@ from swiftwriter.store import Project
 def test_welcome_then_open_a_project(qtbot, window, make_project):
     assert window.stack.currentWidget() is window.welcome
     path = make_project(docs=(("One", "first text"), ("Two", "second text")))
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     assert window.stack.currentIndex() == 1
     assert [window.tree.tree.topLevelItem(i).text(0) for i in range(2)] == ["One", "Two"]
     assert window.editor.toPlainText() == "first text"
@@ -23,9 +23,9 @@ def test_welcome_then_open_a_project(qtbot, window, make_project):
 
 
 def test_new_and_sample_projects(qtbot, window, tmp_path):
-    assert window.new_project(tmp_path / "Fresh.swiftwriter")
+    assert window.projects.new_project(tmp_path / "Fresh.swiftwriter")
     assert [d.title for d in window.project.documents()] == ["Chapter 1"]
-    assert window.open_sample(tmp_path / "samples")
+    assert window.projects.open_sample(tmp_path / "samples")
     docs = window.project.documents()
     assert docs[0].kind == "part" and len(docs) == 4
     assert "Aldermouth" in docs[1].text
@@ -35,7 +35,7 @@ def test_new_and_sample_projects(qtbot, window, tmp_path):
 
 def test_tree_add_rename_move_delete_and_undo(qtbot, window, make_project):
     path = make_project(docs=(("A", "a"), ("B", "b"), ("C", "c")))
-    window.open_project(path)
+    window.projects.open_project(path)
     tree, project = window.tree, window.project
     a, b, c = (d.id for d in project.documents())
     tree.select(a)
@@ -71,7 +71,7 @@ def test_drop_in_the_tree_moves_in_the_store(qtbot, window, make_project, monkey
     from PySide6.QtWidgets import QTreeWidget
 
     path = make_project(docs=(("A", "a"), ("B", "b"), ("C", "c")))
-    window.open_project(path)
+    window.projects.open_project(path)
     a, b, c = (d.id for d in window.project.documents())
     tree = window.tree.tree
     dragged = tree.topLevelItem(2)
@@ -99,7 +99,7 @@ def test_drop_in_the_tree_moves_in_the_store(qtbot, window, make_project, monkey
 
 def test_notes_pin_to_the_prompt(qtbot, window, make_project):
     path = make_project(notes=(("Cast", "Elena", False),))
-    window.open_project(path)
+    window.projects.open_project(path)
     note_id = window.notes.current_id()
     window.notes.set_pinned(note_id, True)
     assert [n.title for n in window.project.pinned_notes()] == ["Cast"]
@@ -115,7 +115,7 @@ def test_a_new_notes_text_box_takes_what_is_typed(qtbot, window, make_project):
     nowhere (issue 63). What a writer types into a new note is stored."""
     from PySide6.QtCore import Qt
 
-    window.open_project(make_project())
+    window.projects.open_project(make_project())
     notes = window.notes
     qtbot.mouseClick(notes.add_button, Qt.MouseButton.LeftButton)
     note_id = notes.current_id()
@@ -129,7 +129,7 @@ def test_a_new_notes_text_box_takes_what_is_typed(qtbot, window, make_project):
 
 
 def test_find_and_replace(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("A", "the sea, the Sea, the wall"),)))
+    window.projects.open_project(make_project(docs=(("A", "the sea, the Sea, the wall"),)))
     bar = window.find_bar
     window.actions_by_name["find"].trigger()
     assert bar.isVisible()
@@ -146,7 +146,7 @@ def test_find_and_replace(qtbot, window, make_project):
 
 
 def test_autosave_after_idle_and_before_closing(qtbot, window, make_project):
-    window.open_project(make_project())
+    window.projects.open_project(make_project())
     window.autosave_timer.setInterval(200)
     doc_id = window.doc_id
     window.editor.moveCursor(window.editor.textCursor().MoveOperation.End)
@@ -157,7 +157,7 @@ def test_autosave_after_idle_and_before_closing(qtbot, window, make_project):
     window.autosave_timer.setInterval(60000)
     window.editor.insertPlainText(" Unsaved yet.")
     path = window.project.path
-    window.close_project()
+    window.projects.close_project()
     with Project.open(path, readonly=True) as proj:
         assert proj.document(doc_id).text.endswith(" More. Unsaved yet.")
 
@@ -172,7 +172,7 @@ def test_interrupted_generations_are_offered_for_recovery(qtbot, window, make_pr
     proj.close()
     asked = []
     window.ask = lambda title, text: asked.append(text) or True
-    window.open_project(path)
+    window.projects.open_project(path)
     assert asked and "interrupted" in asked[0]
     assert window.project.document(doc.id).text == "Start. Saved before the crash."
     assert window.editor.toPlainText() == "Start. Saved before the crash."
@@ -183,7 +183,7 @@ def test_a_second_instance_opens_read_only_and_says_so(qtbot, window, make_proje
     path = make_project()
     holder = Project.open(path)  # "another SwiftWriter"
     try:
-        window.open_project(path)
+        window.projects.open_project(path)
         assert window.project.readonly
         assert window.banner.isVisible() and "Read-only" in window.banner.text()
         assert "another SwiftWriter" in window.banner.text()
@@ -191,12 +191,12 @@ def test_a_second_instance_opens_read_only_and_says_so(qtbot, window, make_proje
         assert not window.actions_by_name["generate"].isEnabled()
         assert window.takes.generate() is False
     finally:
-        window.close_project()
+        window.projects.close_project()
         holder.close()
 
 
 def test_closing_while_generating_asks_first(qtbot, window, make_project):
-    window.open_project(make_project())
+    window.projects.open_project(make_project())
     window.panel.set_target(3000, "tokens")
     window.takes.measure_baseline = False
     window.actions_by_name["generate"].trigger()
@@ -220,7 +220,7 @@ def test_closing_while_generating_asks_first(qtbot, window, make_project):
 def test_keyboard_generate_and_find_bar_escape(qtbot, window, make_project):
     from PySide6.QtCore import Qt
 
-    window.open_project(make_project())
+    window.projects.open_project(make_project())
     window.takes.measure_baseline = False
     window.panel.set_target(10, "tokens")
     window.editor.setFocus()
@@ -238,7 +238,7 @@ def test_window_layout_and_recent_projects_are_remembered(qtbot, window, make_pr
     from swiftwriter.ui.main_window import MainWindow
 
     path = make_project()
-    window.open_project(path)
+    window.projects.open_project(path)
     window.resize(1000, 640)
     qtbot.waitUntil(lambda: window.size().height() == 640)
     window.close()
@@ -252,7 +252,9 @@ def test_window_layout_and_recent_projects_are_remembered(qtbot, window, make_pr
 def test_markdown_is_lightly_highlighted(qtbot, window, make_project):
     from PySide6.QtGui import QFont
 
-    window.open_project(make_project(docs=(("A", "# Heading\n\nSome *soft* words.\n\n* * *"),)))
+    window.projects.open_project(
+        make_project(docs=(("A", "# Heading\n\nSome *soft* words.\n\n* * *"),))
+    )
     doc = window.editor.document()
 
     def formats(block_no):
@@ -277,7 +279,7 @@ def test_the_window_opens_the_project_it_is_given(qtbot, make_project):
     assert win.editor.toPlainText() == "given on the command line"
     assert win.takes.generate() is False  # no model yet: a message, not a crash
     assert "not loaded" in win.statusBar().currentMessage()
-    win.close_project()
+    win.projects.close_project()
 
 
 def test_no_two_actions_share_a_shortcut(qtbot, window):
@@ -297,7 +299,7 @@ def test_the_highlighter_reads_the_export_dialect(qtbot, window, make_project):
     """What the editor shows is what exports: strikethrough is struck, a word_with_underscores
     is no emphasis, a quote is muted."""
     text = "It was ~~red~~ grey.\n\nsnake_case_name stays plain.\n\n> a quote"
-    window.open_project(make_project(docs=(("A", text),)))
+    window.projects.open_project(make_project(docs=(("A", text),)))
     doc = window.editor.document()
 
     def formats(block_no):

@@ -17,12 +17,12 @@ def generate(qtbot, window):
 
 
 def test_history_lists_compares_inserts_and_restores(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("A", "Before."),)))
+    window.projects.open_project(make_project(docs=(("A", "Before."),)))
     window.takes.measure_baseline = False
     window.panel.creative.setChecked(True)
     first = generate(qtbot, window)
     second = generate(qtbot, window)
-    dialog = window.open_history()
+    dialog = window.tools.open_history()
     qtbot.addWidget(dialog)
     assert dialog.table.rowCount() == 2
     assert dialog.table.item(0, 0).text() == str(second["generation_id"])  # newest first
@@ -47,7 +47,7 @@ def test_history_lists_compares_inserts_and_restores(qtbot, window, make_project
 def test_model_manager_refuses_a_bad_folder_and_adds_a_good_one(qtbot, window, tmp_path):
     from swiftwriter.modelstore import registry
 
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     default = registry.default_entry()
     assert dialog.table.item(0, 1).text() == default.id
@@ -89,7 +89,7 @@ def test_the_model_manager_estimates_memory_per_device(qtbot, window, tmp_path):
 
     tiny = tmp_path / "tiny-estimate"
     window.loaded_model.model.save_pretrained(tiny)
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     assert dialog.add_folder(str(tiny), "tiny-estimate") is not None
     row = next(
@@ -141,12 +141,12 @@ def test_settings_are_remembered_in_the_test_settings_file(qtbot, tmp_path):
 def test_settings_apply_to_the_window(qtbot, window):
     window.settings.theme = "Dark"
     window.settings.autosave_s = 9
-    window.apply_settings()
+    window.tools.apply_settings()
     assert window.autosave_timer.interval() == 9000
     qtbot.waitUntil(lambda: window.palette().window().color().lightness() < 100)
     assert window.editor.generated_color.lightness() < 100
     window.settings.theme = "Light"
-    window.apply_settings()
+    window.tools.apply_settings()
     qtbot.waitUntil(lambda: window.palette().window().color().lightness() > 200)
 
 
@@ -168,26 +168,26 @@ def test_presets_and_modes_map_to_engine_settings(qtbot, window):
 
 
 def test_export_and_import(qtbot, window, make_project, tmp_path):
-    window.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
+    window.projects.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
     md, docx = tmp_path / "out.md", tmp_path / "out.docx"
     for out in (md, docx):  # one at a time: a second export waits for the first
         with qtbot.waitSignal(window.export_done, timeout=20000):
-            assert window.export_to(out, out.suffix[1:])
+            assert window.exchange.export_to(out, out.suffix[1:])
     assert "The sea was grey." in md.read_text() and "Chapter 1" in md.read_text()
     assert docx.stat().st_size > 1000
     source = tmp_path / "more.md"
     source.write_text("# Chapter 2\n\nThe wall held.\n\n# Chapter 3\n\nThe tide turned.\n")
     with qtbot.waitSignal(window.import_done, timeout=10000) as done:
-        assert window.import_from(source)
+        assert window.exchange.import_from(source)
     assert done.args == [2]
     assert [d.title for d in window.project.documents()][-2:] == ["Chapter 2", "Chapter 3"]
     with qtbot.waitSignal(window.import_done, timeout=10000) as done:
-        assert window.import_from(tmp_path / "missing.md")
+        assert window.exchange.import_from(tmp_path / "missing.md")
     assert done.args == [0] and "No such file" in window.last_error
     bad = tmp_path / "broken.docx"
     bad.write_bytes(b"PK\x03\x04 not really a zip")
     with qtbot.waitSignal(window.import_done, timeout=10000) as done:
-        assert window.import_from(bad)
+        assert window.exchange.import_from(bad)
     assert done.args == [0] and "broken.docx" in window.last_error  # the writer is told
 
 
@@ -206,7 +206,7 @@ def test_model_manager_converts_with_progress(qtbot, window, monkeypatch, tmp_pa
         return tmp_path / entry.id
 
     monkeypatch.setattr(auto_convert, "convert", fake_convert)
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     assert dialog.selected().default and not dialog.selected().is_ready()  # a fresh data folder
     assert dialog.convert_button.isEnabled()

@@ -78,7 +78,7 @@ def test_one_undo_step_and_nothing_in_a_read_only_document(editor):
 
 
 def test_ctrl_b_and_ctrl_i_in_the_window(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
+    window.projects.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
     window.activateWindow()
     window.editor.setFocus()
     qtbot.waitUntil(window.editor.hasFocus)

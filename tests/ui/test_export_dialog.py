@@ -17,7 +17,7 @@ DOCS = (
 
 
 def test_the_dialogs_choices_reach_the_file(qtbot, window, make_project, tmp_path):
-    window.open_project(make_project(docs=DOCS))
+    window.projects.open_project(make_project(docs=DOCS))
     dialog = window.actions_by_name["export"].trigger() or window.findChild(
         __import__("swiftwriter.ui.export_dialog", fromlist=["ExportDialog"]).ExportDialog
     )
@@ -50,8 +50,8 @@ def test_the_dialogs_choices_reach_the_file(qtbot, window, make_project, tmp_pat
 
 
 def test_markdown_and_office_formats(qtbot, window, make_project, tmp_path):
-    window.open_project(make_project(docs=DOCS))
-    dialog = window.export_dialog()
+    window.projects.open_project(make_project(docs=DOCS))
+    dialog = window.exchange.export_dialog()
     dialog.format.setCurrentIndex(dialog.format.findData("md"))
     assert dialog.style.isEnabled() and not dialog.template.isEnabled()  # it sets scenes
     out = tmp_path / "book.md"
@@ -63,8 +63,8 @@ def test_markdown_and_office_formats(qtbot, window, make_project, tmp_path):
 
 
 def test_no_document_ticked_exports_nothing(qtbot, window, make_project, tmp_path):
-    window.open_project(make_project(docs=DOCS))
-    dialog = window.export_dialog()
+    window.projects.open_project(make_project(docs=DOCS))
+    dialog = window.exchange.export_dialog()
     for item in dialog._items.values():
         item.setCheckState(0, Qt.CheckState.Unchecked)
     out = tmp_path / "nothing.docx"
@@ -76,16 +76,16 @@ def test_exporting_over_the_open_project_is_refused_and_saves_still_land(
     qtbot, window, make_project, tmp_path, monkeypatch
 ):
     path = make_project(docs=DOCS)
-    window.open_project(path)
+    window.projects.open_project(path)
     monkeypatch.chdir(tmp_path)
-    dialog = window.export_dialog()
+    dialog = window.exchange.export_dialog()
     dialog.format.setCurrentIndex(dialog.format.findData("md"))
     before = path.read_bytes()
     assert not dialog.export_to(path.name)  # the project itself, spelled relative
     assert "the project Novel.swiftwriter itself" in window.last_error
     assert path.read_bytes() == before
     window.project.add_document("Chapter 4", "Saved after the refused export.")
-    window.close_project()
+    window.projects.close_project()
     from swiftwriter.store import Project
 
     with Project.open(path, readonly=True) as proj:
@@ -96,16 +96,16 @@ def test_the_author_typed_is_kept_for_the_next_export(qtbot, window, make_projec
     """Typed once, the author (and a manuscript's contact) is the project's from then on: the
     dialog used to open with an empty field every time (issue 63)."""
     path = make_project(docs=DOCS)
-    window.open_project(path)
-    dialog = window.export_dialog()
+    window.projects.open_project(path)
+    dialog = window.exchange.export_dialog()
     assert dialog.author.text() == ""
     dialog.author.setText("  Elena Marsh ")
     dialog.contact.setPlainText("Elena Marsh\nThe Lighthouse, Aldermouth")
     with qtbot.waitSignal(window.export_done, timeout=20000):
         assert dialog.export_to(tmp_path / "first.docx")
-    window.close_project()
-    window.open_project(path)
-    again = window.export_dialog()
+    window.projects.close_project()
+    window.projects.open_project(path)
+    again = window.exchange.export_dialog()
     assert again.author.text() == "Elena Marsh"
     assert again.contact.toPlainText() == "Elena Marsh\nThe Lighthouse, Aldermouth"
     again.reject()
@@ -115,8 +115,8 @@ def test_an_epub_gets_the_pages_typed_and_keeps_them(qtbot, window, make_project
     """The e-book's own fields show only for an EPUB; what is typed there reaches the book and
     is the project's at the next export."""
     path = make_project(docs=DOCS)
-    window.open_project(path)
-    dialog = window.export_dialog()
+    window.projects.open_project(path)
+    dialog = window.exchange.export_dialog()
     assert dialog.book.isHidden()  # not for a Word document
     dialog.format.setCurrentIndex(dialog.format.findData("epub"))
     assert not dialog.book.isHidden() and not dialog.template.isEnabled()
@@ -138,9 +138,9 @@ def test_an_epub_gets_the_pages_typed_and_keeps_them(qtbot, window, make_project
     assert "The sea was grey. * * * Later, the wind." in whole  # the writer's '#' break
     assert "Not for the agent." not in whole and "lives by the sea." in whole
     assert book["opf"].xpath("//dc:language/text()", namespaces=NS) == ["en-GB"]
-    window.close_project()
-    window.open_project(path)
-    again = window.export_dialog()
+    window.projects.close_project()
+    window.projects.open_project(path)
+    again = window.exchange.export_dialog()
     assert again.dedication.toPlainText() == "For the keepers of the light"
     assert again.copyright.toPlainText() == "© 2025 Elena Marsh\nAll rights reserved."
     assert (again.language.text(), again.back_title.text()) == ("en-GB", "About the Author")

@@ -91,8 +91,8 @@ def alive(pid: int) -> bool:
 
 
 def odt_dialog(qtbot, window, make_project, docs):
-    window.open_project(make_project(docs=docs))
-    dialog = window.export_dialog()
+    window.projects.open_project(make_project(docs=docs))
+    dialog = window.exchange.export_dialog()
     # what opening a project sets going (highlighting and spell-checking the chapter shown,
     # counting words: up to 70 ms at a time on a busy machine) is over before the export
     qtbot.wait(800)
@@ -134,7 +134,7 @@ def test_cancel_kills_libreoffice_and_leaves_the_target_as_it_was(
         assert dialog.export_to(out)
         qtbot.waitUntil(pids.exists, timeout=30000)  # LibreOffice is converting
         converter, helper = map(int, pids.read_text().split())
-        window._export.progress.findChild(QPushButton).click()  # the dialog's Cancel
+        window.exchange._export.progress.findChild(QPushButton).click()  # the dialog's Cancel
     assert done.args == [""]
     assert not alive(converter) and not alive(helper), "LibreOffice was left running"
     assert out.read_bytes() == b"the writer's earlier export"

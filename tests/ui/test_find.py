@@ -31,14 +31,14 @@ def test_shortcuts_are_the_word_processors(window):
 
 
 def test_ctrl_h_opens_the_bar_at_the_replacement(qtbot, window, make_project):
-    window.open_project(make_project(docs=DOCS))
+    window.projects.open_project(make_project(docs=DOCS))
     window.find_bar.find_edit.setText("sea")
     window.actions_by_name["replace"].trigger()
     assert window.find_bar.isVisible() and window.find_bar.replace_edit.hasFocus()
 
 
 def test_f3_walks_the_matches_through_the_project_and_wraps(qtbot, window, make_project):
-    window.open_project(make_project(docs=DOCS))
+    window.projects.open_project(make_project(docs=DOCS))
     ids = window.tree.ids_in_order()
     first, third = ids[0], ids[2]
     window.show_document(first)
@@ -58,9 +58,9 @@ def test_f3_walks_the_matches_through_the_project_and_wraps(qtbot, window, make_
 
 
 def test_find_in_project_lists_every_match_and_opens_one(qtbot, window, make_project):
-    window.open_project(make_project(docs=DOCS))
+    window.projects.open_project(make_project(docs=DOCS))
     window.find_bar.find_edit.setText("sea")
-    dialog = window.actions_by_name["search_project"].trigger() or window._dialogs[-1]
+    dialog = window.actions_by_name["search_project"].trigger() or window.open_dialogs[-1]
     rows = [dialog.results.item(i).text() for i in range(dialog.results.count())]
     # a snippet: up to 40 characters each side of the match, on its line, cut at words
     assert rows == [
@@ -81,7 +81,7 @@ def test_find_in_project_lists_every_match_and_opens_one(qtbot, window, make_pro
 def test_shift_f3_from_the_first_document_goes_to_the_last_that_holds_the_phrase(
     qtbot, window, make_project
 ):
-    window.open_project(make_project(docs=DOCS))
+    window.projects.open_project(make_project(docs=DOCS))
     first, _, third = window.tree.ids_in_order()
     window.show_document(first)
     cursor = window.editor.textCursor()

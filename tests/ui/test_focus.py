@@ -13,7 +13,7 @@ def visible_docks(window):
 
 
 def test_focus_mode_hides_and_restores_the_docks(qtbot, window, make_project):
-    window.open_project(make_project())
+    window.projects.open_project(make_project())
     window.resize(1400, 900)
     window.docks["notes"].hide()  # the writer's own layout comes back, not a default one
     before = visible_docks(window)
@@ -31,9 +31,9 @@ def test_focus_mode_hides_and_restores_the_docks(qtbot, window, make_project):
 
 
 def test_closing_the_project_leaves_focus_mode(qtbot, window, make_project):
-    window.open_project(make_project())
+    window.projects.open_project(make_project())
     window.focus.enter()
-    window.close_project()
+    window.projects.close_project()
     assert not window.focus.active and not window.actions_by_name["focus"].isChecked()
 
 
@@ -46,7 +46,7 @@ def test_f11_toggles_full_screen(qtbot, window):
 
 def test_typewriter_scrolling_keeps_the_line_in_the_middle(qtbot, window, make_project):
     text = "\n".join(f"Line {i} of the chapter." for i in range(400))
-    window.open_project(make_project(docs=(("Long", text),)))
+    window.projects.open_project(make_project(docs=(("Long", text),)))
     window.resize(1000, 700)
     editor = window.editor
     action = window.actions_by_name["typewriter"]

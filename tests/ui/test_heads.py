@@ -112,8 +112,8 @@ def test_heads_missing_present_mismatched_here_and_shipped(registered, tmp_path,
 def test_the_manager_shows_the_heads_of_each_model(qtbot, window, registered):
     from swiftwriter.ui.heads_training import heads_folder
 
-    window.set_model(registered)
-    dialog = window.open_models()
+    window.models.set_model(registered)
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     row = row_of(dialog, "tiny-heads")
     assert dialog.table.item(row, 3).text() == "missing"
@@ -138,10 +138,10 @@ def test_train_heads_runs_and_the_app_drafts_with_them(qtbot, window, registered
                                                       make_project):  # fmt: skip
     from swiftwriter.ui.heads_training import heads_folder
 
-    window.set_model(registered)
-    window.open_project(make_project())
+    window.models.set_model(registered)
+    window.projects.open_project(make_project())
     assert registered.drafter is None
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     dialog.table.selectRow(row_of(dialog, "tiny-heads"))
     trainer = dialog.train_selected()
@@ -183,8 +183,8 @@ def test_cancel_keeps_a_checkpoint_that_the_next_training_resumes(qtbot, window,
                                                                  tmp_path):  # fmt: skip
     from swiftwriter.ui.heads_training import heads_folder
 
-    window.set_model(registered)
-    dialog = window.open_models()
+    window.models.set_model(registered)
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     dialog.table.selectRow(row_of(dialog, "tiny-heads"))
     trainer = dialog.train_selected()
@@ -220,8 +220,8 @@ def test_cancel_keeps_a_checkpoint_that_the_next_training_resumes(qtbot, window,
 
 
 def test_training_errors_are_messages(qtbot, window, registered, tmp_path):
-    window.set_model(registered)
-    dialog = window.open_models()
+    window.models.set_model(registered)
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     dialog.table.selectRow(row_of(dialog, "tiny-heads"))
     trainer = dialog.train_selected()
@@ -272,8 +272,8 @@ def test_train_heads_on_the_models_own_writing(qtbot, window, registered):
     from swiftwriter.ui.heads_training import heads_folder
 
     registered.tokenizer = word_level_tokenizer()
-    window.set_model(registered)
-    dialog = window.open_models()
+    window.models.set_model(registered)
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     dialog.table.selectRow(row_of(dialog, "tiny-heads"))
     trainer = dialog.train_selected()

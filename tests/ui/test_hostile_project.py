@@ -47,12 +47,12 @@ def test_stored_numbers_out_of_range_are_clamped_or_skipped(qtbot, window, key):
 def test_the_window_opens_a_hostile_project(qtbot, window, tmp_path):
     path = tmp_path / "Hostile.swiftwriter"
     make_hostile(path, HOSTILE)
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     ids = window.tree.ids_in_order()
     assert len(ids) == DEEP + 2 and set(ids) >= {1, 2, 100, 99 + DEEP}
     window.tree.select(99 + DEEP)
     assert window.tree.current_id() == 99 + DEEP
-    dialog = window.export_dialog()
+    dialog = window.exchange.export_dialog()
     dialog.format.setCurrentIndex(dialog.format.findData("md"))
     out = tmp_path / "hostile.md"
     with qtbot.waitSignal(window.export_done, timeout=20000):
@@ -60,4 +60,4 @@ def test_the_window_opens_a_hostile_project(qtbot, window, tmp_path):
     text = out.read_text(encoding="utf-8")
     assert "Cycle A" in text and "Cycle B" in text and f"Level {DEEP - 1}" in text
     dialog.close()
-    assert window.close_project()
+    assert window.projects.close_project()

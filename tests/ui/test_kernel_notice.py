@@ -12,9 +12,9 @@ def test_a_failed_kernel_build_is_said_when_the_model_is_ready(qtbot, tiny_words
     win = MainWindow(load_model=False)
     qtbot.addWidget(win)
     monkeypatch.setattr(native, "_loaded", {"error": "OSError: no C++ compiler: c++ not found"})
-    win.set_model(tiny_words)
+    win.models.set_model(tiny_words)
     shown = win.statusBar().currentMessage()
     assert shown.startswith("Model ready; tree-attention kernel unavailable (OSError: no C++")
     monkeypatch.setattr(native, "_loaded", {"module": object()})
-    win.set_model(tiny_words)
+    win.models.set_model(tiny_words)
     assert win.statusBar().currentMessage() == "Model ready"

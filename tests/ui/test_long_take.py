@@ -43,7 +43,7 @@ def test_a_20000_token_take_keeps_the_gui_responsive_and_memory_flat(
     qtbot, window, make_project, monkeypatch
 ):
     monkeypatch.setattr(Generator, "generate", fast_generate)
-    assert window.open_project(make_project())
+    assert window.projects.open_project(make_project())
     window.panel.set_target(TOKENS, "tokens")
     window.panel.keep_writing.setChecked(False)
     window.takes.measure_baseline = False

@@ -27,7 +27,7 @@ def at_end(window) -> None:
 
 
 def test_the_viewer_lists_the_entries_that_fired_and_why(qtbot, window, make_project):
-    assert window.open_project(lore_project(make_project))
+    assert window.projects.open_project(lore_project(make_project))
     at_end(window)
     dialog = window.show_context()
     rows = [dialog.fired.item(i).text() for i in range(dialog.fired.count())]
@@ -47,9 +47,9 @@ def test_the_viewer_lists_the_entries_that_fired_and_why(qtbot, window, make_pro
 
 
 def test_the_lorebook_window_edits_saves_and_imports(qtbot, window, make_project, tmp_path):
-    assert window.open_project(make_project(notes=()))
+    assert window.projects.open_project(make_project(notes=()))
     project = window.project
-    dialog = window.open_lorebook()
+    dialog = window.tools.open_lorebook()
     assert dialog.list.count() == 0 and not dialog.title.isEnabled()
     entry_id = dialog.add_entry()
     dialog.title.setText("Elena Marsh")
@@ -91,23 +91,23 @@ def test_the_lorebook_window_edits_saves_and_imports(qtbot, window, make_project
     dialog.title.setText("Elena")  # typed, then the window closed at once: still saved
     dialog.close()
     assert project.lore_entry(entry_id).title == "Elena"
-    dialog = window.open_lorebook(entry_id)
+    dialog = window.tools.open_lorebook(entry_id)
     dialog.delete_current()
     assert [e.title for e in project.lore_entries()] == ["Tom"]
     dialog.close()
 
 
 def test_project_search_finds_an_entry_and_opens_it(qtbot, window, make_project):
-    assert window.open_project(lore_project(make_project))
+    assert window.projects.open_project(lore_project(make_project))
     window.find_bar.find_edit.setText("cargo")
     window.actions_by_name["search_project"].trigger()
-    dialog = window._dialogs[-1]
+    dialog = window.open_dialogs[-1]
     assert [dialog.results.item(i).text() for i in range(dialog.results.count())] == [
         "Lorebook › Tom: Tom runs [cargo]."
     ]
     assert dialog.summary.text() == "1 lorebook entry"
     dialog._open(dialog.results.item(0))
-    lorebook = window._dialogs[-1]
+    lorebook = window.open_dialogs[-1]
     assert lorebook.title.text() == "Tom" and lorebook.content.toPlainText() == "Tom runs cargo."
     lorebook.close()
     dialog.close()

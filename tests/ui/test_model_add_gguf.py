@@ -29,7 +29,7 @@ def _finish(qtbot, dialog):
 
 
 def test_models_add_converts_a_gguf_with_progress(qtbot, window, tmp_path):
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     dialog.dtype.setCurrentText("bfloat16")  # stored as the writer runs it (no measuring)
     path = write_gguf(tmp_path / "tiny.gguf", qtype="Q8_0")
@@ -49,7 +49,7 @@ def test_models_add_converts_a_gguf_with_progress(qtbot, window, tmp_path):
 
 
 def test_cancel_and_a_refused_file_leave_nothing(qtbot, window, tmp_path, monkeypatch):
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     dialog.dtype.setCurrentText("float32")
     read, cancel_pressed = threading.Event(), threading.Event()

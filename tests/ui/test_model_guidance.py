@@ -17,7 +17,7 @@ def test_the_welcome_screen_says_what_the_built_in_model_is_for(window):
 
 def test_the_models_dialog_says_what_to_add_and_the_memory_it_takes(qtbot, window, monkeypatch):
     monkeypatch.setattr(guidance, "total_memory", lambda: 32 * guidance.GIB)
-    dialog = window.open_models()
+    dialog = window.models.open_models()
     qtbot.addWidget(dialog)
     advice = guidance.for_this_machine(window.loaded_model.entry.id)
     assert dialog.guidance.isVisible() and dialog.adding.isVisible()

@@ -41,7 +41,7 @@ def test_closing_after_a_failed_save_asks_and_cancel_keeps_the_text(
     type_text(window, " Unsaved words.")
     asked = []
     window.choose = lambda title, text, choices: asked.append(text) or "Cancel"
-    assert not window.close_project()
+    assert not window.projects.close_project()
     assert window.project is not None and "disk is full" in asked[0]
     assert window.editor.toPlainText().endswith("Unsaved words.")
     copies = safekeeping.emergency_copies(window.project.path)
@@ -49,7 +49,7 @@ def test_closing_after_a_failed_save_asks_and_cancel_keeps_the_text(
     failing_saves.heal()
     project_path = window.project.path
     window.choose = lambda title, text, choices: pytest.fail("nothing should be asked now")
-    assert window.close_project()  # the save inside close succeeds now
+    assert window.projects.close_project()  # the save inside close succeeds now
     assert safekeeping.emergency_copies(project_path) == []  # the saved text replaced it
 
 
@@ -60,16 +60,16 @@ def test_retry_save_as_and_discard(qtbot, window, make_project, failing_saves, t
     window.choose = lambda title, text, choices: next(answers)
     out = tmp_path / "rescued.txt"
     window.ask_save_path = lambda: str(out)
-    assert window.close_project()
+    assert window.projects.close_project()
     assert out.read_text(encoding="utf-8") == "The sea was grey. Second sentence."
     with Project.open(path, readonly=True) as p:
         assert p.documents()[0].text == "The sea was grey."  # the disk never took it
 
     window.choose = lambda title, text, choices: "Not now"  # the copy of the refused text
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     type_text(window, " Thrown away.")
     window.choose = lambda title, text, choices: "Discard changes"
-    assert window.close_project()
+    assert window.projects.close_project()
 
 
 def test_switching_documents_after_a_failed_save_stays_on_cancel(
@@ -90,11 +90,11 @@ def test_an_emergency_copy_is_offered_back_on_the_next_open(
     path = open_doc(window, make_project)
     type_text(window, " Words the disk refused.")
     window.choose = lambda title, text, choices: "Discard changes"
-    assert window.close_project()
+    assert window.projects.close_project()
     failing_saves.heal()
     offered = []
     window.choose = lambda title, text, choices: offered.append(text) or choices[0]
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     assert "could not be saved" in offered[0]
     titles = [d.title for d in window.project.documents()]
     assert titles == ["Chapter 1", "Chapter 1 (recovered)"]
@@ -118,7 +118,7 @@ def test_edits_during_a_take_are_saved_without_the_take(qtbot, window, make_proj
     path = open_doc(window, make_project)
     start_long_take_at_the_top(qtbot, window)
     type_text(window, " Typed during the take.")
-    window.save_now(force=True)  # Ctrl+S mid-take
+    window.safekeeping.save_now(force=True)  # Ctrl+S mid-take
     with Project.open(path, readonly=True) as p:
         stored = p.documents()[0].text
     assert stored == "The sea was grey. Typed during the take."  # no half take in it
@@ -134,9 +134,9 @@ def test_a_backup_is_made_on_close_and_restored_from_the_dialog(
     qtbot, window, make_project, tmp_path
 ):
     path = open_doc(window, make_project)
-    assert window.close_project()
+    assert window.projects.close_project()
     (made,) = backups_mod.list_backups(path)
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     dialog = safekeeping.BackupsDialog(window, path)
     qtbot.addWidget(dialog)
     assert dialog.list.count() == 1 and dialog.restore_button.isEnabled()
@@ -157,7 +157,7 @@ def test_closing_while_a_take_will_not_stop_keeps_the_project_open_and_saved(
     start_long_take_at_the_top(qtbot, window)
     type_text(window, " Typed.")
     monkeypatch.setattr(window.takes, "wait", lambda ms=30000: False)  # it will not stop
-    assert not window.close_project()
+    assert not window.projects.close_project()
     assert window.project is not None and "not stopped yet" in window.last_error
     with Project.open(path, readonly=True) as p:  # the typed text is saved (the take may
         assert "The sea was grey. Typed." in p.documents()[0].text  # have joined meanwhile)
@@ -186,7 +186,7 @@ def test_a_note_typed_just_before_adding_another_is_kept(qtbot, window, make_pro
     notes.delete_current()  # its text goes with it: no failed save, no emergency copy
     assert notes.current_id() == note_id and window.last_error == ""
     assert safekeeping.emergency_copies(path) == []
-    window.close_project()
+    window.projects.close_project()
     with Project.open(path, readonly=True) as p:
         assert p.note(note_id).text == "Elena Marsh, harbourmaster"
 
@@ -197,16 +197,16 @@ def test_not_now_keeps_an_emergency_copy_and_only_a_confirmed_discard_deletes_it
     path = open_doc(window, make_project)
     type_text(window, " Words the disk refused.")
     window.choose = lambda title, text, choices: "Discard changes"
-    assert window.close_project()
+    assert window.projects.close_project()
     failing_saves.heal()
     offers, confirms = [], []
 
     def reopen(choice: str, confirm: bool) -> list[str]:
         window.choose = lambda title, text, choices: offers.append(text) or choice
         window.ask = lambda title, text: confirms.append(text) or confirm
-        assert window.open_project(path)
+        assert window.projects.open_project(path)
         titles = [d.title for d in window.project.documents()]
-        assert window.close_project()
+        assert window.projects.close_project()
         return titles
 
     assert reopen("Not now", False) == ["Chapter 1"]
@@ -231,21 +231,21 @@ def test_a_kept_copy_outlives_later_saves_of_its_document(
     path = open_doc(window, make_project)
     type_text(window, " Words the disk refused.")
     window.choose = lambda title, text, choices: "Discard changes"
-    assert window.close_project()
+    assert window.projects.close_project()
     failing_saves.heal()
     window.choose = lambda title, text, choices: "Not now"
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     type_text(window, " New words.")
-    assert window.save_now()
+    assert window.safekeeping.save_now()
     assert [c.text for c in safekeeping.emergency_copies(path)] == [
         "The sea was grey. Words the disk refused."
     ]
     failing_saves.failing = True
     type_text(window, " Refused again.")
-    assert not window.save_now(quiet=True)  # a copy of its own, beside the old one
+    assert not window.safekeeping.save_now(quiet=True)  # a copy of its own, beside the old one
     old = "The sea was grey. Words the disk refused."
     texts = [c.text for c in safekeeping.emergency_copies(path)]
     assert sorted(texts) == sorted([old, "The sea was grey. New words. Refused again."])
     failing_saves.heal()
-    assert window.save_now()  # this run's copy goes once the editor's text is saved
+    assert window.safekeeping.save_now()  # this run's copy goes once the editor's text is saved
     assert [c.text for c in safekeeping.emergency_copies(path)] == [old]

@@ -24,7 +24,7 @@ def test_screenshots_during_and_after_a_generation(qtbot, window, tmp_path):
     window.settings.theme = "Light"
     apply_theme("Light")
     window.resize(1280, 800)
-    assert window.open_sample(tmp_path / "samples")
+    assert window.projects.open_sample(tmp_path / "samples")
     window.tree.select(window.project.documents()[2].id)  # Chapter 2: The Letter
     window.panel.set_target(160, "tokens")
     shots: dict[str, Path] = {}

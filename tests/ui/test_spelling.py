@@ -20,7 +20,7 @@ def underlined(window, block_no=0):
 
 
 def test_misspelt_words_are_marked_and_corrected(qtbot, window, make_project):
-    window.open_project(
+    window.projects.open_project(
         make_project(docs=(("A", "The harbour was *quiet* and recieve teh wind."),))
     )
     assert underlined(window) == ["recieve", "teh"]
@@ -37,7 +37,7 @@ def test_misspelt_words_are_marked_and_corrected(qtbot, window, make_project):
 
 
 def test_own_words_are_kept_and_f7_turns_checking_off(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("A", "Beyond the glimmerfen lay the sea."),)))
+    window.projects.open_project(make_project(docs=(("A", "Beyond the glimmerfen lay the sea."),)))
     assert underlined(window) == ["glimmerfen"]
     window.editor.word_added.emit("glimmerfen")
     assert underlined(window) == []
@@ -65,7 +65,7 @@ def test_a_missing_dictionary_is_said_once(qtbot, window, monkeypatch):
 
 
 def test_marks_land_on_their_word_after_an_emoji(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("A", "🌊🌊 the *sea* and teh wind"),)))
+    window.projects.open_project(make_project(docs=(("A", "🌊🌊 the *sea* and teh wind"),)))
     layout = window.editor.document().findBlockByNumber(0).layout()
     text = window.editor.document().findBlockByNumber(0).text()  # Qt's text: UTF-16 units
     units = text.encode("utf-16-le")
@@ -85,7 +85,9 @@ def test_a_sentence_start_is_checked_and_the_projects_names_pass(qtbot, window, 
     """'Teh first boat' was not underlined (capitalised words were all taken for names, issue
     63); a name of the project's own at the start of a sentence still passes."""
     docs = (("A", "Teh first boat came to Aldermouth. Aldermouth slept. Qwertz waited."),)
-    window.open_project(make_project(docs=docs, notes=(("Cast", "Qwertz: harbour master", True),)))
+    window.projects.open_project(
+        make_project(docs=docs, notes=(("Cast", "Qwertz: harbour master", True),))
+    )
     assert underlined(window) == ["Teh"]
     editor = window.editor
     cursor = editor.textCursor()

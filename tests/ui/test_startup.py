@@ -34,7 +34,7 @@ def test_main_window_reports_a_bad_model(qtbot, tmp_path, monkeypatch):
     window = MainWindow(load_model=False)
     qtbot.addWidget(window)
     with qtbot.waitSignal(window.model_failed, timeout=30000) as blocker:
-        window.load_model(str(tmp_path / "missing-model"))
+        window.models.load_model(str(tmp_path / "missing-model"))
     assert "Unknown model" in blocker.args[0]
     assert window.model_label.text() == "Model not loaded"
 
@@ -57,6 +57,6 @@ def test_workers_that_finish_at_once_lose_no_message(qtbot, tmp_path, monkeypatc
     qtbot.addWidget(window)
     failures = []
     window.model_failed.connect(failures.append)
-    window.load_model(str(tmp_path / "missing-model"))
+    window.models.load_model(str(tmp_path / "missing-model"))
     assert failures and "Unknown model" in failures[0]
     assert window.model_label.text() == "Model not loaded"

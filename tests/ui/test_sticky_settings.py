@@ -13,7 +13,7 @@ def test_panel_settings_survive_a_restart_with_the_project(qtbot, window, make_p
     from swiftwriter.ui.main_window import MainWindow
 
     path = make_project()
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     panel = window.panel
     panel.set_target(1234, "words")
     panel.creative.setChecked(True)
@@ -29,45 +29,46 @@ def test_panel_settings_survive_a_restart_with_the_project(qtbot, window, make_p
         window.actions_by_name["generate"].trigger()
     qtbot.waitUntil(lambda: not window.takes.busy, timeout=WAIT)
     saved = state_of(panel)
-    assert window.close_project()
+    assert window.projects.close_project()
     window.close()
 
     again = MainWindow(load_model=False)  # a new start of the app
     qtbot.addWidget(again)
     again.ask = lambda title, text: True
     assert again.panel.length.value() != 1234
-    assert again.open_project(path)
+    assert again.projects.open_project(path)
     assert state_of(again.panel) == saved
     assert again.panel.sampling().dry_multiplier == pytest.approx(0.6)
     assert again.panel.stop_sequences() == ["THE END"]
-    again.close_project()
+    again.projects.close_project()
 
 
 def test_presets_save_rename_delete_and_keep_the_shipped_ones(qtbot, window):
     window.panel.set_target(777, "tokens")
     window.panel.penalty.setValue(1.35)
     window.ask_text = lambda title, label, text="": "My thriller"
-    window._save_preset_dialog()
-    assert "My thriller" in window.presets.names()
+    window.presets.save_dialog()
+    assert "My thriller" in window.presets.stored.names()
     window.panel.set_target(10, "tokens")
-    applied = window.apply_preset("My thriller")
+    applied = window.presets.apply("My thriller")
     assert window.panel.length.value() == 777 and window.panel.penalty.value() == pytest.approx(
         1.35
     )
     assert "length" in applied
     window.ask_text = lambda title, label, text="": "Night thriller"
-    window._rename_preset_dialog("My thriller")
+    window.presets.rename_dialog("My thriller")
     assert (
-        "Night thriller" in window.presets.names() and "My thriller" not in window.presets.names()
+        "Night thriller" in window.presets.stored.names()
+        and "My thriller" not in window.presets.stored.names()
     )
-    window._delete_preset("Night thriller")
-    assert "Night thriller" not in window.presets.names()
+    window.presets.delete("Night thriller")
+    assert "Night thriller" not in window.presets.stored.names()
     for name in SHIPPED:
-        assert name in window.presets.names()
+        assert name in window.presets.stored.names()
         with pytest.raises(ValueError):
-            window.presets.delete(name)
-    window._fill_presets()  # the menu builds
-    assert window.presets_menu.actions()
+            window.presets.stored.delete(name)
+    window.presets.fill()  # the menu builds
+    assert window.presets.menu.actions()
 
 
 def test_bad_stored_settings_are_skipped(qtbot, window):
@@ -96,7 +97,7 @@ def test_a_fresh_panel_samples_with_the_measured_default(qtbot):
     )
     assert (sampling.penalty, sampling.window) == (pytest.approx(1.1), 1024)
     assert sampling.dry_multiplier == pytest.approx(0.8)
-    window.apply_preset("Precise prose")
+    window.presets.apply("Precise prose")
     assert window.panel.sampling().greedy and window.panel.sampling().dry_multiplier == 0.0
     assert window.panel.sampling().penalty == pytest.approx(1.2)
 

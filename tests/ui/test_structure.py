@@ -16,7 +16,7 @@ def kinds(window):
 
 
 def test_add_inside_a_chapter_makes_a_scene_that_exports_as_one(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
+    window.projects.open_project(make_project(docs=(("Chapter 1", "The sea was grey."),)))
     tree = window.tree
     scene = tree.add_document(child=True)
     window.project.update_text(scene, "Later, the wind.")
@@ -42,7 +42,7 @@ def test_add_inside_a_chapter_makes_a_scene_that_exports_as_one(qtbot, window, m
 
 
 def test_the_kind_is_set_from_the_tree(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("One", "a"), ("Two", "b"))))
+    window.projects.open_project(make_project(docs=(("One", "a"), ("Two", "b"))))
     tree = window.tree
     two = tree.ids_in_order()[1]
     tree.set_kind(two, "part")
@@ -55,8 +55,8 @@ def test_the_kind_is_set_from_the_tree(qtbot, window, make_project):
 
 
 def test_outline_edits_in_place(qtbot, window, make_project):
-    window.open_project(make_project(docs=(("One", "one two three"), ("Two", "four"))))
-    outline = window.actions_by_name["outline"].trigger() or window._dialogs[-1]
+    window.projects.open_project(make_project(docs=(("One", "one two three"), ("Two", "four"))))
+    outline = window.actions_by_name["outline"].trigger() or window.open_dialogs[-1]
     table = outline.table
     assert [table.item(r, TITLE).text() for r in range(2)] == ["One", "Two"]
     assert [table.item(r, WORDS).text() for r in range(2)] == ["3", "1"]
@@ -75,12 +75,12 @@ def test_outline_edits_in_place(qtbot, window, make_project):
 def test_the_outline_goes_with_its_project(qtbot, window, make_project):
     first = make_project("First", docs=(("One", "a"), ("Two", "b")))
     second = make_project("Second", docs=(("Uno", "c"), ("Dos", "d")))
-    window.open_project(first)
+    window.projects.open_project(first)
     outline = window.open_outline()
     doc_id = outline.doc_id(1)
-    window.close_project()
-    assert not outline.isVisible() and outline not in window._dialogs
-    window.open_project(second)
+    window.projects.close_project()
+    assert not outline.isVisible() and outline not in window.open_dialogs
+    window.projects.open_project(second)
     outline._set_status(doc_id, "final")  # a late edit must not land in another project
     outline._set_kind(doc_id, "part")
     assert planning.statuses(window.project) == {}
@@ -98,7 +98,7 @@ def test_a_chapters_outline_row_counts_its_scenes(qtbot, window, tmp_path):
         for text in ("The boat came in.", "Elena waited on the wall."):
             project.add_document("Scene", text, parent_id=chapter.id, kind="scene")
         project.add_document("Chapter 2", "one two", parent_id=part.id, kind="chapter")
-    window.open_project(path)
+    window.projects.open_project(path)
     outline = window.open_outline()
     words = [outline.table.item(r, WORDS).text() for r in range(outline.table.rowCount())]
     assert words == ["12", "10", "4", "5", "2"]  # part, chapter 1 with its scenes, ...

@@ -14,7 +14,7 @@ WAIT = 30000
 
 def open_doc(window, make_project, text="The sea was grey and the wall was old."):
     path = make_project(docs=(("Chapter 1", text),))
-    assert window.open_project(path)
+    assert window.projects.open_project(path)
     assert window.doc_id is not None
     return window.project.document(window.doc_id)
 
@@ -87,7 +87,7 @@ def test_stop_midway_keeps_the_text_so_far(qtbot, window, make_project):
 def test_context_full_is_explained(qtbot, window, make_project):
     from tests.ui.conftest import tiny_loaded
 
-    window.set_model(tiny_loaded(max_positions=64))  # a tiny context window
+    window.models.set_model(tiny_loaded(max_positions=64))  # a tiny context window
     open_doc(window, make_project)
     window.takes.measure_baseline = False
     window.panel.set_target(5000, "tokens")
@@ -291,7 +291,7 @@ def test_a_run_mostly_undrafted_is_its_own_plain_measurement():
 def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, window, make_project):
     from tests.ui.conftest import tiny_loaded
 
-    window.set_model(tiny_loaded(max_positions=64))
+    window.models.set_model(tiny_loaded(max_positions=64))
     open_doc(window, make_project)
     window.takes.measure_baseline = False
     assert window.panel.context().policy == "stop"  # the default
@@ -376,8 +376,8 @@ def test_the_speed_dock_forgets_the_last_take_with_its_project(qtbot, window, ma
     generate(qtbot, window)
     dock = window.stats_dock
     assert dock.labels["tokens"].text() != "–" and dock.summary.text() and dock.chart.rates
-    window.close_project()
-    assert window.open_project(path)
+    window.projects.close_project()
+    assert window.projects.open_project(path)
     assert {label.text() for label in dock.labels.values()} == {"–"}
     assert dock.summary.text() == "" and dock.chart.rates == []
 

@@ -74,7 +74,7 @@ def test_a_layout_kept_from_a_grown_window_is_fitted_at_the_next_start(qtbot, wi
     settle(qtbot)
     assert window.width() > room
     body.setMinimumWidth(0)
-    window.close_project()
+    window.projects.close_project()
     window.settings.save_layout(window)  # what closing the window keeps
 
     again = MainWindow(load_model=False)
@@ -83,8 +83,8 @@ def test_a_layout_kept_from_a_grown_window_is_fitted_at_the_next_start(qtbot, wi
     again.show()
     settle(qtbot)
     assert_within_screen(again)
-    assert again.open_project(path)
+    assert again.projects.open_project(path)
     settle(qtbot)
     assert_within_screen(again)
     assert again.stack.width() >= again.width() / 3  # the editor, not a dock, has the room
-    again.close_project()
+    again.projects.close_project()

@@ -8,7 +8,7 @@ from swiftwriter.ui.wordcount import TargetsDialog
 
 def test_status_bar_counts_document_project_and_session(qtbot, window, make_project):
     path = make_project(docs=(("One", "one two three"), ("Two", "four five")))
-    window.open_project(path)
+    window.projects.open_project(path)
     counter = window.word_counter
     qtbot.waitUntil(lambda: counter.label.text() == "3 words · project 5 · session +0")
     assert not counter.bar.isVisible()
@@ -27,7 +27,7 @@ def test_status_bar_counts_document_project_and_session(qtbot, window, make_proj
     window.tree.select(window.tree.ids_in_order()[1])  # another document: its own target
     qtbot.waitUntil(lambda: counter.label.text().startswith("2 words · project 7 / 20"))
     assert counter.label.text().endswith("session +2")
-    window.close_project()
+    window.projects.close_project()
     assert counter.label.text() == "" and not counter.bar.isVisible()
-    window.open_project(path)  # a new session starts at zero
+    window.projects.open_project(path)  # a new session starts at zero
     qtbot.waitUntil(lambda: counter.label.text().endswith("session +0"))

@@ -233,7 +233,7 @@ class ExportDialog(QDialog):
         if chosen == []:
             self.words.setText("Tick at least one document to export")
             return False
-        if self.window.export_to(path, self.request(), chosen):
+        if self.window.exchange.export_to(path, self.request(), chosen):
             self._remember_typed()
             self.accept()
             return True

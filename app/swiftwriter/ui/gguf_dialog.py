@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from swiftwriter import application
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
 
@@ -32,9 +33,7 @@ class GgufAdder(StoppableWorker):
         self.model_id, self.path, self.dtype = model_id, path, dtype
 
     def _run(self) -> None:
-        from swiftwriter.modelstore import adding
-
-        entry = adding.add_gguf(
+        entry = application.add_gguf(
             self.model_id, self.path, self.dtype,
             progress=self.progress.emit, cancelled=self.should_stop,
         )  # fmt: skip

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from swiftwriter import paths
+from swiftwriter import application, paths
 from swiftwriter.errors import UserError
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
@@ -99,27 +99,23 @@ class HeadsTrainer(StoppableWorker):
         self._last = ("", 0.0)
 
     def _run(self) -> None:
-        from swiftwriter.training.pipeline import train_drafter
-        from swiftwriter.training.train import TrainSettings
-        from swiftwriter.writing.history import encoder_of
+        from swiftwriter.writing.history import encoder_of  # lazy: torch, only to train
 
         job = self.job
         loaded = job.loaded
         if loaded is None:
-            from swiftwriter.modelstore import loader
-
             self.progress.emit("loading", 0, 0, None)
-            loaded = loader.load(job.entry, device=job.device, dtype="float32", with_drafter=False)
+            loaded = application.load_for_training(job.entry, job.device)
         rows = None
         if job.text_files:
             rows = text_rows(encoder_of(loaded.tokenizer), job.text_files, job.row_length)
-        settings = TrainSettings(kind=job.kind, steps=job.steps, batch=job.batch)
-        bundle = train_drafter(
-            loaded.model,
-            loaded.tokenizer,
-            job.entry.id,
+        bundle = application.train_drafter(
+            loaded,
+            job.entry,
             job.out_dir,
-            settings,
+            job.kind,
+            job.steps,
+            job.batch,
             given_rows=rows,
             self_distill=job.self_distill,
             row_length=job.row_length,

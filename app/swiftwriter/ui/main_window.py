@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -32,29 +33,33 @@ from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
 from swiftwriter.ui import help as help_windows
 from swiftwriter.ui.editor import Editor, FindBar
+from swiftwriter.ui.exchange import ExportImport
 from swiftwriter.ui.fitting import EDITOR_SHARE, ElidedLabel, fit_to_screen, scrolled
 from swiftwriter.ui.focus import FocusMode
-from swiftwriter.ui.model_worker import start_loader
+from swiftwriter.ui.models import ModelController
 from swiftwriter.ui.notes import NotesPanel
-from swiftwriter.ui.panel_state import Presets, PresetsMixin, apply_state, load_project_state
+from swiftwriter.ui.panel_state import (
+    PresetController,
+    Presets,
+)
 from swiftwriter.ui.project_tree import ProjectTree
-from swiftwriter.ui.safekeeping import SafekeepingMixin
+from swiftwriter.ui.projects import ProjectController
+from swiftwriter.ui.safekeeping import Safekeeping
 from swiftwriter.ui.selection_tools import SelectionTools
 from swiftwriter.ui.settings import AppSettings, apply_theme, is_dark
 from swiftwriter.ui.spelling_control import SpellingControl
 from swiftwriter.ui.stats_dock import StatsDock
 from swiftwriter.ui.take_panel import TakePanel
 from swiftwriter.ui.takes import TakeController
-from swiftwriter.ui.tools import ToolsMixin
-from swiftwriter.ui.welcome import WelcomePage, create_sample_project
+from swiftwriter.ui.tools import ToolWindows
+from swiftwriter.ui.welcome import WelcomePage
 from swiftwriter.ui.wordcount import TargetsDialog, WordCounter
 from swiftwriter.writing.history import Histories
 
-FILTER = "SwiftWriter projects (*.swiftwriter);;All files (*)"
 IGNORED = QSizePolicy.Policy.Ignored
 
 
-class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
+class MainWindow(QMainWindow):
     model_ready = Signal(object)
     model_failed = Signal(str)
     project_opened = Signal(object)
@@ -79,18 +84,20 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.model_training = False  # heads train on the loaded model: generation waits
         self.last_error = ""
         self.location_warning = ""  # the open project sits in a synced or network folder
-        self._loader = None
-        self._thread = None
-        self._saved_text = ""
-        self._loading_doc = False
+        self.loading_doc = False
         self.histories: Histories | None = None  # the open project's drafting histories
         self._last_deleted: int | None = None
         self._layout_kept = False  # the docks' sizes came from the last session
         self._desk_laid_out = False
-        self._dialogs: list = []  # open tool windows: closed (and their threads waited) with us
+        self.open_dialogs: list = []  # open tool windows: closed (and their threads waited) with us
         self.takes = TakeController(self)
+        self.projects = ProjectController(self)
+        self.models = ModelController(self)
+        self.tools = ToolWindows(self)
+        self.exchange = ExportImport(self)
+        self.safekeeping = Safekeeping(self)
         self.selection = SelectionTools(self)
-        self.presets = Presets(self.settings.qs)
+        self.presets = PresetController(self, Presets(self.settings.qs))
         self._build_actions()
         self._build_ui()
         self.focus = FocusMode(self)
@@ -100,11 +107,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self._build_menus()
         self._layout_kept = self.settings.restore_layout(self)
         fit_to_screen(self)  # a window kept from a larger screen, or one that outgrew this one
-        self._update_actions()
+        self.update_actions()
         if project:
-            self.open_project(project)
+            self.projects.open_project(project)
         if load_model:
-            self.load_model(model or self.settings.model or None)
+            self.models.load_model(model or self.settings.model or None)
 
     # -- building ---------------------------------------------------------------------------
     def _action(self, name: str, text: str, slot, shortcut=None, tip: str = "") -> QAction:
@@ -134,14 +141,19 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
           "Three takes at the cursor written together; swap them in the takes box")  # fmt: skip
         a("undo", "Undo generation", g.undo_generation, QKeySequence("Ctrl+Alt+Z"),
           "Remove the last generated text (one step)")  # fmt: skip
-        a("new", "New project…", self.new_project, QKeySequence.StandardKey.New)
-        a("open", "Open project…", self.open_project_dialog, QKeySequence.StandardKey.Open)
-        a("sample", "Open sample project", self.open_sample)
-        a("close_project", "Close project", self.close_project)
-        a("backups", "Backups…", self.open_backups)
-        a("save", "Save", lambda: self.save_now(force=True), QKeySequence.StandardKey.Save)
-        a("import", "Import…", self.import_dialog)
-        a("export", "Export…", self.export_dialog, QKeySequence("Ctrl+Shift+X"))
+        a("new", "New project…", self.projects.new_project, QKeySequence.StandardKey.New)
+        a("open", "Open project…", self.projects.open_project_dialog, QKeySequence.StandardKey.Open)
+        a("sample", "Open sample project", self.projects.open_sample)
+        a("close_project", "Close project", self.projects.close_project)
+        a("backups", "Backups…", self.safekeeping.open_backups)
+        a(
+            "save",
+            "Save",
+            lambda: self.safekeeping.save_now(force=True),
+            QKeySequence.StandardKey.Save,
+        )
+        a("import", "Import…", self.exchange.import_dialog)
+        a("export", "Export…", self.exchange.export_dialog, QKeySequence("Ctrl+Shift+X"))
         a("quit", "Quit", self.close, QKeySequence.StandardKey.Quit)
         a("bold", "Bold", lambda: self._emphasis("**"),
           QKeySequence.StandardKey.Bold, "Bold: **text** (Ctrl+B)")  # fmt: skip
@@ -154,15 +166,15 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
           QKeySequence("Shift+F3"))  # fmt: skip
         a("search_project", "Find in project…", self.search_project, QKeySequence("Ctrl+Shift+F"))
         a("undo_delete", "Undo delete", self.undo_delete)
-        a("history", "History…", self.open_history, QKeySequence("Ctrl+Shift+H"))
+        a("history", "History…", self.tools.open_history, QKeySequence("Ctrl+Shift+H"))
         a("show_context", "Show context…", self.show_context,
           tip="What the model is given for the next take, part by part")  # fmt: skip
         a("memory", "Project memory…", self.edit_memory)
-        a("lorebook", "Lorebook…", self.open_lorebook, QKeySequence("Ctrl+Shift+L"),
+        a("lorebook", "Lorebook…", self.tools.open_lorebook, QKeySequence("Ctrl+Shift+L"),
           "Entries the prompt takes in when their keys appear, and the author's note")  # fmt: skip
-        a("models", "Models…", self.open_models)
+        a("models", "Models…", self.models.open_models)
         a("targets", "Word targets…", lambda: self.project and TargetsDialog(self).open())
-        a("settings", "Settings…", self.open_settings, QKeySequence.StandardKey.Preferences)
+        a("settings", "Settings…", self.tools.open_settings, QKeySequence.StandardKey.Preferences)
         a("outline", "Outline", self.open_outline, QKeySequence("Ctrl+Shift+O"))
         a("focus", "Focus mode", lambda: self.focus.toggle(), QKeySequence("F8"))
         a("fullscreen", "Full screen", lambda: self.focus.toggle_fullscreen(), QKeySequence("F11"))
@@ -182,10 +194,10 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     def _build_ui(self) -> None:
         self.welcome = WelcomePage()
-        self.welcome.new_requested.connect(self.new_project)
-        self.welcome.open_requested.connect(self.open_project_dialog)
-        self.welcome.sample_requested.connect(self.open_sample)
-        self.welcome.recent_requested.connect(self.open_project)
+        self.welcome.new_requested.connect(self.projects.new_project)
+        self.welcome.open_requested.connect(self.projects.open_project_dialog)
+        self.welcome.sample_requested.connect(self.projects.open_sample)
+        self.welcome.recent_requested.connect(self.projects.open_project)
         self.welcome.set_recent(self.settings.recent_projects())
 
         self.editor = Editor(dark=is_dark(self.settings.theme))
@@ -248,11 +260,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
         self.autosave_timer = QTimer(self, singleShot=True)
         self.autosave_timer.setInterval(self.settings.autosave_s * 1000)
-        self.autosave_timer.timeout.connect(self.save_now)
-        self.editor.textChanged.connect(self._on_text_changed)
+        self.autosave_timer.timeout.connect(self.safekeeping.save_now)
+        self.editor.textChanged.connect(self.safekeeping.on_text_changed)
         self.editor.word_count_changed.connect(self.word_counter.update_current)
-        self.takes.busy_changed.connect(lambda _busy: self._update_actions())
-        self._show_page()
+        self.takes.busy_changed.connect(lambda _busy: self.update_actions())
+        self.show_page()
 
     def _build_menus(self) -> None:
         act = self.actions_by_name
@@ -283,8 +295,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             gen.addAction(act[name])
         gen.addMenu(self.selection.menu)
         self.editor.selection_menu = self.selection.menu
-        self.presets_menu = gen.addMenu("Presets")
-        self.presets_menu.aboutToShow.connect(self._fill_presets)
+        self.presets.attach(gen.addMenu("Presets"))
         view = bar.addMenu("&View")
         for dock in self.docks.values():
             view.addAction(dock.toggleViewAction())
@@ -304,9 +315,11 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
     def _fill_recent(self) -> None:
         self.recent_menu.clear()
         for path in self.settings.recent_projects():
-            self.recent_menu.addAction(Path(path).stem, lambda p=path: self.open_project(p))
+            self.recent_menu.addAction(
+                Path(path).stem, lambda p=path: self.projects.open_project(p)
+            )
 
-    def _show_page(self) -> None:
+    def show_page(self) -> None:
         has_project = self.project is not None
         self.stack.setCurrentIndex(1 if has_project else 0)
         for i in range(self.stack.count()):  # the page not shown asks for no room
@@ -331,7 +344,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.resizeDocks([self.docks["generate"], self.stats_dock], [320, 480],
                          Qt.Orientation.Vertical)  # fmt: skip
 
-    def _update_actions(self) -> None:
+    def update_actions(self) -> None:
         busy = self.takes.busy
         has_doc = self.project is not None and self.doc_id is not None
         writable = has_doc and not self.project.readonly
@@ -367,6 +380,24 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         answer = QMessageBox.question(self, title, text)
         return answer == QMessageBox.StandardButton.Yes
 
+    def choose(self, title: str, text: str, choices) -> str:
+        """One of `choices` (button labels; the last one is Cancel). Tests replace this."""
+        box = QMessageBox(QMessageBox.Icon.Warning, title, text, parent=self)
+        buttons = {box.addButton(c, QMessageBox.ButtonRole.ActionRole): c for c in choices}
+        box.exec()
+        return buttons.get(box.clickedButton(), choices[-1])
+
+    def ask_save_path(self) -> str:
+        path, _ = QFileDialog.getSaveFileName(
+            self, "Save the text as", "", "Text (*.txt);;Markdown (*.md)"
+        )
+        return path
+
+    def ask_text(self, title: str, label: str, text: str = "") -> str:
+        """A line of text from the writer ('' when cancelled). Tests replace this."""
+        value, ok = QInputDialog.getText(self, title, label, text=text)
+        return value.strip() if ok else ""
+
     def show_error(self, title: str, message: str) -> None:
         """Never blocks: the message box is window-modal and opened, not executed."""
         self.last_error = message
@@ -377,168 +408,6 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         box.open()
 
     # -- the model --------------------------------------------------------------------------
-    def load_model(self, model: str | None) -> None:
-        if self._thread is not None and self._thread.isRunning():
-            self.statusBar().showMessage("A model is already loading", 5000)
-            return
-        self.model_label.setText("Loading model…")
-        self._thread, self._loader = start_loader(
-            self, model, self.settings.device, self.settings.dtype, self.settings.max_memory,
-            progress=self.statusBar().showMessage, loaded=self._on_loaded,
-            failed=self._on_failed)  # fmt: skip
-
-    def set_model(self, loaded) -> None:
-        """Use an already loaded model (a modelstore LoadedModel); tests pass tiny ones."""
-        self._on_loaded(loaded)
-
-    def _on_loaded(self, loaded) -> None:
-        self.loaded_model = loaded
-        self.model_label.setText(f"{loaded.entry.name} · {loaded.device} · {loaded.dtype}")
-        from swiftwriter.engine.passes import native_notice
-
-        kernel = native_notice() if loaded.device == "cpu" else None  # a failed build's why
-        self.statusBar().showMessage(
-            f"Model ready; {kernel}" if kernel else "Model ready", 15000 if kernel else 5000
-        )
-        self._update_actions()
-        self.model_ready.emit(loaded)
-
-    def _on_failed(self, message: str) -> None:
-        self.model_label.setText("Model not loaded")
-        self.statusBar().showMessage(message)
-        self.model_failed.emit(message)
-
-    # -- projects ---------------------------------------------------------------------------
-    def open_project(self, path) -> bool:
-        if not self.close_project():
-            return False
-        try:
-            project = Project.open(Path(path), fallback_readonly=True)
-        except UserError as exc:
-            self.show_error("Cannot open the project", str(exc))
-            return False
-        self._adopt(project)
-        return True
-
-    def _adopt(self, project: Project) -> None:
-        self.project = project
-        self.histories = Histories(project)
-        self.settings.add_recent(project.path)
-        self.welcome.set_recent(self.settings.recent_projects())
-        self.setWindowTitle(f"{project.meta.get('title') or project.path.stem} — SwiftWriter")
-        if project.readonly:
-            self.banner.setText(
-                f"Read-only: {project.readonly_reason}. You can read and export, not change it."
-            )
-        self.banner.setVisible(project.readonly)
-        self.editor.setReadOnly(project.readonly)
-        self._last_backup = 0.0
-        self.warn_about_location()
-        self._offer_recovery()
-        self.offer_emergency_copies()
-        self.doc_id = None
-        self._show_page()
-        self.notes.set_project(project)
-        apply_state(self.panel, load_project_state(project))
-        self.panel.set_stop_sequences(project.stop_sequences)
-        self.spelling.learn_names(project)  # before a document is shown and checked
-        self.tree.set_project(project)
-        if self.doc_id is None:
-            self.editor.set_text("")
-        self.word_counter.reload(new_session=True)
-        self._update_actions()
-        self.project_opened.emit(project)
-
-    def _offer_recovery(self) -> None:
-        if self.project.readonly:
-            return
-        lost = self.project.interrupted_generations()
-        if not lost:
-            return
-        words = sum(len(g.text.split()) for g in lost)
-        if self.ask(
-            "Recover generations",
-            f"{len(lost)} generation(s) were interrupted when SwiftWriter last stopped "
-            f"({words:,} words saved). Put their text back where it was written?",
-        ):
-            for gen in lost:
-                self.project.recover_generation(gen.id, append=True)
-        else:  # keep them in the history only, closed as failed
-            for gen in lost:
-                self.project.recover_generation(gen.id, append=False)
-
-    def close_project(self) -> bool:
-        """Save and close the open project; False when the writer chose to keep it open."""
-        if self.focus.active:  # the docks come back (and the saved layout keeps them)
-            self.focus.leave()
-        if self.project is None:
-            return True
-        for dialog in [d for d in self._dialogs if getattr(d, "project_bound", False)]:
-            dialog.close()  # an outline or a search of this project: it goes with it
-        if self.takes.busy:
-            if not self.ask("Generation running", "A generation is running. Stop it and close?"):
-                return False
-            self.takes.stop()
-            if not self.takes.wait():
-                self.save_now(force=True)  # the text around the take, at least
-                self.show_error(
-                    "Still stopping",
-                    "The generation has not stopped yet; your text is saved. Close again in a "
-                    "moment.",
-                )
-                return False
-            QApplication.processEvents()  # deliver its last text and result before closing
-        self.wait_for_import()
-        if not self.save_before_leaving():
-            return False
-        if not self.project.readonly:
-            self.backup_now()
-        self.takes.reset()
-        self.stats_dock.reset()  # the last take's figures belong to this project
-        project, self.project, self.doc_id = self.project, None, None
-        self.histories = None
-        self.tree.set_project(None)
-        self.notes.set_project(None)
-        self.editor.set_text("")
-        project.close()
-        self.banner.hide()
-        self.setWindowTitle("SwiftWriter")
-        self.word_counter.reload()
-        self._show_page()
-        self._update_actions()
-        return True
-
-    def new_project(self, path=None) -> bool:
-        if path is None:
-            path, _ = QFileDialog.getSaveFileName(self, "New project", "", FILTER)
-            if not path:
-                return False
-            if not path.endswith(".swiftwriter"):
-                path += ".swiftwriter"
-        if not self.close_project():
-            return False
-        try:
-            project = Project.create(Path(path), title=Path(path).stem)
-            project.add_document("Chapter 1")
-        except UserError as exc:
-            self.show_error("Cannot create the project", str(exc))
-            return False
-        self._adopt(project)
-        return True
-
-    def open_project_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open project", "", FILTER)
-        if path:
-            self.open_project(path)
-
-    def open_sample(self, folder=None) -> bool:
-        try:
-            path = create_sample_project(folder)
-        except UserError as exc:
-            self.show_error("Cannot create the sample project", str(exc))
-            return False
-        return self.open_project(path)
-
     # -- documents and autosave -------------------------------------------------------------
     def show_document(self, doc_id: int) -> None:
         if self.project is None or doc_id == self.doc_id:
@@ -546,7 +415,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if self.takes.busy:
             self.statusBar().showMessage("Wait for the generation, or stop it, first", 5000)
             return
-        if not self.save_before_leaving():
+        if not self.safekeeping.save_before_leaving():
             self.tree.select(self.doc_id)
             return
         self.takes.reset()
@@ -555,19 +424,19 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         except ProjectError as exc:
             self.show_error("Cannot show the document", str(exc))
             return
-        self._loading_doc = True
+        self.loading_doc = True
         try:
             self.doc_id = doc_id
             self.editor.set_text(doc.text)
-            self._saved_text = doc.text
+            self.safekeeping.saved_text = doc.text
         finally:
-            self._loading_doc = False
+            self.loading_doc = False
         cursor = self.editor.textCursor()
         cursor.movePosition(cursor.MoveOperation.End)
         self.editor.setTextCursor(cursor)
         self.save_label.setText("Saved")
         self.word_counter.reload()
-        self._update_actions()
+        self.update_actions()
 
     def _on_deleted(self, doc_id: int, title: str) -> None:
         self._last_deleted = doc_id
@@ -581,7 +450,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         self.word_counter.reload()
         self.undo_delete_button.show()
         QTimer.singleShot(15000, self.undo_delete_button.hide)
-        self._update_actions()
+        self.update_actions()
 
     def undo_delete(self) -> None:
         if self._last_deleted is None or self.project is None:
@@ -589,7 +458,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         doc_id, self._last_deleted = self._last_deleted, None
         self.tree.undelete(doc_id)
         self.undo_delete_button.hide()
-        self._update_actions()
+        self.update_actions()
 
     def show_context(self):
         """The context viewer for the next take (needs the model: its tokenizer and context)."""
@@ -598,7 +467,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if self.project is None or self.doc_id is None or self.loaded_model is None:
             self.statusBar().showMessage("Open a document and wait for the model first", 5000)
             return None
-        self.save_lorebook()
+        self.tools.save_lorebook()
         try:
             built = next_take(self).session.story_context()
         except UserError as exc:
@@ -612,7 +481,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             doc_id=self.doc_id,
             rebuild=lambda: next_take(self).session.story_context().render(),
         )
-        self._dialogs.append(dialog)
+        self.open_dialogs.append(dialog)
         dialog.show()
         return dialog
 
@@ -622,7 +491,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if self.project is None or doc_id is None:
             return None
         dialog = SynopsisDialog(self, self.project, doc_id)
-        self._dialogs.append(dialog)
+        self.open_dialogs.append(dialog)
         dialog.open()
         return dialog
 
@@ -632,7 +501,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         if self.project is None:
             return None
         dialog = MemoryDialog(self, self.project)
-        self._dialogs.append(dialog)
+        self.open_dialogs.append(dialog)
         dialog.open()
         return dialog
 
@@ -694,21 +563,21 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
             return None
         from swiftwriter.ui.outline import OutlineDialog
 
-        self.save_now(quiet=True)  # the word counts read the store
+        self.safekeeping.save_now(quiet=True)  # the word counts read the store
         dialog = OutlineDialog(self)
         self.tree.changed.connect(dialog.fill)
-        dialog.finished.connect(lambda _=0: self._forget(dialog, dialog.fill))
-        self._dialogs.append(dialog)
+        dialog.finished.connect(lambda _=0: self.forget_dialog(dialog, dialog.fill))
+        self.open_dialogs.append(dialog)
         dialog.show()
         return dialog
 
-    def _forget(self, dialog, refill=None) -> None:
+    def forget_dialog(self, dialog, refill=None) -> None:
         """A project's tool window closed: no more refills, no reference kept."""
         if refill is not None:
             with contextlib.suppress(RuntimeError, TypeError):
                 self.tree.changed.disconnect(refill)
-        if dialog in self._dialogs:
-            self._dialogs.remove(dialog)
+        if dialog in self.open_dialogs:
+            self.open_dialogs.remove(dialog)
 
     def search_project(self):
         if self.project is None:
@@ -718,8 +587,8 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         case, whole = self.find_bar.options()
         needle = self.editor.textCursor().selectedText() or self.find_bar.find_edit.text()
         dialog = ProjectSearchDialog(self, needle.split("\u2029")[0], case, whole)
-        dialog.finished.connect(lambda _=0: self._forget(dialog))
-        self._dialogs.append(dialog)
+        dialog.finished.connect(lambda _=0: self.forget_dialog(dialog))
+        self.open_dialogs.append(dialog)
         dialog.show()
         if needle:
             dialog.search()
@@ -731,7 +600,7 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
         from swiftwriter.store.search import utf16_offset
 
         if match.lore_id is not None:
-            self.open_lorebook(match.lore_id)
+            self.tools.open_lorebook(match.lore_id)
             return
 
         if match.doc_id != self.doc_id:
@@ -748,20 +617,18 @@ class MainWindow(SafekeepingMixin, PresetsMixin, ToolsMixin, QMainWindow):
 
     # -- closing ----------------------------------------------------------------------------
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
-        if self._export is not None:
+        if self.exchange.exporting:
             if not self.ask("Export running", "An export is running. Cancel it and quit?"):
                 event.ignore()
                 return
-            self.wait_for_export()
-        if not self.close_project():
+            self.exchange.wait_for_export()
+        if not self.projects.close_project():
             event.ignore()
             return
-        for dialog in self._dialogs:
+        for dialog in self.open_dialogs:
             dialog.close()  # a model conversion finishes first: never cut in half
-        self._dialogs.clear()
+        self.open_dialogs.clear()
         self.settings.save_layout(self)
         self.settings.sync()
-        if self._thread is not None and self._thread.isRunning():
-            self._thread.quit()
-            self._thread.wait(30000)
+        self.models.wait()
         super().closeEvent(event)

@@ -33,10 +33,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
+from swiftwriter import application
+from swiftwriter.application import ModelEntry, drafter_dirs
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import adding, guidance, registry
-from swiftwriter.modelstore.loader import drafter_dirs
-from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.ui.heads_training import TrainHeadsDialog, fmt_top1, heads_folder
 from swiftwriter.ui.model_worker import start_converter
 
@@ -99,10 +98,8 @@ def heads_info(entry: ModelEntry, loaded=None) -> HeadsInfo:
         if not (folder / WEIGHTS).is_file():
             problems.append(f"{WEIGHTS} is missing")
         if not problems and loaded is not None and loaded.entry.id == entry.id:
-            from swiftwriter.engine.decoding import drafter_files as files
-
             try:
-                files.load(folder, loaded.model)
+                application.check_drafter(folder, loaded.model)
             except UserError as exc:
                 problems.append(str(exc))
         elif not problems:
@@ -184,7 +181,7 @@ class ModelManagerDialog(QDialog):
         self.progress.hide()
         self.message = QLabel("")
         self.message.setWordWrap(True)
-        advice = guidance.for_this_machine(current)
+        advice = application.advice_for_this_machine(current)
         self.guidance = QLabel(advice.choosing_text())
         self.guidance.setWordWrap(True)
         self.adding = QLabel(advice.adding_text())
@@ -269,7 +266,7 @@ class ModelManagerDialog(QDialog):
     def reload(self) -> None:
         try:
             self.entries = sorted(
-                registry.load_registry().values(), key=lambda e: (not e.default, e.name.lower())
+                application.load_registry().values(), key=lambda e: (not e.default, e.name.lower())
             )
         except UserError as exc:
             self.entries = []
@@ -324,13 +321,13 @@ class ModelManagerDialog(QDialog):
             self.message.setText("Choose a Hugging Face model folder or a GGUF file.")
             return None
         path = Path(folder).expanduser()
-        if adding.is_gguf_path(path):
+        if application.is_gguf_path(path):
             self.add_gguf(path, (name or "").strip() or path.stem)
             return None
         model_id = (name or "").strip() or path.name
         try:
-            registry.validate_folder(path)
-            entry = registry.add_user_model(model_id, path)
+            application.validate_folder(path)
+            entry = application.add_user_model(model_id, path)
         except UserError as exc:
             self.message.setText(f"Not added: {exc}")
             return None
@@ -443,17 +440,12 @@ class ModelManagerDialog(QDialog):
         if entry is None or not entry.is_ready():
             self.estimate.setText("– (select a model that is ready)")
             return
-        from swiftwriter.modelstore.placement import STORED, describe
-
         device = self.device.currentText()
         device = "cpu" if device == "auto" else device
         dtype = self.dtype.currentText()
-        stored = (
-            guidance.gguf_bytes(entry) if dtype == STORED else None
-        )  # the blocks it computes from
         self.estimate.setText(
-            describe(entry.folder(), device, dtype, self.context.value(),
-                     self.max_memory.text().strip(), stored)
+            application.placement_estimate(entry, device, dtype, self.context.value(),
+                                           self.max_memory.text().strip())
         )  # fmt: skip
 
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QObject, QThread, Signal
 
+from swiftwriter import application
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
 
@@ -25,20 +26,10 @@ class ModelLoader(StoppableWorker):
         self.max_memory = max_memory
 
     def _run(self) -> None:
-        from swiftwriter.modelstore import auto_convert, loader, registry
-
-        entry = registry.resolve(self.model)
-        if not entry.is_ready() and entry.source == "pypi-gguf":
-            auto_convert.convert(entry, progress=self.progress.emit)
-        self.progress.emit(f"Loading {entry.name}…")
-        if self.device == "spread":
-            from swiftwriter.modelstore.placement import Placement, parse_max_memory
-
-            limits = parse_max_memory(self.max_memory) if self.max_memory else {}
-            placed = Placement("auto", "auto", limits)
-            self.loaded.emit(loader.load_placed(entry, placed, dtype=self.dtype))
-        else:
-            self.loaded.emit(loader.load(entry, device=self.device, dtype=self.dtype))
+        self.loaded.emit(
+            application.load_model(self.model, self.device, self.dtype, self.max_memory,
+                                   progress=self.progress.emit)
+        )  # fmt: skip
 
 
 def _start(parent: QObject, worker: StoppableWorker, slots: dict) -> QThread:
@@ -80,10 +71,7 @@ class ModelConverter(StoppableWorker):
         self.model_id = model_id
 
     def _run(self) -> None:
-        from swiftwriter.modelstore import auto_convert, registry
-
-        entry = registry.resolve(self.model_id)
-        folder = auto_convert.convert(entry, progress=self.progress.emit)
+        folder = application.convert_model(self.model_id, progress=self.progress.emit)
         self.done.emit(str(folder))
 
 

@@ -16,7 +16,7 @@ ID_ROLE = Qt.ItemDataRole.UserRole
 
 
 class OutlineDialog(QDialog):
-    project_bound = True  # closed with its project (main_window.close_project)
+    project_bound = True  # closed with its project (ProjectController.close_project)
 
     def __init__(self, window):
         super().__init__(window)

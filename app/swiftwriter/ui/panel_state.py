@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 import math
 
-from swiftwriter.engine.decoding.settings import MODES
+from PySide6.QtCore import QObject
+
+from swiftwriter.application import MODES
 from swiftwriter.ui.take_panel import CONTEXT_POLICIES, PRESETS, STORY_LABELS, UNITS
 
 _P, _C = MODES["precise"], MODES["creative"]
@@ -172,54 +174,56 @@ class Presets:
         self.qs.sync()
 
 
-class PresetsMixin:
-    """Generate > Presets for MainWindow: apply, save the current settings as, rename, delete."""
+class PresetController(QObject):
+    """Generate > Presets: apply, save the current settings as, rename, delete. The window's
+    controller for its presets (`stored`: the presets kept); asks through the window."""
 
-    def _fill_presets(self) -> None:
-        menu = self.presets_menu
+    def __init__(self, window, presets: Presets):
+        super().__init__(window)
+        self.window = window
+        self.stored = presets
+        self.menu = None
+
+    def attach(self, menu) -> None:
+        """The Presets menu, filled each time it opens."""
+        self.menu = menu
+        menu.aboutToShow.connect(self.fill)
+
+    def fill(self) -> None:
+        menu = self.menu
         menu.clear()
-        for name in self.presets.names():
-            menu.addAction(name, lambda n=name: self.apply_preset(n))
+        for name in self.stored.names():
+            menu.addAction(name, lambda n=name: self.apply(n))
         menu.addSeparator()
-        menu.addAction("Save current settings as…", self._save_preset_dialog)
-        own = [n for n in self.presets.names() if n not in SHIPPED]
-        for label, slot in (
-            ("Rename", self._rename_preset_dialog),
-            ("Delete", self._delete_preset),
-        ):
+        menu.addAction("Save current settings as…", self.save_dialog)
+        own = [n for n in self.stored.names() if n not in SHIPPED]
+        for label, slot in (("Rename", self.rename_dialog), ("Delete", self.delete)):
             sub = menu.addMenu(label)
             sub.setEnabled(bool(own))
             for name in own:
                 sub.addAction(name, lambda n=name, f=slot: f(n))
 
-    def apply_preset(self, name: str) -> list[str]:
-        applied = apply_state(self.panel, self.presets.get(name))
-        self.statusBar().showMessage(f"Preset “{name}” applied", 5000)
+    def apply(self, name: str) -> list[str]:
+        applied = apply_state(self.window.panel, self.stored.get(name))
+        self.window.statusBar().showMessage(f"Preset “{name}” applied", 5000)
         return applied
 
-    def ask_text(self, title: str, label: str, text: str = "") -> str:
-        """A line of text from the writer ('' when cancelled). Tests replace this."""
-        from PySide6.QtWidgets import QInputDialog
-
-        value, ok = QInputDialog.getText(self, title, label, text=text)
-        return value.strip() if ok else ""
-
-    def _save_preset_dialog(self) -> None:
-        name = self.ask_text("Save preset", "Name of the new preset:")
+    def save_dialog(self) -> None:
+        name = self.window.ask_text("Save preset", "Name of the new preset:")
         if name:
             try:
-                self.presets.save(name, state_of(self.panel))
+                self.stored.save(name, state_of(self.window.panel))
             except ValueError as exc:
-                self.show_error("Cannot save the preset", str(exc))
+                self.window.show_error("Cannot save the preset", str(exc))
 
-    def _rename_preset_dialog(self, old: str) -> None:
-        new = self.ask_text("Rename preset", f"New name for “{old}”:", old)
+    def rename_dialog(self, old: str) -> None:
+        new = self.window.ask_text("Rename preset", f"New name for “{old}”:", old)
         if new and new != old:
             try:
-                self.presets.rename(old, new)
+                self.stored.rename(old, new)
             except ValueError as exc:
-                self.show_error("Cannot rename the preset", str(exc))
+                self.window.show_error("Cannot rename the preset", str(exc))
 
-    def _delete_preset(self, name: str) -> None:
-        if self.ask("Delete preset", f"Delete the preset “{name}”?"):
-            self.presets.delete(name)
+    def delete(self, name: str) -> None:
+        if self.window.ask("Delete preset", f"Delete the preset “{name}”?"):
+            self.stored.delete(name)

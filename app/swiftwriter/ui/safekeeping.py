@@ -1,5 +1,5 @@
-"""Never lose typed text: the window's saving, emergency copies and backups (a mixin of the
-main window).
+"""Never lose typed text: the window's saving, emergency copies and backups (the window's
+Safekeeping controller).
 
 - The editor's text is saved a few seconds after the first unsaved change (not after the last:
   a writer typing without pause is still saved), before generations, on switching documents
@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -115,96 +115,93 @@ def let_go(copy: Path) -> None:
         del _held[base]
 
 
-class SafekeepingMixin:
-    """Saving, leaving safely, emergency copies and backups for MainWindow."""
+class Safekeeping(QObject):
+    """Saving, leaving safely, emergency copies and backups: the window's controller for
+    never losing text. It keeps what was last saved and how the last save went; the window
+    asks it before it leaves a document or closes."""
 
-    save_failed = False
-    last_save_error = ""
-    _last_backup = 0.0
+    def __init__(self, window):
+        super().__init__(window)
+        self.window = window
+        self.saved_text = ""  # the document's text as last stored (the editor's may differ)
+        self.save_failed = False
+        self.last_save_error = ""
+        self._last_backup = 0.0
 
     # -- saving -----------------------------------------------------------------------------
-    def _editor_text_to_save(self) -> str:
+    def text_to_save(self) -> str:
         """The document's text as it should be stored now: during a take, without the take."""
-        if self.takes.busy:
-            return self.editor.text_without_stream()
-        return self.editor.toPlainText()
+        if self.window.takes.busy:
+            return self.window.editor.text_without_stream()
+        return self.window.editor.toPlainText()
 
     def save_now(self, force: bool = False, quiet: bool = False) -> bool:
         """Write the editor's text to the store if it changed; True when written. A failure
         keeps an emergency copy and sets `save_failed` (and says so unless `quiet`)."""
-        self.autosave_timer.stop()
+        self.window.autosave_timer.stop()
         self.save_failed = False
-        if self.project is None or self.doc_id is None or self.project.readonly:
+        if (
+            self.window.project is None
+            or self.window.doc_id is None
+            or self.window.project.readonly
+        ):
             return False
-        text = self._editor_text_to_save()
-        if text == self._saved_text and not force:
+        text = self.text_to_save()
+        if text == self.saved_text and not force:
             return False
         try:
-            if force and self.project.document(self.doc_id).text == text:
-                self._saved_text = text
-                self.save_label.setText("Saved")
+            if force and self.window.project.document(self.window.doc_id).text == text:
+                self.saved_text = text
+                self.window.save_label.setText("Saved")
                 return False
-            self.project.update_text(self.doc_id, text)
+            self.window.project.update_text(self.window.doc_id, text)
         except ProjectError as exc:
-            self._save_failed(f"doc-{self.doc_id}", self._doc_title(), text, str(exc), quiet)
+            self._save_failed(f"doc-{self.window.doc_id}", self._doc_title(), text, str(exc), quiet)
             return False
-        self._saved_text = text
-        self.save_label.setText("Saved")
-        drop_emergency_copy(self.project.path, f"doc-{self.doc_id}")
+        self.saved_text = text
+        self.window.save_label.setText("Saved")
+        drop_emergency_copy(self.window.project.path, f"doc-{self.window.doc_id}")
         self._maybe_backup()
         return True
 
     def _doc_title(self) -> str:
         with contextlib.suppress(ProjectError):
-            return self.project.document(self.doc_id).title
-        return f"document {self.doc_id}"
+            return self.window.project.document(self.window.doc_id).title
+        return f"document {self.window.doc_id}"
 
     def _save_failed(self, key: str, title: str, text: str, error: str, quiet: bool) -> None:
         self.save_failed = True
-        self.save_label.setText("Not saved")
+        self.window.save_label.setText("Not saved")
         try:
-            where = keep_emergency_copy(self.project.path, key, title, text)
+            where = keep_emergency_copy(self.window.project.path, key, title, text)
             kept = f" A copy of the text was kept in {where}."
         except OSError as exc:
             kept = f" No copy could be kept either ({exc.strerror or exc})."
         self.last_save_error = error + kept
         if not quiet:
-            self.show_error("Could not save", self.last_save_error)
+            self.window.show_error("Could not save", self.last_save_error)
 
-    def _on_text_changed(self) -> None:
-        if self._loading_doc or self.project is None or self.project.readonly:
+    def on_text_changed(self) -> None:
+        if self.window.loading_doc or self.window.project is None or self.window.project.readonly:
             return
-        if self.editor.streaming_now():  # the take's own text: its record keeps it
+        if self.window.editor.streaming_now():  # the take's own text: its record keeps it
             return
-        if self._editor_text_to_save() != self._saved_text:
-            self.save_label.setText("Edited")
-            if not self.autosave_timer.isActive():  # a deadline from the first change
-                self.autosave_timer.start()
+        if self.text_to_save() != self.saved_text:
+            self.window.save_label.setText("Edited")
+            if not self.window.autosave_timer.isActive():  # a deadline from the first change
+                self.window.autosave_timer.start()
 
     # -- leaving a document or the project ------------------------------------------------
-    def choose(self, title: str, text: str, choices) -> str:
-        """One of `choices` (button labels; the last one is Cancel). Tests replace this."""
-        box = QMessageBox(QMessageBox.Icon.Warning, title, text, parent=self)
-        buttons = {box.addButton(c, QMessageBox.ButtonRole.ActionRole): c for c in choices}
-        box.exec()
-        return buttons.get(box.clickedButton(), choices[-1])
-
-    def ask_save_path(self) -> str:
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Save the text as", "", "Text (*.txt);;Markdown (*.md)"
-        )
-        return path
-
     def save_before_leaving(self) -> bool:
         """Save the editor and the notes; when that fails, the writer decides. False: stay."""
         while True:
             self.save_now(quiet=True)
             failed = self.save_failed
-            notes_error = "" if self.notes.save() else self.notes.last_error
+            notes_error = "" if self.window.notes.save() else self.window.notes.last_error
             if not failed and not notes_error:
                 return True
             error = self.last_save_error if failed else notes_error
-            choice = self.choose(
+            choice = self.window.choose(
                 "Could not save",
                 f"{error}\n\nRetry, save the text to a file of its own, discard the unsaved "
                 "changes, or cancel and stay here?",
@@ -213,7 +210,7 @@ class SafekeepingMixin:
             if choice == "Retry":
                 continue
             if choice == "Save text as…":
-                text = self._editor_text_to_save() if failed else self.notes.text.toPlainText()
+                text = self.text_to_save() if failed else self.window.notes.text.toPlainText()
                 if self._save_text_as(text):
                     return True
                 continue
@@ -222,13 +219,13 @@ class SafekeepingMixin:
     def _save_text_as(self, text: str) -> bool:
         from swiftwriter.export.files import write_atomically
 
-        path = self.ask_save_path()
+        path = self.window.ask_save_path()
         if not path:
             return False
         try:
             write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
         except UserError as exc:
-            self.show_error("Could not save the text", str(exc))
+            self.window.show_error("Could not save the text", str(exc))
             return False
         return True
 
@@ -237,12 +234,12 @@ class SafekeepingMixin:
         """Text a failed save kept for this project, offered back as new documents. A copy is
         deleted only once added back or after a confirmed Discard: Not now keeps it for the
         next time the project opens."""
-        if self.project is None or self.project.readonly:
+        if self.window.project is None or self.window.project.readonly:
             return
-        for copy in emergency_copies(self.project.path):
+        for copy in emergency_copies(self.window.project.path):
             let_go(copy.path)
             words = len(copy.text.split())
-            choice = self.choose(
+            choice = self.window.choose(
                 "Unsaved text was kept",
                 f"{words:,} words typed in “{copy.title}” could not be saved on {copy.saved}. "
                 f"Add them back as a new document? Not now keeps them in {copy.path.parent} "
@@ -251,11 +248,11 @@ class SafekeepingMixin:
             )
             if choice == OFFER_CHOICES[0]:
                 try:
-                    self.project.add_document(f"{copy.title} (recovered)", copy.text)
+                    self.window.project.add_document(f"{copy.title} (recovered)", copy.text)
                 except ProjectError as exc:
-                    self.show_error("Could not add the recovered text", str(exc))
+                    self.window.show_error("Could not add the recovered text", str(exc))
                     continue
-            elif choice != OFFER_CHOICES[1] or not self.ask(
+            elif choice != OFFER_CHOICES[1] or not self.window.ask(
                 "Discard the kept text",
                 f"Delete the {words:,} words kept from “{copy.title}” for good? This cannot be "
                 "undone.",
@@ -272,28 +269,34 @@ class SafekeepingMixin:
             self.backup_now()
 
     def backup_now(self) -> None:
-        if self.project is None:
+        if self.window.project is None:
             return
         self._last_backup = time.monotonic()
         try:
-            made = self.project.backup()
+            made = self.window.project.backup()
         except ProjectError as exc:
-            self.statusBar().showMessage(str(exc), 10000)
+            self.window.statusBar().showMessage(str(exc), 10000)
             return
-        self.statusBar().showMessage(f"Backed up to {made.path}", 5000)
+        self.window.statusBar().showMessage(f"Backed up to {made.path}", 5000)
+
+    def project_opened(self) -> None:
+        """A project was opened: its backups count from its first save, and a synced or
+        network folder is said."""
+        self._last_backup = 0.0
+        self.warn_about_location()
 
     def warn_about_location(self) -> None:
-        warning = backups_mod.location_warning(self.project.path)
+        warning = backups_mod.location_warning(self.window.project.path)
         if warning:
-            self.statusBar().showMessage(warning, 20000)
-            self.location_warning = warning
+            self.window.statusBar().showMessage(warning, 20000)
+            self.window.location_warning = warning
 
     def open_backups(self) -> None:
-        if self.project is None:
+        if self.window.project is None:
             return
-        dialog = BackupsDialog(self, self.project.path)
-        self._dialogs.append(dialog)
-        dialog.restored.connect(self.open_project)
+        dialog = BackupsDialog(self.window, self.window.project.path)
+        self.window.open_dialogs.append(dialog)
+        dialog.restored.connect(self.window.projects.open_project)
         dialog.open()
 
 

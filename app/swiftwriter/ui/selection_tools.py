@@ -228,7 +228,7 @@ class SelectionTools(QObject):
             return False
         self._record(index)
         editor.replace_span(self.span, alt.text)
-        window.save_now()
+        window.safekeeping.save_now()
         window.statusBar().showMessage(
             f"Alternative {index + 1} of {len(result.alternatives)} is in place of the passage "
             "(Ctrl+Z takes the passage back)", 10000
@@ -244,7 +244,7 @@ class SelectionTools(QObject):
             return
         from swiftwriter.writing.history import tokenizer_identity
 
-        window.save_now()
+        window.safekeeping.save_now()
         alt, loaded = result.alternatives[index], window.loaded_model
         key = f"{result.tool}\n{result.instruction}\n{self.passage}".encode()
         settings = {

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.engine.decoding.settings import (
+from swiftwriter.application import (
     DEFAULT_SAMPLER,
     MODES,
     STRATEGIES,

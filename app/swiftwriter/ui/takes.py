@@ -127,9 +127,9 @@ class TakeController(QObject):
             editor.setTextCursor(cursor)
         if not self._regenerating:
             self.takes = []
-        w.save_now()  # autosave before every generation (the store snapshots it, too)
+        w.safekeeping.save_now()  # autosave before every generation (the store snapshots it, too)
         w.notes.save()
-        w.save_lorebook()
+        w.tools.save_lorebook()
         stops = w.panel.stop_sequences()
         try:
             parse_stops(stops)
@@ -208,7 +208,7 @@ class TakeController(QObject):
         for other in result.get("others", []):  # written together with it: in the box
             self.takes.append(TakeMenuEntry(other["generation_id"], other["text"], other["status"]))
         self._show_takes()
-        w.save_now(force=True)
+        w.safekeeping.save_now(force=True)
         w.stats_dock.show_summary(result)
         stats = result.get("stats", {})
         why = STOP_REASONS.get(stats.get("stop_reason", ""), "")
@@ -223,7 +223,7 @@ class TakeController(QObject):
     def _on_failed(self, message: str) -> None:
         w = self.window
         self.span = w.editor.end_stream()
-        w.save_now(force=True)
+        w.safekeeping.save_now(force=True)
         w.show_error("Generation failed", message)
         self.failed.emit(message)
 
@@ -246,7 +246,7 @@ class TakeController(QObject):
         if self.busy or self.span is None or not self._reselect():
             return False
         self.window.editor.replace_span(self.span, "")
-        self.window.save_now(force=True)
+        self.window.safekeeping.save_now(force=True)
         self.window.statusBar().showMessage("Generation removed (it stays in the history)", 5000)
         return True
 
@@ -273,4 +273,4 @@ class TakeController(QObject):
             return
         self.window.editor.replace_span(self.span, self.takes[index].text)
         self.current = index
-        self.window.save_now(force=True)
+        self.window.safekeeping.save_now(force=True)

@@ -20,8 +20,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter import paths
-from swiftwriter.modelstore import guidance
+from swiftwriter import application, paths
 from swiftwriter.store import Project
 
 SAMPLE_NAME = "The Harbour (sample).swiftwriter"
@@ -95,7 +94,7 @@ class WelcomePage(QWidget):
         self.open_button.clicked.connect(self.open_requested.emit)
         self.sample_button.clicked.connect(self.sample_requested.emit)
         # the first thing a writer meets is the tiny model: what it is for, and what to add
-        self.guidance = QLabel(guidance.for_this_machine().welcome_text())
+        self.guidance = QLabel(application.advice_for_this_machine().welcome_text())
         self.guidance.setWordWrap(True)
         self.recent = QListWidget()
         self.recent.setMaximumHeight(200)
