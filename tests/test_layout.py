@@ -104,12 +104,16 @@ def past_the_facade(path: Path) -> list[str]:
     return bad
 
 
+def every_window_module_passes(check) -> None:
+    for path in modules_under("ui"):
+        bad = check(path)
+        assert not bad, f"{path.relative_to(PACKAGE)}: {check.__name__} {bad}"
+
+
 def test_the_window_reaches_models_and_the_engine_through_the_facade():
     """ui/ knows what a writer can do with models, not which package does it (issue 61):
     the engine, the drafter training and the model store only through application.py."""
-    for path in modules_under("ui"):
-        bad = past_the_facade(path)
-        assert not bad, f"{path.relative_to(PACKAGE)} goes past the facade: {bad}"
+    every_window_module_passes(past_the_facade)
 
 
 def test_the_facade_check_catches_a_window_that_goes_round_it(tmp_path):
@@ -150,9 +154,7 @@ def test_the_window_is_controllers_not_mixins():
     """The window's jobs (a take, safekeeping, presets, exports and imports, models, tool
     windows) are controllers it holds, each with its own state, not mixins sharing its `self`
     (issue 61)."""
-    for path in modules_under("ui"):
-        bad = window_mixins(path)
-        assert not bad, f"{path.relative_to(PACKAGE)} mixes into a window: {bad}"
+    every_window_module_passes(window_mixins)
 
 
 def test_the_mixin_check_catches_the_old_window(tmp_path):
