@@ -81,7 +81,6 @@ def lock_file(path: Path | str) -> Path:
     """Where the lock for `path` lives: in the cache's `locks/` folder, named by the real
     path's digest, so that a writer's own folders (a registry kept in dotfiles through a link)
     never gain a stray `.lock` file."""
-
     real = os.path.realpath(path)
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
     folder = paths.cache_dir() / "locks"

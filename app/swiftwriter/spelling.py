@@ -155,7 +155,6 @@ def load_words(path: Path) -> set[str]:
 def save_words(path: Path, words: Iterable[str]) -> None:
     """The writer's word list, one word per line, written atomically (the export's own safe
     write: synced, renamed into place, a full disk one clear UserError)."""
-
     text = "\n".join(sorted(set(words))) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

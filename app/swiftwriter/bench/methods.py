@@ -424,7 +424,6 @@ def _add_marathon(report: dict, segments: marathon.Segments, model, prompt) -> N
 
 def _add_drafter_accuracy(report, model, drafter, prompt, ar: MethodResult, sampling, drafting):
     """How often the drafter guessed ar's text, in ar's row."""
-
     report["ar"]["drafter_accuracy"] = accuracy.on_text(
         model,
         drafter,

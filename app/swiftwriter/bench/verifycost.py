@@ -80,7 +80,6 @@ CURVE_CONTEXTS = (1000, 4000, 8000)
 
 def curve_contexts(model, ks=CURVE_KS) -> list[int]:
     """The CURVE_CONTEXTS that leave room for the largest pass in the model's context."""
-
     limit = context_length(model.config)
     return [c for c in CURVE_CONTEXTS if limit is None or c + max(ks) <= limit]
 

@@ -723,7 +723,6 @@ def _prompts(args) -> list[tuple[str | None, str]]:
 
 def _suite_end(args, meta: dict, results: dict) -> int:
     """The suite's summary over every prompt (and seed), printed and written with --json."""
-
     reports = {}
     for name, (_, runs, _) in results.items():
         for seed, report in runs.items():

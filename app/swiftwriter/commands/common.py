@@ -84,7 +84,6 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def mode_words(name: str) -> str:
     """'temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.1 over 1,024, DRY 0.8', or
     'greedy, penalty 1.2 over 1,024': an app mode as --help says it."""
-
     mode = MODES[name]
     words = (
         ["greedy"]
@@ -99,7 +98,6 @@ def mode_words(name: str) -> str:
 
 def modes_help() -> str:
     """Every app mode for --preset's help: 'creative: temperature 0.8, ...; precise: ...'."""
-
     return "; ".join(f"{name}: {mode_words(name)}" for name in sorted(MODES))
 
 

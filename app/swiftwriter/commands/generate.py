@@ -323,7 +323,6 @@ def _say_precision(loaded) -> None:
 
 def _say_drafter(loaded, history: bool) -> None:
     """Without a usable drafter, which sources still draft (one line on stderr)."""
-
     line = drafting_without(getattr(loaded, "drafter_status", ""), history)
     if line is not None and getattr(loaded, "drafter", None) is None:
         print(line, file=sys.stderr)
@@ -386,7 +385,6 @@ def _preset(args: argparse.Namespace) -> None:
 
 def _sampling(args: argparse.Namespace):
     """The preset's settings (the app's own), with each value given on the command line."""
-
     name = args.preset or DEFAULT_MODE
     mode = MODES[name]
     given = sampler_overrides(args, mode.greedy, f"--preset {name}")
@@ -397,7 +395,6 @@ def _sampling(args: argparse.Namespace):
 
 def run_project(args: argparse.Namespace) -> int:
     """Continue a project's document: everything is checked before the model loads."""
-
     _, _, ending = _placement(args), _sampling(args), _ending(args)
     with Project.open(args.project) as proj:
         doc_id = find_document(proj, args.doc)

@@ -260,7 +260,6 @@ def _lore(args) -> int:
 
 def _summary(args) -> int:
     """A document's rolling summary shown or written; the project's setting shown or switched."""
-
     if args.doc is None and args.set is not None:
         raise UserError("--set goes with a DOC: the summary is a document's")
     writes = args.set is not None or args.rolling is not None

@@ -57,7 +57,6 @@ def export_manuscript(
     """Write `out` as asked; returns how many control characters were dropped. `project`, the
     file the manuscript came from, is never replaced, nor the files kept beside it; `job`
     follows and may cancel it (ExportCancelled)."""
-
     job = job or ExportJob()
     request.check()
     refuse_project_files(out, project)

@@ -158,7 +158,6 @@ def convert_into(
     """Convert `gguf` into `final` (through a temporary sibling, renamed into place last) in
     `dtype`, a dtype's own name, or None: `auto`'s choice, measured on the float32 weights;
     returns the manifest written."""
-
     if dtype is None and auto is None:
         raise ValueError("converting without a dtype needs auto's choice (auto_convert.convert)")
     _say_memory(gguf_file.inspect(gguf), dtype, say)
@@ -208,7 +207,6 @@ def _manifest(entry: ModelEntry, stored: str, why: str, lossless: bool, seconds:
 def _say_memory(info, planned: str | None, say: Progress) -> None:
     """The file described, and the memory the model will take in the planned dtype (both
     candidates when auto chooses); a model the machine cannot hold is refused here."""
-
     say(info.describe())
     if planned == STORED:
         say(f"In memory: about {gguf_file.size(info.size)}, the file's own size (its weights "
@@ -225,7 +223,6 @@ def _say_memory(info, planned: str | None, say: Progress) -> None:
 
 def _check_memory(info) -> None:
     """Refuse before anything is written a conversion that cannot fit this machine's memory."""
-
     need, have = info.conversion_memory(), sizing.machine_memory()
     if have is not None and need > have:
         raise UserError(

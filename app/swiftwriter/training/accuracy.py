@@ -176,7 +176,6 @@ def on_text(
     gives them. A sampled `sampling` adds the coupled agreement per depth ("coupled"), the
     drafter filtered as the drafter source filters it (its DRY is left out). `data`: that
     pass's result (`text_data`), to measure several drafters on one text."""
-
     draft_penalty = 1.0 + (penalty - 1.0) * draft_penalty_share(bundle.card)
     filters = _filters(sampling)
     if data is None:
@@ -211,7 +210,6 @@ def text_data(
     model, ids: list[int], penalty: float, window: int, sampling: SamplingSettings | None = None
 ) -> dict:
     """The model's pass over one text that `on_text` measures drafters on."""
-
     rows = torch.tensor([ids], dtype=torch.long)
     data = extract_rows(model, rows, penalty=penalty, window=window, filters=_filters(sampling))
     data["tokens"] = rows

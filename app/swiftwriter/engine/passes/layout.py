@@ -122,7 +122,6 @@ def time_few_rows(
     """Seconds of each repetition (after an untimed first run) of streaming the decoder's
     Linears in both layouts, per row count, up to the first where row-major stops paying;
     {} when the copies would not be made."""
-
     linears = _decoder_linears(model)
     if not linears or _copy_bytes(linears) > max_bytes:
         return {}

@@ -416,7 +416,6 @@ ANY_ROWS = 1 << 16  # a row class without an upper bound
 def row_classes(model) -> invariant_mod.RowClasses:
     """The row counts one kernel serves for all of this model's products (measured once per
     model object and dtype: a second or two for the default model)."""
-
     dtype, device = compute_dtype(model), compute_device(model)
     kernel = kernels.kernel_of(model)
     key = (id(model), dtype, device.type, kernel)

@@ -320,7 +320,6 @@ class ModelRunner:
     @torch.inference_mode()
     def time_pass(self, n: int) -> float:
         """Time one verification-shaped pass over n dummy tokens, then drop them from the cache."""
-
         trie = Trie(
             tokens=[0] * n,
             parents=[-1] + [0] * (n - 1),
