@@ -473,15 +473,28 @@ def heavy_in(name: str) -> set[str]:
     return {h for h in HEAVY_PACKAGES if name == h or name.startswith(h + ".")}
 
 
+CATCHES_IMPORT_ERROR = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
 def _optional_imports(tree: ast.Module) -> set[ast.AST]:
-    """The imports tried under `except ImportError` (or ModuleNotFoundError)."""
+    """The imports that may fail: tried under `except ImportError` (or a broader except), or
+    within `contextlib.suppress` of one of those."""
     out = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Try) and any(
-            {"ImportError", "ModuleNotFoundError"}
-            & {getattr(n, "id", None) for n in ast.walk(h.type or ast.Name("BaseException"))}
-            for h in node.handlers
-        ):
+        if isinstance(node, ast.Try):
+            caught = [h.type or ast.Name("BaseException") for h in node.handlers]
+        elif isinstance(node, ast.With):
+            caught = [
+                arg
+                for item in node.items
+                if isinstance(item.context_expr, ast.Call)
+                and ast.unparse(item.context_expr.func).endswith("suppress")
+                for arg in item.context_expr.args
+            ]
+        else:
+            continue
+        names = {ast.unparse(n).rpartition(".")[2] for c in caught for n in ast.walk(c)}
+        if names & CATCHES_IMPORT_ERROR:
             for stmt in node.body:
                 out |= {n for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)}
     return out
@@ -538,7 +551,7 @@ def lazy_import_violations(
     (`# lazy: <reason>` on their first line) or that put off nothing heavy: a module of the
     package that pulls in no heavy package `module` does not already pull in, or a third-party
     package that is cheap or that `module` imports anyway, unless it is tried as optional (under
-    `except ImportError`)."""
+    `except ImportError` or `contextlib.suppress`)."""
     source = path.read_text(encoding="utf-8")
     comments = {
         tok.start[0]: tok.string
@@ -591,6 +604,8 @@ def test_the_lazy_import_check_catches_an_idle_or_unexplained_wait(tmp_path):
         "        import fcntl  # lazy: POSIX only\n"
         "    except ImportError:\n"
         "        fcntl = None\n"
+        "    with contextlib.suppress(Exception):\n"
+        "        import ninja  # lazy: optional, PATH may have one\n"
     )
     (package / "cli.py").write_text(
         "from swiftwriter import words\n"

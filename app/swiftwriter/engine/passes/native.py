@@ -28,7 +28,6 @@ import sys
 import time
 from pathlib import Path
 
-import ninja
 import torch
 
 from swiftwriter import logs, paths
@@ -235,6 +234,8 @@ def find_ninja() -> str | None:
         return found
     candidates = [Path(sys.prefix) / "bin" / "ninja", Path(sys.executable).parent / "ninja"]
     with contextlib.suppress(Exception):
+        import ninja  # lazy: optional, PATH may have one
+
         candidates.insert(0, Path(ninja.BIN_DIR) / "ninja")
     for candidate in candidates:
         if candidate.is_file() and os.access(candidate, os.X_OK):
