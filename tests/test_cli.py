@@ -87,7 +87,7 @@ def test_the_command_line_checks_its_options_without_loading_torch():
         "build_parser()\n"
         "from swiftwriter.engine.decoding.settings import MODES, STRATEGIES, SamplingSettings\n"
         "from swiftwriter.modelstore import placement\n"
-        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'PySide6') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result

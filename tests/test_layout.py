@@ -5,6 +5,9 @@ imports ui; the writing layer stands above the engine and the store, which never
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "app" / "swiftwriter"
@@ -465,4 +468,253 @@ def test_the_field_check_catches_an_object_field(tmp_path):
         "Request.extra",
         "Request.plain",
         "Result.history",
+    ]
+
+
+# Third-party packages, and parts of them, that cost start-up time or may not be installed: a
+# function-level import earns its place only by putting one of these off, or by being optional
+# (tried, with `except ImportError`). A dotted entry is a part that costs far more than its
+# package's own import: transformers' model and mask code (about 2 s), PyTorch's extension
+# builder. llama_cpp and matplotlib are optional extras. filelock, tomlkit and tqdm are light but
+# each adds 10-30 ms to every command's start (`swiftwriter --help` takes about 230 ms), for a
+# shared file's lock, the registry's writer and the training's progress bars.
+HEAVY_PACKAGES = frozenset(
+    {
+        "torch",
+        "torch.utils.cpp_extension",
+        "transformers",
+        "transformers.modeling_utils",
+        "transformers.masking_utils",
+        "accelerate",
+        "safetensors",
+        "numpy",
+        "gguf",
+        "PySide6",
+        "docx",
+        "ebooklib",
+        "huggingface_hub",
+        "tokenizers",
+        "jinja2",
+        "llama_cpp",
+        "matplotlib",
+        "filelock",
+        "tomlkit",
+        "tqdm",
+    }
+)
+# Another engineer is editing ui/ and writing/ and audits their function-level imports next;
+# empty this once they carry their reasons.
+IMPORTS_NOT_YET_AUDITED = ("ui", "writing")
+LAZY = re.compile(r"#\s*lazy:\s*\S")
+
+
+def package_files(root: Path = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> its file, for every module of the package at `root`."""
+    files = {}
+    for path in root.rglob("*.py"):
+        parts = [root.name, *path.relative_to(root).with_suffix("").parts]
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (getattr(test, "id", None) or getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def import_time_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when it is imported: its body's, including those under `if`,
+    `try`, `with` and class bodies, but not those in functions or under `if TYPE_CHECKING:`."""
+    out = []
+
+    def visit(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                out.append(node)
+            elif isinstance(node, ast.If) and _type_checking(node):
+                visit(node.orelse)
+            elif not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                for field in ("body", "orelse", "finalbody", "handlers"):
+                    visit([n for n in getattr(node, field, []) if isinstance(n, ast.stmt)])
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    visit(tree.body)
+    return out
+
+
+def function_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    out = []
+    for func in ast.walk(tree):
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            for stmt in func.body:
+                out += [n for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)]
+    return sorted(set(out), key=lambda n: n.lineno)
+
+
+def heavy_in(name: str) -> set[str]:
+    """The HEAVY_PACKAGES that importing `name` (a dotted module, or a name in one) runs."""
+    return {h for h in HEAVY_PACKAGES if name == h or name.startswith(h + ".")}
+
+
+CATCHES_IMPORT_ERROR = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+
+
+def _optional_imports(tree: ast.Module) -> set[ast.AST]:
+    """The imports that may fail: tried under `except ImportError` (or a broader except), or
+    within `contextlib.suppress` of one of those."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            caught = [h.type or ast.Name("BaseException") for h in node.handlers]
+        elif isinstance(node, ast.With):
+            caught = [
+                arg
+                for item in node.items
+                if isinstance(item.context_expr, ast.Call)
+                and ast.unparse(item.context_expr.func).endswith("suppress")
+                for arg in item.context_expr.args
+            ]
+        else:
+            continue
+        names = {ast.unparse(n).rpartition(".")[2] for c in caught for n in ast.walk(c)}
+        if names & CATCHES_IMPORT_ERROR:
+            for stmt in node.body:
+                out |= {n for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)}
+    return out
+
+
+def import_targets(node: ast.Import | ast.ImportFrom, files: dict[str, Path]) -> set[str]:
+    """What an import statement brings in: the package's modules it runs (with their parent
+    packages) and the HEAVY_PACKAGES it imports."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    else:
+        module = node.module or ""
+        names = [f"{module}.{alias.name}" for alias in node.names]
+    out = set()
+    for name in names:
+        if name.split(".")[0] not in files:
+            out |= heavy_in(name)
+            continue
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            if ".".join(parts[:i]) in files:
+                out.add(".".join(parts[:i]))
+    return out
+
+
+def heavy_at_import(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the HEAVY_PACKAGES importing it pulls in: through its own import-time imports,
+    its parent packages' and, transitively, those of the package's modules they import."""
+    files = package_files(root)
+    deps: dict[str, set[str]] = {}
+    heavy: dict[str, set[str]] = {}
+    for name, path in files.items():
+        targets = set()
+        for node in import_time_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            targets |= import_targets(node, files)
+        parent = name.rpartition(".")[0]
+        deps[name] = {t for t in targets if t in files} | ({parent} if parent else set())
+        heavy[name] = targets - set(files)
+    changed = True
+    while changed:
+        changed = False
+        for name in files:
+            more = set().union(*(heavy[d] for d in deps[name])) - heavy[name]
+            if more:
+                heavy[name] |= more
+                changed = True
+    return heavy
+
+
+def lazy_import_violations(
+    path: Path, module: str, heavy: dict[str, set[str]], files: dict[str, Path]
+) -> list[str]:
+    """The function-level imports of `module` (at `path`) that do not say why they wait
+    (`# lazy: <reason>` on their first line) or that put off nothing heavy: a module of the
+    package that pulls in no heavy package `module` does not already pull in, or a third-party
+    package that is cheap or that `module` imports anyway, unless it is tried as optional (under
+    `except ImportError` or `contextlib.suppress`)."""
+    source = path.read_text(encoding="utf-8")
+    comments = {
+        tok.start[0]: tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
+    tree = ast.parse(source)
+    optional = _optional_imports(tree)
+    bad = []
+    for node in function_level_imports(tree):
+        what = ast.unparse(node)
+        if not LAZY.search(comments.get(node.lineno, "")):  # a long import's first line
+            bad.append(f"{node.lineno}: {what} unexplained")
+            continue
+        targets = import_targets(node, files)
+        put_off = set().union(*(heavy[t] if t in files else {t} for t in targets))
+        if node in optional and not any(t in files for t in targets):
+            put_off.add("an optional package")
+        if not put_off - heavy[module]:
+            bad.append(f"{node.lineno}: {what} lazy for nothing")
+    return bad
+
+
+def test_function_level_imports_wait_only_for_what_is_heavy():
+    """Imports sit at the top of a module unless waiting saves start-up time, and then they say
+    so (issue 61): `# lazy: torch, only for a model`."""
+    files = package_files()
+    heavy = heavy_at_import()
+    for name, path in sorted(files.items()):
+        if path.relative_to(PACKAGE).parts[0] in IMPORTS_NOT_YET_AUDITED:
+            continue
+        bad = lazy_import_violations(path, name, heavy, files)
+        assert not bad, f"{path.relative_to(PACKAGE)}: {bad}"
+
+
+def test_the_lazy_import_check_catches_an_idle_or_unexplained_wait(tmp_path):
+    package = tmp_path / "swiftwriter"
+    (package / "engine").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "engine" / "__init__.py").write_text("")
+    (package / "engine" / "model.py").write_text("import torch\n")
+    (package / "engine" / "settings.py").write_text("import json\n")
+    (package / "words.py").write_text("import numpy as np\n")
+    (package / "engine" / "native.py").write_text(
+        "import torch\n"
+        "def build():\n"
+        "    from torch.utils.cpp_extension import load  # lazy: only to build a kernel\n"
+        "    import torch  # lazy: torch\n"
+        "    try:\n"
+        "        import fcntl  # lazy: POSIX only\n"
+        "    except ImportError:\n"
+        "        fcntl = None\n"
+        "    with contextlib.suppress(Exception):\n"
+        "        import ninja  # lazy: optional, PATH may have one\n"
+    )
+    (package / "cli.py").write_text(
+        "from swiftwriter import words\n"
+        "def run():\n"
+        "    from swiftwriter.engine import model  # lazy: torch, only to generate\n"
+        "    import llama_cpp  # lazy: optional llama_cpp\n"
+        "    from swiftwriter.engine.settings import (  # lazy: settings\n"
+        "        Settings,\n"
+        "    )\n"
+        "    import json\n"
+        "    import numpy  # lazy: numpy\n"
+        "    from swiftwriter.engine import (\n"
+        "        model,\n"
+        "    )\n"
+    )
+    files = package_files(package)
+    heavy = heavy_at_import(package)
+    assert heavy["swiftwriter.cli"] == {"numpy"}
+    assert lazy_import_violations(package / "cli.py", "swiftwriter.cli", heavy, files) == [
+        "5: from swiftwriter.engine.settings import Settings lazy for nothing",
+        "8: import json unexplained",
+        "9: import numpy lazy for nothing",
+        "10: from swiftwriter.engine import model unexplained",
+    ]
+    native = package / "engine" / "native.py"
+    assert lazy_import_violations(native, "swiftwriter.engine.native", heavy, files) == [
+        "4: import torch lazy for nothing"
     ]

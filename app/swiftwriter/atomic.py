@@ -7,11 +7,14 @@ export); `locked` serialises a read-modify-write of a file shared between proces
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from swiftwriter import paths
 
 PARTIAL = ".partial"  # the temporary's suffix: stale ones are found by it
 
@@ -78,10 +81,6 @@ def lock_file(path: Path | str) -> Path:
     """Where the lock for `path` lives: in the cache's `locks/` folder, named by the real
     path's digest, so that a writer's own folders (a registry kept in dotfiles through a link)
     never gain a stray `.lock` file."""
-    import hashlib
-
-    from swiftwriter import paths
-
     real = os.path.realpath(path)
     digest = hashlib.sha256(os.fsencode(real)).hexdigest()[:32]
     folder = paths.cache_dir() / "locks"
@@ -95,7 +94,7 @@ def locked(path: Path | str, timeout_s: float = 60) -> Iterator[None]:
     changing and replacing it: two processes (the app and a `swiftwriter models` command)
     updating it at once would otherwise lose one's change. Raises OSError (filelock.Timeout
     is one) when the lock cannot be had."""
-    from filelock import FileLock
+    from filelock import FileLock  # lazy: filelock, only to write a shared file
 
     with FileLock(lock_file(path), timeout=timeout_s):
         yield

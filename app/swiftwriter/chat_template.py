@@ -82,7 +82,7 @@ def _compiled(source: str):
 def _environment() -> BoundedSandbox:
     """transformers' chat-template environment (its options, extensions, filters and globals:
     taken from it, so a template renders the same), in the bounded sandbox."""
-    from transformers.utils.chat_template_utils import _compile_jinja_template
+    from transformers.utils.chat_template_utils import _compile_jinja_template  # lazy: transformers
 
     reference = _compile_jinja_template("").environment
     bounded = BoundedSandbox(

@@ -9,9 +9,11 @@ import argparse
 import os
 import sys
 
-from swiftwriter import __version__
+from swiftwriter import __version__, logs
 from swiftwriter.commands import bench, export, generate, heads, models, project, rewrite
+from swiftwriter.commands.common import renamed
 from swiftwriter.errors import UsageError, UserError, is_native_panic, printable
+from swiftwriter.ui import app as desktop
 
 COMMANDS = [generate, rewrite, models, heads, bench, export, project]
 
@@ -86,11 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _no_empty_model(args)
         if args.command is None:
-            from swiftwriter.commands.common import renamed
-            from swiftwriter.ui.app import run_app
-
             project = renamed(lone, args.app_project, "--project PROJECT", "swiftwriter PROJECT")
-            return run_app(model=args.global_model, project=project)
+            return desktop.run_app(model=args.global_model, project=project)
         return args.func(args) or 0
     except UsageError as exc:
         print(f"swiftwriter: {printable(exc)}", file=sys.stderr)
@@ -107,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # noqa: BLE001 - one line here, the traceback in the log
         if not isinstance(exc, Exception) and not is_native_panic(exc):
             raise  # SystemExit and the like
-        from swiftwriter import logs
 
         line = logs.unexpected(args.command or "SwiftWriter", exc)
         print(f"swiftwriter: {printable(line)}", file=sys.stderr)

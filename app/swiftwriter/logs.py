@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -63,8 +64,6 @@ class ConsoleLines(logging.Handler):
     handler being there, the last resort no longer is)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        import sys
-
         if getattr(record, "console", False):
             print(f"swiftwriter: {record.getMessage()}", file=sys.stderr, flush=True)
         elif record.levelno >= logging.WARNING and not self._others():

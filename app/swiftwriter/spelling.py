@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from swiftwriter.export.files import write_atomically
+
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "ru")
 WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 # Before a sentence's first word: space, opening quotes, brackets, emphasis, a heading's or a
@@ -52,7 +54,7 @@ class Speller:
         self.problem = ""
         self._checker = None
         try:
-            from spellchecker import SpellChecker
+            from spellchecker import SpellChecker  # lazy: optional, checking is off without it
 
             self._checker = SpellChecker(language=language, case_sensitive=False)
         except ImportError:
@@ -153,8 +155,6 @@ def load_words(path: Path) -> set[str]:
 def save_words(path: Path, words: Iterable[str]) -> None:
     """The writer's word list, one word per line, written atomically (the export's own safe
     write: synced, renamed into place, a full disk one clear UserError)."""
-    from swiftwriter.export.files import write_atomically
-
     text = "\n".join(sorted(set(words))) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

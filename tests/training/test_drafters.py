@@ -248,7 +248,6 @@ def test_a_bfloat16_model_drafts_in_bfloat16_where_that_measures_faster(
 
 
 def test_the_bfloat16_choice_is_measured_once_per_drafter_shape(trained, monkeypatch):
-    from swiftwriter.engine import passes
     from swiftwriter.engine.decoding import drafter_source as source
     from swiftwriter.engine.passes import kernels
 
@@ -260,7 +259,7 @@ def test_the_bfloat16_choice_is_measured_once_per_drafter_shape(trained, monkeyp
         timed.append(dtype)  # bfloat16 twice as fast here
         return {kernels.STOCK: {n: 1.0 if dtype == torch.bfloat16 else 2.0 for n in rows}}
 
-    monkeypatch.setattr(passes, "time_linears", fake_time)  # through the door the source uses
+    monkeypatch.setattr(source, "time_linears", fake_time)  # the name the source imported
     module, dtype = source.bfloat16_if_faster(trained["recurrent"].module)
     assert dtype == torch.bfloat16 and next(module.parameters()).dtype == torch.bfloat16
     assert module is not trained["recurrent"].module

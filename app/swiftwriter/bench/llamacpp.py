@@ -27,7 +27,7 @@ INSTALL = 'pip install -e ".[compare]" (or make compare): it compiles llama.cpp'
 def unavailable() -> str:
     """Why llama.cpp cannot run here ("" when it can)."""
     try:
-        import llama_cpp  # noqa: F401
+        import llama_cpp  # noqa: F401  # lazy: optional llama_cpp
     except ImportError:
         return f"llama-cpp-python is not installed: {INSTALL}"
     except Exception as exc:  # noqa: BLE001 - a broken build: one line
@@ -46,7 +46,7 @@ class LlamaCpp:
     """One llama.cpp model, loaded once for the bench's runs on it."""
 
     def __init__(self, path: Path, context: int, threads: int):
-        from llama_cpp import Llama
+        from llama_cpp import Llama  # lazy: optional llama_cpp
 
         self.one_by_one = _amx()
         self.threads = threads
@@ -63,7 +63,7 @@ class LlamaCpp:
 
     @staticmethod
     def version() -> str:
-        import llama_cpp
+        import llama_cpp  # lazy: optional llama_cpp
 
         return getattr(llama_cpp, "__version__", "?")
 

@@ -142,7 +142,7 @@ def surprise(model, prompt: Sequence[int], before: Sequence[int], tokens: Sequen
     """Mean negative log-likelihood (nats per token) of `tokens` under `model`'s own plain
     distribution, each piece of `piece` tokens read after the SURPRISE_CONTEXT tokens before it
     (the end of `prompt` + `before` for the first)."""
-    import torch
+    import torch  # lazy: torch
 
     if not tokens:
         return float("nan")
@@ -248,14 +248,14 @@ PANELS = (
 def plot(rows_by_method: dict[str, list[dict]], path: str, title: str = "") -> None:
     """One panel per figure of the segments, one line per method, against generated tokens."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional matplotlib
     except ImportError:
         raise UserError(
             "--plot draws with matplotlib, which is not installed: pip install 'swiftwriter[bench]'"
         ) from None
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    import matplotlib.pyplot as plt  # lazy: optional matplotlib
+    from matplotlib.ticker import FuncFormatter  # lazy: optional matplotlib
 
     # thousands as "10k": a 65,000-token run's full numbers ran into each other on the axis
     thousands = FuncFormatter(lambda x, _pos: f"{x / 1000:g}k" if x else "0")

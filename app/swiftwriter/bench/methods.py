@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
+from transformers import LogitsProcessorList
 
 from swiftwriter.bench import curves, marathon, stattest
 from swiftwriter.bench.draftpass import DraftPassGenerator
@@ -34,6 +35,7 @@ from swiftwriter.engine.decoding.generator import Generator, context_length
 from swiftwriter.engine.decoding.logits import LogitsPipeline, PipelineLogitsProcessor
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
 from swiftwriter.engine.passes import execution_device
+from swiftwriter.training import accuracy
 
 METHODS = (
     "hf",
@@ -74,8 +76,6 @@ class MethodResult:
 
 
 def _hf_generate(model, prompt, n, sampling: SamplingSettings, lookup: int = 0) -> MethodResult:
-    from transformers import LogitsProcessorList
-
     config = copy.deepcopy(model.generation_config)
     # Every method writes exactly n tokens and treats EOS as an ordinary token (no stop, no
     # suppression: `min_new_tokens` would forbid EOS and change the output).
@@ -424,8 +424,6 @@ def _add_marathon(report: dict, segments: marathon.Segments, model, prompt) -> N
 
 def _add_drafter_accuracy(report, model, drafter, prompt, ar: MethodResult, sampling, drafting):
     """How often the drafter guessed ar's text, in ar's row."""
-    from swiftwriter.training import accuracy
-
     report["ar"]["drafter_accuracy"] = accuracy.on_text(
         model,
         drafter,

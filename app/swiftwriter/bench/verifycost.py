@@ -12,6 +12,7 @@ import time
 import torch
 from transformers import DynamicCache
 
+from swiftwriter.engine.decoding.generator import context_length
 from swiftwriter.engine.passes import ModelRunner
 
 KS = (1, 4, 16, 32, 64)
@@ -79,8 +80,6 @@ CURVE_CONTEXTS = (1000, 4000, 8000)
 
 def curve_contexts(model, ks=CURVE_KS) -> list[int]:
     """The CURVE_CONTEXTS that leave room for the largest pass in the model's context."""
-    from swiftwriter.engine.decoding.generator import context_length
-
     limit = context_length(model.config)
     return [c for c in CURVE_CONTEXTS if limit is None or c + max(ks) <= limit]
 

@@ -9,6 +9,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from swiftwriter import paths
+from swiftwriter.bench import llamacpp, suite
+from swiftwriter.bench.suite import format_hits
 from swiftwriter.commands.common import (
     add_encoding,
     add_model_options,
@@ -21,8 +24,18 @@ from swiftwriter.commands.common import (
     renamed,
     sampler_overrides,
 )
-from swiftwriter.engine.decoding.settings import MODES, STRATEGIES, SamplingSettings
+from swiftwriter.commands.heads import drafting_without
+from swiftwriter.engine.decoding.settings import (
+    MODES,
+    STRATEGIES,
+    ContextSettings,
+    SamplingSettings,
+)
+from swiftwriter.engine.decoding.textgen import encode
 from swiftwriter.errors import UserError
+from swiftwriter.modelstore import registry
+from swiftwriter.store import Project
+from swiftwriter.writing.guards import story_only_bans
 
 TOKENSWIFT_MIN_P = 0.1  # without --preset, sampling is TokenSwift's sampler: temperature 1
 
@@ -358,14 +371,11 @@ def _drafting(args):
 def _default_or_file(args) -> str:
     if args.prompt_file:
         return read_text_file(args.prompt_file, args.encoding)
-    from swiftwriter import paths
 
     return (paths.resources_dir() / "prompts" / "harbour.txt").read_text(encoding="utf-8")
 
 
 def _encode(tokenizer, text: str, name: str | None) -> list[int]:
-    from swiftwriter.engine.decoding.textgen import encode
-
     ids = encode(tokenizer, text)
     if not ids:
         raise UserError(f"The prompt {name or ''} is empty".replace("  ", " "))
@@ -400,7 +410,7 @@ def run(args: argparse.Namespace) -> int:
     _validate(args, bench.methods)
     prompts = _prompts(args)
     if args.plot:  # said before the run, not after it: matplotlib is the bench extra's
-        from swiftwriter.bench import curves
+        from swiftwriter.bench import curves  # lazy: pulls in transformers
 
         curves.pyplot()
     _load(args, bench, prompts)
@@ -415,12 +425,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _parse(args) -> _Bench:
     """The options read into what runs: bad ones fail before torch and the model load."""
-    from swiftwriter.modelstore.placement import check_device
+    from swiftwriter.modelstore.placement import check_device  # lazy: pulls in numpy
 
     check_device(args.device)
     seeds, sampling = _sampling(args)
     drafting = _drafting(args)
-    from swiftwriter.modelstore import registry
 
     args.history = renamed(args.project, args.history, "bench --history PROJECT", "bench PROJECT")
     entry = registry.resolve(args.model)
@@ -429,7 +438,9 @@ def _parse(args) -> _Bench:
 
 def _methods(args) -> list[str]:
     """The methods asked for (the defaults fit the context policy); an unknown one is refused."""
-    from swiftwriter.bench import methods as bench_methods
+    from swiftwriter.bench import (  # lazy: pulls in torch, transformers, safetensors, numpy
+        methods as bench_methods,
+    )
 
     if args.methods is None:
         args.methods = SLIDE_METHODS if args.context_policy == "slide" else METHODS
@@ -458,8 +469,10 @@ def _validate(args, methods: list[str]) -> None:
 
 def _load(args, bench: _Bench, prompts: list[tuple[str | None, str]]) -> None:
     """The model, the prompts' tokens, the baseline, the drafters and the report's meta."""
-    from swiftwriter.engine.passes import precision_line
-    from swiftwriter.modelstore import loader
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers, numpy
+        precision_line,
+    )
+    from swiftwriter.modelstore import loader  # lazy: pulls in numpy
 
     loaded = loader.load(bench.entry, device=args.device, dtype=args.dtype, with_drafter=False)
     bench.loaded = loaded
@@ -471,8 +484,6 @@ def _load(args, bench: _Bench, prompts: list[tuple[str | None, str]]) -> None:
     _load_drafter(args, bench)
     bench.extra_sources = _history(args, loaded.tokenizer, bench.methods)
     if args.ban_chatter:
-        from swiftwriter.writing.guards import story_only_bans
-
         bench.sampling = replace(
             bench.sampling, banned_tokens=story_only_bans(loaded, prompts_text)
         )
@@ -491,7 +502,7 @@ def _baseline(args, entry) -> tuple | None:
         return None
     if args.context_policy == "slide":
         raise UserError("hf has no sliding context window: drop --baseline-dtype")
-    from swiftwriter.modelstore import loader
+    from swiftwriter.modelstore import loader  # lazy: pulls in numpy
 
     other = loader.load(entry, device=args.device, dtype=args.baseline_dtype, with_drafter=False)
     return (other.dtype, other.model)
@@ -499,8 +510,7 @@ def _baseline(args, entry) -> tuple | None:
 
 def _load_drafter(args, bench: _Bench) -> None:
     """The model's drafter (or --heads), unless --no-heads; one line says which drafts run."""
-    from swiftwriter.commands.heads import drafting_without
-    from swiftwriter.modelstore import loader
+    from swiftwriter.modelstore import loader  # lazy: pulls in numpy
 
     if not args.no_heads:
         bench.drafter, bench.heads_status = loader.load_drafter(
@@ -563,8 +573,9 @@ def _meta(args, bench: _Bench) -> dict:
 def _run_prompt(args, bench: _Bench, index: int, name, prompt: list[int], differing: list):
     """Every method (and seed) on one prompt, each seed's tables printed; the runs that wrote
     another text than ar go into `differing`. Returns (prompt tokens, runs, comparison)."""
-    from swiftwriter.bench import methods as bench_methods
-    from swiftwriter.engine.decoding.settings import ContextSettings
+    from swiftwriter.bench import (  # lazy: pulls in torch, transformers, safetensors, numpy
+        methods as bench_methods,
+    )
 
     if args.suite:
         print(f"== {name}", flush=True)
@@ -624,20 +635,20 @@ def _headline(args, bench: _Bench, prompt: list[int]) -> str:
 
 def _print_seed_report(seed_report: dict, segments) -> None:
     """One seed's tables: speed, the long run, the marathon's summaries, the drafter's hits."""
-    from swiftwriter.bench import methods as bench_methods
+    from swiftwriter.bench import (  # lazy: pulls in torch, transformers, safetensors, numpy
+        methods as bench_methods,
+    )
 
     print(bench_methods.format_table(seed_report))
     print(bench_methods.format_long_run(seed_report))
     if segments is not None:
-        from swiftwriter.bench import marathon
+        from swiftwriter.bench import marathon  # lazy: pulls in transformers
 
         for method, row in seed_report.items():
             if "marathon" in row:
                 print(marathon.format_summary(method, row["marathon"]))
     hits = seed_report.get("ar", {}).get("drafter_accuracy")
     if hits:
-        from swiftwriter.bench.suite import format_hits
-
         print("drafter on ar's text: " + format_hits(hits))
 
 
@@ -651,7 +662,7 @@ def _write_report(args, bench: _Bench, prompt_tokens: int, runs: dict, compariso
             out["comparison"] = comparison
         Path(args.json_out).write_text(json.dumps(out, indent=2))
     if args.plot:
-        from swiftwriter.bench import curves, marathon
+        from swiftwriter.bench import curves, marathon  # lazy: pulls in transformers
 
         title = f"{bench.entry.id} · {bench.loaded.dtype} · prompt {prompt_tokens} tokens"
         if args.segment:
@@ -666,7 +677,7 @@ def _segments(args, tokenizer):
     """The marathon's segments (bench/marathon.py), each printed as it ends; None when off."""
     if not args.segment:
         return None
-    from swiftwriter.bench import marathon
+    from swiftwriter.bench import marathon  # lazy: pulls in transformers
 
     print(marathon.HEADER, flush=True)
     return marathon.Segments(
@@ -706,15 +717,12 @@ def _prompts(args) -> list[tuple[str | None, str]]:
         return [(None, _default_or_file(args))]
     if args.prompt_file or args.plot or args.history:
         raise UserError("--suite runs the suite's own prompts: drop --prompt-file, --plot, PROJECT")
-    from swiftwriter.bench import suite
 
     return [(p.name, p.text) for p in suite.select(suite.load_suite(args.suite), args.prompts)]
 
 
 def _suite_end(args, meta: dict, results: dict) -> int:
     """The suite's summary over every prompt (and seed), printed and written with --json."""
-    from swiftwriter.bench import suite
-
     reports = {}
     for name, (_, runs, _) in results.items():
         for seed, report in runs.items():
@@ -772,9 +780,10 @@ def _seeds(args) -> list[int]:
 
 def _history_sources(project_path: str, tokenizer):
     """A factory of fresh HistorySources over the project's history (read-only: nothing saved)."""
-    from swiftwriter.engine.decoding.history_source import HistorySource
-    from swiftwriter.store import Project
-    from swiftwriter.writing.history import ProjectHistory
+    from swiftwriter.engine.decoding.history_source import (  # lazy: pulls in torch, numpy
+        HistorySource,
+    )
+    from swiftwriter.writing.history import ProjectHistory  # lazy: pulls in torch, numpy
 
     with Project.open(Path(project_path), readonly=True) as project:
         index = ProjectHistory.of(project, tokenizer).refresh()
@@ -782,8 +791,8 @@ def _history_sources(project_path: str, tokenizer):
 
 
 def _verify_cost(entry, args) -> int:
-    from swiftwriter.bench import verifycost
-    from swiftwriter.modelstore import loader
+    from swiftwriter.bench import verifycost  # lazy: pulls in torch, transformers, numpy
+    from swiftwriter.modelstore import loader  # lazy: pulls in numpy
 
     dtypes = ["float32", "bfloat16"] if args.dtype == "auto" else [args.dtype]
     result = {}
@@ -819,10 +828,9 @@ def _llamacpp(entry, methods: list[str], prompts, max_new_tokens: int, meta: dic
     count; where it cannot run, the method is dropped and one line says why."""
     if "llamacpp" not in methods:
         return None
-    import torch
+    import torch  # lazy: torch
 
-    from swiftwriter.bench import llamacpp
-    from swiftwriter.modelstore import provision
+    from swiftwriter.modelstore import provision  # lazy: pulls in numpy
 
     why = llamacpp.unavailable()
     if not why and entry.source not in provision.GGUF_SOURCES:
@@ -840,8 +848,8 @@ def _llamacpp(entry, methods: list[str], prompts, max_new_tokens: int, meta: dic
 
 
 def _verify_curve(entry, args) -> int:
-    from swiftwriter.bench import verifycost
-    from swiftwriter.modelstore import loader
+    from swiftwriter.bench import verifycost  # lazy: pulls in torch, transformers, numpy
+    from swiftwriter.modelstore import loader  # lazy: pulls in numpy
 
     dtypes = ["float32", "bfloat16"] if args.dtype == "auto" else [args.dtype]
     if args.dtype == "auto" and not loader.can_store(entry):  # a GGUF's weights as stored too

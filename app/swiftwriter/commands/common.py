@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from swiftwriter.engine.decoding.settings import MODES
 from swiftwriter.errors import UsageError, UserError
 
 
@@ -51,7 +52,7 @@ def positive_float(text: str) -> float:
 def read_text_file(path: str, encoding: str | None = None) -> str:
     """A prompt or training text file, read as imports read text (UTF-8 or with a byte-order
     mark, binary refused, the first bad byte named; `encoding` when the writer names one)."""
-    from swiftwriter.export.importers import read_text
+    from swiftwriter.export.importers import read_text  # lazy: pulls in docx
 
     file = Path(path).expanduser()
     if not file.is_file():
@@ -83,8 +84,6 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 def mode_words(name: str) -> str:
     """'temperature 0.8, top-p 0.95, min-p 0.05, penalty 1.1 over 1,024, DRY 0.8', or
     'greedy, penalty 1.2 over 1,024': an app mode as --help says it."""
-    from swiftwriter.engine.decoding.settings import MODES
-
     mode = MODES[name]
     words = (
         ["greedy"]
@@ -99,8 +98,6 @@ def mode_words(name: str) -> str:
 
 def modes_help() -> str:
     """Every app mode for --preset's help: 'creative: temperature 0.8, ...; precise: ...'."""
-    from swiftwriter.engine.decoding.settings import MODES
-
     return "; ".join(f"{name}: {mode_words(name)}" for name in sorted(MODES))
 
 

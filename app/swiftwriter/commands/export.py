@@ -11,6 +11,8 @@ from pathlib import Path
 
 from swiftwriter.errors import UserError, printable
 from swiftwriter.export import FORMATS, format_names
+from swiftwriter.export.model import BookMatter, manuscript_from_project
+from swiftwriter.store import Project
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -145,9 +147,8 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     docs = [d for part in args.docs or () for d in part.split(",") if d.strip()]
     manuscript = load_manuscript(project_path, docs or None)
-    from swiftwriter.export.layout import PageSetup
-    from swiftwriter.export.model import BookMatter
-    from swiftwriter.export.request import ExportRequest, export_manuscript
+    from swiftwriter.export.layout import PageSetup  # lazy: pulls in docx
+    from swiftwriter.export.request import ExportRequest, export_manuscript  # lazy: pulls in docx
 
     contact = _lines(args.contact)
     matter = BookMatter(
@@ -187,9 +188,6 @@ def _lines(text: str | None) -> str:
 
 
 def load_manuscript(project_path: Path, doc_ids):
-    from swiftwriter.export.model import manuscript_from_project
-    from swiftwriter.store import Project
-
     try:
         proj = Project.open(project_path, readonly=True)
     except (OSError, ValueError, sqlite3.DatabaseError) as exc:

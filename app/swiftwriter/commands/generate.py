@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from swiftwriter.commands.common import (
@@ -20,8 +21,21 @@ from swiftwriter.commands.common import (
     renamed,
     sampler_overrides,
 )
-from swiftwriter.engine.decoding.settings import DEFAULT_MODE, DEFAULT_SAMPLER, MODES, SAMPLERS
+from swiftwriter.commands.heads import drafting_without
+from swiftwriter.commands.project import find_document
+from swiftwriter.engine.decoding.settings import (
+    DEFAULT_MODE,
+    DEFAULT_SAMPLER,
+    MODES,
+    SAMPLERS,
+    ContextSettings,
+    DraftSettings,
+)
 from swiftwriter.errors import UsageError, UserError
+from swiftwriter.modelstore import registry
+from swiftwriter.store import Project
+from swiftwriter.writing.context import fitted
+from swiftwriter.writing.endings import TakeEnding, parse_stops
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -235,7 +249,6 @@ def run(args: argparse.Namespace) -> int:
     prompt = read_text_file(args.prompt_file, args.encoding)
     if not prompt.strip():
         raise UserError(f"{args.prompt_file} holds no text: there is nothing to continue")
-    from swiftwriter.modelstore import registry
 
     entry = registry.resolve(args.model)
     loaded = _load(args, entry, prompt, ending.limit)
@@ -251,7 +264,9 @@ def run(args: argparse.Namespace) -> int:
 def _prompt_fits(take, prompt_file: str) -> None:
     """A prompt file longer than the model's context is refused in one line naming it, before
     anything else is said (its end alone is tokenized to know: session.PromptSession)."""
-    from swiftwriter.writing.session import PromptTooLong
+    from swiftwriter.writing.session import (  # lazy: pulls in torch, transformers, jinja2, numpy
+        PromptTooLong,
+    )
 
     try:
         take.session.build_prompt()
@@ -261,9 +276,11 @@ def _prompt_fits(take, prompt_file: str) -> None:
 
 def _request(args: argparse.Namespace, project, doc_id, loaded, prompt_text, ending):
     """The take both forms of `generate` run (take.Take), printing its text as it comes."""
-    from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings
-    from swiftwriter.writing.history import ProjectHistory
-    from swiftwriter.writing.take import Take, TakeRequest
+    from swiftwriter.writing.history import ProjectHistory  # lazy: pulls in torch, numpy
+    from swiftwriter.writing.take import (  # lazy: pulls in torch, transformers, jinja2, numpy
+        Take,
+        TakeRequest,
+    )
 
     def show(piece: str) -> None:
         sys.stdout.write(piece)
@@ -297,22 +314,22 @@ def _say_precision(loaded) -> None:
     """The dtype on stderr, with how `auto` chose it (a stand-in model may not say)."""
     precision = getattr(loaded, "precision", None)
     if precision is not None:
-        from swiftwriter.engine.passes import precision_line
+        from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers, numpy
+            precision_line,
+        )
 
         print(precision_line(precision(), loaded.model), file=sys.stderr)
 
 
 def _say_drafter(loaded, history: bool) -> None:
     """Without a usable drafter, which sources still draft (one line on stderr)."""
-    from swiftwriter.commands.heads import drafting_without
-
     line = drafting_without(getattr(loaded, "drafter_status", ""), history)
     if line is not None and getattr(loaded, "drafter", None) is None:
         print(line, file=sys.stderr)
 
 
 def _placement(args: argparse.Namespace):
-    from swiftwriter.modelstore.placement import Placement, parse_max_memory
+    from swiftwriter.modelstore.placement import Placement, parse_max_memory  # lazy: pulls in numpy
 
     limits = parse_max_memory(args.max_memory) if args.max_memory else {}
     return Placement(args.device, args.device_map, limits, args.offload_folder)
@@ -322,18 +339,19 @@ def _load(args: argparse.Namespace, entry, prompt_text: str | None, max_new_toke
     """The model placed as asked; a spread model keeps room for this take's KV cache: a prompt
     file's tokens (as far as the model's context reaches) plus the tokens asked for, or the
     whole context for a project's take (`prompt_text` None: its story context may fill it)."""
-    from swiftwriter.modelstore import loader
+    from swiftwriter.modelstore import loader  # lazy: pulls in numpy
 
     placement = _placement(args)
     if not placement.spread:
         return loader.load(entry, device=args.device, dtype=args.dtype)
     if prompt_text is None:
         return loader.load_placed(entry, placement, dtype=args.dtype)
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer  # lazy: transformers
 
-    from swiftwriter.engine.decoding.generator import context_length
-    from swiftwriter.writing.context import fitted
-    from swiftwriter.writing.history import encoder_of
+    from swiftwriter.engine.decoding.generator import (  # lazy: pulls in torch, transformers, numpy
+        context_length,
+    )
+    from swiftwriter.writing.history import encoder_of  # lazy: pulls in torch, numpy
 
     folder = entry.folder()
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)
@@ -344,8 +362,6 @@ def _load(args: argparse.Namespace, entry, prompt_text: str | None, max_new_toke
 
 
 def _ending(args: argparse.Namespace):
-    from swiftwriter.writing.endings import TakeEnding, parse_stops
-
     if not 0 <= args.min_new_tokens <= args.max_new_tokens:
         raise UserError(
             f"--min-new-tokens must be between 0 and --max-new-tokens ({args.max_new_tokens}), "
@@ -369,8 +385,6 @@ def _preset(args: argparse.Namespace) -> None:
 
 def _sampling(args: argparse.Namespace):
     """The preset's settings (the app's own), with each value given on the command line."""
-    from dataclasses import replace
-
     name = args.preset or DEFAULT_MODE
     mode = MODES[name]
     given = sampler_overrides(args, mode.greedy, f"--preset {name}")
@@ -381,13 +395,9 @@ def _sampling(args: argparse.Namespace):
 
 def run_project(args: argparse.Namespace) -> int:
     """Continue a project's document: everything is checked before the model loads."""
-    from swiftwriter.commands.project import find_document
-    from swiftwriter.store import Project
-
     _, _, ending = _placement(args), _sampling(args), _ending(args)
     with Project.open(args.project) as proj:
         doc_id = find_document(proj, args.doc)
-        from swiftwriter.modelstore import registry
 
         entry = registry.resolve(args.model)
         loaded = _load(args, entry, None, ending.limit)

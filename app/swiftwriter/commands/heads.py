@@ -16,7 +16,9 @@ from pathlib import Path
 
 from swiftwriter.commands.common import add_encoding, positive_int, read_text_file
 from swiftwriter.engine.decoding.settings import MODES
+from swiftwriter.engine.decoding.textgen import encode
 from swiftwriter.errors import UserError
+from swiftwriter.training.eta import StageEstimate, duration
 
 clock = time.monotonic  # the --hours budget's clock (tests replace it)
 
@@ -140,12 +142,10 @@ class StageProgress:
         self.estimates: dict[str, object] = {}
 
     def __call__(self, stage: str, done: int, total: int, loss: float | None = None) -> None:
-        from tqdm import tqdm
-
-        from swiftwriter.training.eta import StageEstimate, duration
-
         bar = self.bars.get(stage)
         if bar is None:
+            from tqdm import tqdm  # lazy: tqdm, only while training
+
             bar = self.bars[stage] = tqdm(
                 total=total, desc=stage, unit=UNITS.get(stage, "it"), file=sys.stderr,
                 initial=done, dynamic_ncols=True, mininterval=0.5, leave=True,
@@ -188,9 +188,7 @@ def drafting_without(status: str, history: bool = False) -> str | None:
 
 def text_rows(tokenizer, paths: list[str], length: int, encoding: str | None = None):
     """Training files (in `encoding` where one is named) cut into rows of `length` token ids."""
-    import torch
-
-    from swiftwriter.engine.decoding.textgen import encode
+    import torch  # lazy: torch
 
     ids: list[int] = []
     for p in paths:
@@ -203,7 +201,9 @@ def text_rows(tokenizer, paths: list[str], length: int, encoding: str | None = N
 
 def run(args: argparse.Namespace) -> int:
     if args.heads_cmd == "show":
-        from swiftwriter.engine.decoding import drafter_files as files
+        from swiftwriter.engine.decoding import (  # lazy: pulls in torch, safetensors
+            drafter_files as files,
+        )
 
         bundle = files.load(Path(args.folder))
         print(json.dumps(bundle.card, indent=2, sort_keys=True))
@@ -214,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace) -> int:
-    from swiftwriter.modelstore import loader, registry
+    from swiftwriter.modelstore import loader, registry  # lazy: pulls in numpy
 
     _check_train_options(args)
     out = Path(args.out).expanduser()
@@ -261,7 +261,7 @@ def _check_train_options(args: argparse.Namespace) -> None:
 
 def _given_rows(args: argparse.Namespace, tokenizer):
     """The --text files' rows (at most --max-rows, spread evenly over them); None without."""
-    import torch
+    import torch  # lazy: torch
 
     if not args.text:
         return None
@@ -273,8 +273,12 @@ def _given_rows(args: argparse.Namespace, tokenizer):
 
 def _train_drafter(args: argparse.Namespace, loaded, entry, out: Path, rows, progress):
     """The training pipeline on the options given; None when --hours ran out first."""
-    from swiftwriter.training.pipeline import train_drafter
-    from swiftwriter.training.train import TrainSettings
+    from swiftwriter.training.pipeline import (  # lazy: pulls in torch, transformers, safetensors, numpy
+        train_drafter,
+    )
+    from swiftwriter.training.train import (  # lazy: pulls in torch, transformers, safetensors, numpy
+        TrainSettings,
+    )
 
     settings = TrainSettings(
         kind=args.kind,

@@ -8,8 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+from swiftwriter import paths
+from swiftwriter.bench import ggufgen
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import adding, auto_convert, registry
+from swiftwriter.modelstore import adding, auto_convert, loader, measurements, registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,9 +66,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def add_random(name: str, shape: str, kind: str, seed: int) -> int:
     """The random model's file beside the models, then added like any GGUF (kept as stored)."""
-    from swiftwriter import paths
-    from swiftwriter.bench import ggufgen
-
     if shape not in ggufgen.SHAPES:
         raise UserError(f"Unknown shape '{shape}'; known: {', '.join(sorted(ggufgen.SHAPES))}")
     if kind not in ("Q4_K_M", *ggufgen.K_TYPES, "Q8_0", "Q4_0", "Q4_1"):
@@ -164,8 +163,6 @@ def measure_again(entry) -> int:
     """Forget what was measured for this model here and measure it again: the passes in both
     dtypes and auto's choice, then the kernel and layout measured on the way, each said to be
     remembered or not (and why not)."""
-    from swiftwriter.modelstore import loader, measurements
-
     if not entry.is_ready():
         raise UserError(f"Model '{entry.id}' is not ready ({entry.status()})")
     measurements.recent.clear()

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from swiftwriter.commands.common import add_encoding, print_json
 from swiftwriter.errors import UserError, printable
+from swiftwriter.store import Project, backups
+from swiftwriter.store.importing import import_sections
+from swiftwriter.store.worldinfo import read_world_info
 
 JSON_HELP = "print the listing as JSON (nothing else on stdout)"
 
@@ -125,8 +128,6 @@ def find_document(proj, ref: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from swiftwriter.store import Project
-
     cmd = args.project_cmd
     if cmd is None:
         args.project_parser.print_help()
@@ -156,8 +157,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _backups(args) -> int:
-    from swiftwriter.store import backups
-
     path = Path(args.file).expanduser()
     found = backups.list_backups(path)
     if args.json:
@@ -175,8 +174,6 @@ def _backups(args) -> int:
 
 
 def _restore(args) -> int:
-    from swiftwriter.store import backups
-
     new = backups.restore(Path(args.backup), Path(args.new))
     print(f"Restored {Path(args.backup).name} as {new}")
     return 0
@@ -219,8 +216,7 @@ def _show(proj, args) -> int:
 
 
 def _import(proj, args) -> int:
-    from swiftwriter.export.importers import import_file
-    from swiftwriter.store.importing import import_sections
+    from swiftwriter.export.importers import import_file  # lazy: pulls in docx
 
     parent = find_document(proj, args.parent) if args.parent else None
     # every file read before anything is added: a bad one leaves the project as it was
@@ -236,9 +232,6 @@ def _import(proj, args) -> int:
 
 
 def _lore(args) -> int:
-    from swiftwriter.store import Project
-    from swiftwriter.store.worldinfo import read_world_info
-
     if args.lore_cmd is None:
         args.lore_parser.print_help()
         return 0
@@ -267,8 +260,6 @@ def _lore(args) -> int:
 
 def _summary(args) -> int:
     """A document's rolling summary shown or written; the project's setting shown or switched."""
-    from swiftwriter.store import Project
-
     if args.doc is None and args.set is not None:
         raise UserError("--set goes with a DOC: the summary is a document's")
     writes = args.set is not None or args.rolling is not None

@@ -74,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
     if args.tool == "custom" and not args.instruction.strip():
         raise UserError("--tool custom needs --instruction, such as 'make it tenser'")
     before, passage = _passage(args)
-    from swiftwriter.modelstore import loader, registry  # torch: only once the options hold
+    from swiftwriter.modelstore import (  # lazy: pulls in numpy (torch once a model loads), only once the options hold
+        loader,
+        registry,
+    )
 
     loaded = loader.load(registry.resolve(args.model), dtype=args.dtype)
     drafting = DraftSettings()
@@ -95,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _bench(args, loaded, before: str, passage: str, drafting) -> int:
-    from swiftwriter.bench.alternatives import bench_alternatives, format_report  # torch
+    from swiftwriter.bench.alternatives import (  # lazy: pulls in torch, transformers, numpy
+        bench_alternatives,
+        format_report,
+    )
 
     report = bench_alternatives(
         loaded, args.tool, passage, before=before, count=args.alternatives,

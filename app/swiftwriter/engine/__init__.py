@@ -11,7 +11,9 @@ def __getattr__(name: str):
     """The decoding loop on first use: the settings alone load without torch, so the command
     line refuses a bad option before the model's libraries load (seconds)."""
     if name in ("Generator", "StepEvent"):
-        from swiftwriter.engine.decoding import generator
+        from swiftwriter.engine.decoding import (  # lazy: pulls in torch, transformers, numpy
+            generator,
+        )
 
         return getattr(generator, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

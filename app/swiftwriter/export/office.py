@@ -87,7 +87,7 @@ def convert(source: Path, fmt: str, folder: Path, job: ExportJob | None = None) 
 def export_via_libreoffice(
     manuscript, out: Path | str, fmt: str, job: ExportJob | None = None, **docx_options
 ) -> int:
-    from swiftwriter.export.docx_out import export_docx
+    from swiftwriter.export.docx_out import export_docx  # lazy: pulls in docx
 
     job = job or ExportJob()
     with tempfile.TemporaryDirectory(prefix="swiftwriter-export-") as scratch:

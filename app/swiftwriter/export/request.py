@@ -11,9 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from swiftwriter.errors import UserError
-from swiftwriter.export import FORMATS
+from swiftwriter.export import FORMATS, office
+from swiftwriter.export.docx_out import export_docx
+from swiftwriter.export.epub_out import check_language, export_epub
+from swiftwriter.export.files import refuse_project_files
 from swiftwriter.export.job import ExportJob
 from swiftwriter.export.layout import PageSetup
+from swiftwriter.export.markdown_out import export_markdown
 from swiftwriter.export.model import BookMatter, Manuscript
 
 STYLES = ("novel", "report", "manuscript")
@@ -40,8 +44,6 @@ class ExportRequest:
         if self.template and not Path(self.template).expanduser().is_file():
             raise UserError(f"No such template: {self.template}")
         if self.language:
-            from swiftwriter.export.epub_out import check_language
-
             check_language(self.language)
 
 
@@ -55,8 +57,6 @@ def export_manuscript(
     """Write `out` as asked; returns how many control characters were dropped. `project`, the
     file the manuscript came from, is never replaced, nor the files kept beside it; `job`
     follows and may cancel it (ExportCancelled)."""
-    from swiftwriter.export.files import refuse_project_files
-
     job = job or ExportJob()
     request.check()
     refuse_project_files(out, project)
@@ -64,18 +64,13 @@ def export_manuscript(
     if overrides:
         manuscript = dataclasses.replace(manuscript, **overrides)
     if request.fmt == "md":
-        from swiftwriter.export.markdown_out import export_markdown
-
         job.stage("Writing the Markdown file…")
         return export_markdown(manuscript, out, strict=request.strict, job=job, style=request.style)
     if request.fmt == "epub":
-        from swiftwriter.export.epub_out import export_epub
-
         job.stage("Writing the e-book…")
         return export_epub(
             manuscript, out, request.style, request.matter, request.language, request.strict, job
         )
-    from swiftwriter.export.docx_out import export_docx
 
     options = dict(
         style=request.style,
@@ -87,6 +82,5 @@ def export_manuscript(
     if request.fmt == "docx":
         job.stage("Laying out the Word document…")
         return export_docx(manuscript, out, job=job, **options)
-    from swiftwriter.export import office
 
     return office.export_via_libreoffice(manuscript, out, request.fmt, job=job, **options)

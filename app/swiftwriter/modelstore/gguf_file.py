@@ -60,13 +60,15 @@ def size(n: int) -> str:
 
 def readable_types() -> set[str]:
     """Tensor types the `gguf` package de-quantises, which is what transformers reads with."""
-    from gguf.quants import _type_traits
+    from gguf.quants import _type_traits  # lazy: gguf
 
     return {"F32", "F16"} | {kind.name for kind in _type_traits}
 
 
 def supported_architectures() -> set[str]:
-    from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
+    from transformers.modeling_gguf_pytorch_utils import (  # lazy: transformers
+        GGUF_SUPPORTED_ARCHITECTURES,
+    )
 
     return set(GGUF_SUPPORTED_ARCHITECTURES)
 

@@ -210,7 +210,7 @@ class _Scan:
 
     def placed(self, infos: list, start: int) -> list[TensorInfo]:
         """The tensors with their bytes, each inside the file and none over another."""
-        from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+        from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType  # lazy: gguf
 
         tensors, names = [], set()
         for name, kind, shape, offset in infos:

@@ -74,9 +74,13 @@ def _row_order(processor, name: str, rows: int):
 def _dequantized(processor, tensor, raw: np.ndarray, name: str) -> np.ndarray:
     """The tensor's values as float32 numpy, as gguf de-quantizes them (the kernel's own
     de-quantization, equal bit for bit and far faster, for the types it runs)."""
-    from gguf import GGMLQuantizationType, dequantize
+    from gguf import GGMLQuantizationType, dequantize  # lazy: gguf
 
-    from swiftwriter.engine.passes import QUANT_TYPES, QuantWeight, quant_available
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        QUANT_TYPES,
+        QuantWeight,
+        quant_available,
+    )
 
     shape = tuple(reversed(tensor.shape))
     if tensor.type_id in QUANT_TYPES.values() and len(shape) == 2 and quant_available():
@@ -94,7 +98,7 @@ _NUMPY = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}  # as gguf's 
 def _names(model, arch: str, layers: int) -> dict[str, str]:
     """{GGUF tensor name: the model's parameter name}, from gguf's own name table (what
     transformers' map computes, in one pass instead of one per submodule)."""
-    from gguf import MODEL_ARCH_NAMES, get_tensor_name_map
+    from gguf import MODEL_ARCH_NAMES, get_tensor_name_map  # lazy: gguf
 
     found = [key for key, value in MODEL_ARCH_NAMES.items() if value == arch]
     if not found:
@@ -125,11 +129,17 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
     """The model of `config` with `gguf_path`'s weights; activations, norms and biases in
     `dtype`. `keep_stored`: Linear layers and the embedding of a type the kernel runs keep
     their blocks (else every weight is de-quantized into `dtype`)."""
-    from accelerate import init_empty_weights
-    from transformers import AutoModelForCausalLM
-    from transformers.modeling_gguf_pytorch_utils import TENSOR_PROCESSORS, TensorProcessor
+    from accelerate import init_empty_weights  # lazy: accelerate
+    from transformers import AutoModelForCausalLM  # lazy: transformers
+    from transformers.modeling_gguf_pytorch_utils import (  # lazy: transformers
+        TENSOR_PROCESSORS,
+        TensorProcessor,
+    )
 
-    from swiftwriter.engine.passes import QuantEmbedding, quant_available
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        QuantEmbedding,
+        quant_available,
+    )
 
     keep_stored = keep_stored and quant_available()
 
@@ -165,9 +175,14 @@ def build(config, gguf_path: Path, dtype, keep_stored: bool = True) -> Built:
 def _keep_blocks(built: Built, processor, tensor, raw, hf_name: str, dtype):
     """A Linear layer's or the embedding's weight kept in its blocks, where the kernel runs its
     type and its rows can be put in transformers' order: the module set in its place, or None."""
-    from torch import nn
+    from torch import nn  # lazy: torch
 
-    from swiftwriter.engine.passes import QUANT_TYPES, QuantEmbedding, QuantLinear, QuantWeight
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        QUANT_TYPES,
+        QuantEmbedding,
+        QuantLinear,
+        QuantWeight,
+    )
 
     model = built.model
     path, _, kind = hf_name.rpartition(".")
@@ -198,7 +213,7 @@ def _keep_blocks(built: Built, processor, tensor, raw, hf_name: str, dtype):
 
 def _dequantize_into(built: Built, processor, tensor, raw, hf_name: str, dtype) -> None:
     """The tensor's values in `dtype` in the model's parameter (a quantized matrix counted)."""
-    import torch
+    import torch  # lazy: torch
 
     values = torch.from_numpy(
         np.ascontiguousarray(_dequantized(processor, tensor, raw, tensor.name))
@@ -210,7 +225,7 @@ def _dequantize_into(built: Built, processor, tensor, raw, hf_name: str, dtype) 
 
 
 def _assign(model, hf_name: str, values) -> None:
-    from torch import nn
+    from torch import nn  # lazy: torch
 
     path, _, kind = hf_name.rpartition(".")
     module = _module_at(model, path)
@@ -224,7 +239,7 @@ def _assign(model, hf_name: str, values) -> None:
 def _tie_head(model, config, stored_embedding) -> None:
     """A model whose output head is its embedding (no output tensor in the file) reads the
     same blocks, or the same float tensor."""
-    from torch import nn
+    from torch import nn  # lazy: torch
 
     if not getattr(config, "tie_word_embeddings", False):
         return

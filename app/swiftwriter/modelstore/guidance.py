@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+from swiftwriter.errors import UserError
+from swiftwriter.modelstore import loader, provision, registry
 from swiftwriter.modelstore.placement import DTYPE_BYTES, kv_bytes_per_token
 from swiftwriter.words import DEFAULT_TOKENS_PER_WORD
 
@@ -222,8 +224,6 @@ def folder_parameters(folder: Path) -> int | None:
 
 def measured_speed(entry) -> Speed | None:
     """The speed an earlier load measured for `entry` on this CPU (loader.remembered_pass)."""
-    from swiftwriter.modelstore import loader
-
     found = loader.remembered_pass(entry)
     if not found:
         return None
@@ -239,9 +239,6 @@ def measured_speed(entry) -> Speed | None:
 def gguf_bytes(entry) -> int | None:
     """The size of the GGUF file an entry's weights are read from (None when it is gone, or
     the model is no GGUF: the Models dialog asks for any model the writer selects)."""
-    from swiftwriter.errors import UserError
-    from swiftwriter.modelstore import provision
-
     if entry.source not in provision.GGUF_SOURCES:
         return None
     try:
@@ -254,9 +251,6 @@ def for_this_machine(current: str | None = None) -> Advice:
     """The advice here, for the registry's models: the speed a load measured for the model in
     use (`current`, an id) or else the default one, and the dtype it chose (bfloat16 where
     none was measured)."""
-    from swiftwriter.errors import UserError
-    from swiftwriter.modelstore import registry
-
     try:
         known = registry.load_registry()
     except UserError:  # a damaged user registry: the Models dialog says so itself

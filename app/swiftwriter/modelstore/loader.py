@@ -10,12 +10,14 @@ import contextlib
 import json
 import logging
 import platform
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import measurements, provision, sizing
+from swiftwriter.modelstore import gguf_weights, measurements, provision, sizing
+from swiftwriter.modelstore.placement import check_device, plan_device_map
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.modelstore.remote_code import check_remote_code
 
@@ -67,10 +69,8 @@ class LoadedModel:
 
 
 def pick_device(device: str = "auto") -> str:
-    from swiftwriter.modelstore.placement import check_device
-
     check_device(device)
-    import torch
+    import torch  # lazy: torch
 
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
@@ -106,9 +106,9 @@ def time_passes(model, context: int = PASS_CONTEXT, rows=(1, 8), reps: int = 7) 
     """Seconds of each of `reps` real verification passes (batch-invariant, as a take runs
     them; after an untimed one) over 1 and 8 tokens after `context` cached ones: decoding is
     few-row work bound by memory, which a prefill-sized matrix product does not measure."""
-    import torch
+    import torch  # lazy: torch
 
-    from swiftwriter.engine.passes import ModelRunner
+    from swiftwriter.engine.passes import ModelRunner  # lazy: pulls in torch, transformers
 
     with torch.inference_mode():
         runner = ModelRunner(model)
@@ -124,7 +124,7 @@ def time_passes(model, context: int = PASS_CONTEXT, rows=(1, 8), reps: int = 7) 
 
 
 def _seeded():
-    import torch
+    import torch  # lazy: torch
 
     return torch.Generator().manual_seed(0)
 
@@ -177,7 +177,7 @@ def dtype_key(entry: ModelEntry) -> str:
     """The remembered dtype choice's key: the passes' attention decides what a tree pass
     costs, so one taken with the other attention (the kernel built since, or no longer
     buildable) or another build of the kernel is not reused."""
-    from swiftwriter.engine.passes import native_identity
+    from swiftwriter.engine.passes import native_identity  # lazy: pulls in torch, transformers
 
     attention = native_identity() or "sdpa"
     return f"{DTYPE_KEY}|{entry.id}|{_machine_key()}|{attention}"
@@ -325,7 +325,10 @@ def too_small_to_measure(model) -> bool:
 
 def set_kernel_unmeasured(entry: ModelEntry, model, dtype: str) -> None:
     """The stock kernel and layout for a model too small to time (too_small_to_measure)."""
-    from swiftwriter.engine.passes import STOCK_KERNEL, set_kernel
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        STOCK_KERNEL,
+        set_kernel,
+    )
 
     set_kernel(model, STOCK_KERNEL)
     log.debug("product kernel for %s in %s: %s (unmeasured: under %s parameters)", entry.id,
@@ -335,7 +338,7 @@ def set_kernel_unmeasured(entry: ModelEntry, model, dtype: str) -> None:
 def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
     """The product kernel for this model's passes on this machine (engine/passes/kernels.py), timed
     once (about a second) and remembered; set on the model."""
-    from swiftwriter.engine.passes import (
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
         STOCK_KERNEL,
         choose_kernel,
         set_kernel,
@@ -367,7 +370,10 @@ def kernel_here(entry: ModelEntry, model, dtype: str) -> str:
 def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
     """Up to how many rows the stock weight layout is the faster one on this machine and model
     (engine/passes/layout.py): measured once (about a second) and remembered."""
-    from swiftwriter.engine.passes import few_rows_from, time_few_rows
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        few_rows_from,
+        time_few_rows,
+    )
 
     def measure() -> dict:
         with measurements.timed():
@@ -384,7 +390,7 @@ def few_rows_here(entry: ModelEntry, model, dtype: str) -> int:
 
 
 def _torch_version() -> str:
-    import torch
+    import torch  # lazy: torch
 
     return torch.__version__
 
@@ -424,9 +430,8 @@ def time_float16_products(width: int = 576, out: int = 1536, rows: int = 4, reps
     the passes use. The
     layouts matter: on that EPYC a square float16 product ran at float32's speed while the
     model's [576 -> 1,536] one took 6-12x longer."""
-    import time
 
-    import torch
+    import torch  # lazy: torch
 
     gen = torch.Generator().manual_seed(0)
     out_times = {}
@@ -475,7 +480,7 @@ def check_cpu_float16(entry: ModelEntry) -> None:
 
 def gpu_dtype(kind: str) -> str:
     """bfloat16 where the GPU computes in it natively, else float16."""
-    import torch
+    import torch  # lazy: torch
 
     if kind == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
         return "bfloat16"
@@ -498,7 +503,7 @@ def load(
     spreads the model; blocks mapped to "disk" go to `offload_folder` (default: the data
     folder's offload/<model id>). `exact`: a converted model stored in a dtype whose weights
     cannot give this dtype's text is converted again first (provision.folder_for)."""
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging  # lazy: transformers
 
     hf_logging.disable_progress_bar()
     _check_ready(entry)
@@ -553,8 +558,8 @@ def _check_fits(entry: ModelEntry, device: str, dtype: str) -> None:
 def _read_model(entry: ModelEntry, folder: Path, dtype: str, device_map, offload_folder):
     """(tokenizer, model) from the folder, offline, the weights in `dtype` (de-quantized from
     the GGUF where the folder keeps them there); a file that cannot be read is a UserError."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # lazy: torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers
 
     kwargs = dict(local_files_only=True, trust_remote_code=entry.trust_remote_code)
     if entry.trust_remote_code:
@@ -580,7 +585,7 @@ def _read_model(entry: ModelEntry, folder: Path, dtype: str, device_map, offload
 def _lay_out_for_cpu(entry: ModelEntry, model, dtype: str) -> None:
     """Linear weights re-laid for fast few-row products on this CPU (values unchanged), with
     the kernel measured here once per model and dtype."""
-    from swiftwriter.engine.passes import (
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
         add_few_row_copies,
         merge_projections,
         transpose_linear_weights,
@@ -602,9 +607,7 @@ def _weights_in_file(entry: ModelEntry, folder: Path) -> bool:
 
 
 def _from_gguf(entry: ModelEntry, folder: Path, dtype, device_map, kwargs):
-    from transformers import AutoConfig
-
-    from swiftwriter.modelstore import gguf_weights
+    from transformers import AutoConfig  # lazy: transformers
 
     if device_map is not None:
         raise UserError(f"{entry.name} keeps its weights in its GGUF file: it runs on one device")
@@ -616,7 +619,10 @@ def can_store(entry: ModelEntry) -> str:
     """Why `entry` cannot run its weights as stored here ("" when it can)."""
     if entry.source not in provision.GGUF_SOURCES:
         return f"{entry.name} is not a GGUF model: only a GGUF file's weights run as stored"
-    from swiftwriter.engine.passes import quant_available, quant_unavailable
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        quant_available,
+        quant_unavailable,
+    )
 
     if not quant_available():
         return f"the stored-weights kernel cannot be built here ({quant_unavailable()})"
@@ -626,11 +632,14 @@ def can_store(entry: ModelEntry) -> str:
 def _load_stored(entry: ModelEntry, device: str, why: str, with_drafter: bool, device_map):
     """The model computing from its GGUF file's blocks (modelstore/gguf_weights.py), on the
     CPU, its activations in float32."""
-    import torch
-    from transformers import AutoConfig, AutoTokenizer
+    import torch  # lazy: torch
+    from transformers import AutoConfig, AutoTokenizer  # lazy: transformers
 
-    from swiftwriter.engine.passes import merge_projections, quant_path, set_exact
-    from swiftwriter.modelstore import gguf_weights
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        merge_projections,
+        quant_path,
+        set_exact,
+    )
 
     if device != "cpu" or device_map is not None:
         raise UserError("GGUF weights run as stored on the CPU only: choose bfloat16 or float16")
@@ -682,7 +691,13 @@ def exact_by_default_here(model) -> bool:
     app says so); choosing a dtype by hand keeps the invariant passes. On oneDNN's kernel
     padding is free (it is chosen only when its 2-row product costs no more than the stock
     one-row one: engine/passes/kernels.py), so passes stay exact (its packed layout likewise)."""
-    from swiftwriter.engine.passes import STOCK_KERNEL, kernel_of, row_classes, set_exact, supports
+    from swiftwriter.engine.passes import (  # lazy: pulls in torch, transformers
+        STOCK_KERNEL,
+        kernel_of,
+        row_classes,
+        set_exact,
+        supports,
+    )
 
     exact = not supports(model) or kernel_of(model) != STOCK_KERNEL or row_classes(model).low == 1
     set_exact(model, exact)
@@ -696,7 +711,6 @@ def load_placed(entry: ModelEntry, placement, dtype: str = "auto", context: int 
     model's whole context when not given)."""
     if not placement.spread:
         return load(entry, device=placement.device, dtype=dtype)
-    from swiftwriter.modelstore.placement import plan_device_map
 
     device = pick_device(placement.device)
     dtype = pick_dtype(entry, device, dtype)
@@ -707,7 +721,7 @@ def load_placed(entry: ModelEntry, placement, dtype: str = "auto", context: int 
         )
     device_map = "auto"
     if placement.max_memory:
-        from transformers import AutoConfig
+        from transformers import AutoConfig  # lazy: transformers
 
         if entry.trust_remote_code:
             check_remote_code(entry.id, entry.folder())
@@ -744,7 +758,9 @@ def drafter_dirs(entry: ModelEntry) -> list[Path]:
 def load_drafter(loaded: LoadedModel, folder: Path | None = None):
     """(bundle or None, status): 'present: <folder>', 'missing' or 'mismatched: <why>'.
     A mismatched drafter is never used: generation goes on without it."""
-    from swiftwriter.engine.decoding import drafter_files as files
+    from swiftwriter.engine.decoding import (  # lazy: pulls in torch, safetensors
+        drafter_files as files,
+    )
 
     candidates = [Path(folder)] if folder is not None else drafter_dirs(loaded.entry)
     for candidate in candidates:

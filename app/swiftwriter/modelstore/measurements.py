@@ -199,7 +199,7 @@ def _taken(rounds: list[Samples], load: dict) -> dict:
 
 
 def _torch_version() -> str:
-    import torch
+    import torch  # lazy: torch
 
     return torch.__version__
 

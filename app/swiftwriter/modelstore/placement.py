@@ -108,9 +108,9 @@ def module_bytes(config, dtype: str) -> dict[str, int]:
     an empty (meta) copy of the model: no weights load, and none is even allocated (plain
     init_empty_weights allocates each weight before moving it to meta, which a config larger
     than the machine's memory makes fail)."""
-    import torch
-    from accelerate.utils import compute_module_sizes
-    from transformers import AutoModelForCausalLM
+    import torch  # lazy: torch
+    from accelerate.utils import compute_module_sizes  # lazy: accelerate
+    from transformers import AutoModelForCausalLM  # lazy: transformers
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config)
@@ -207,10 +207,10 @@ def plan_device_map(config, dtype: str, max_memory: dict[int | str, int], contex
     on each device for a KV cache of `context` tokens (as if every layer lived there: a safe
     bound), and what does not fit offloaded to disk. Refused, saying what is needed, when a
     device cannot even hold that cache."""
-    import torch
-    from accelerate import init_empty_weights
-    from accelerate.utils import infer_auto_device_map
-    from transformers import AutoModelForCausalLM
+    import torch  # lazy: torch
+    from accelerate import init_empty_weights  # lazy: accelerate
+    from accelerate.utils import infer_auto_device_map  # lazy: accelerate
+    from transformers import AutoModelForCausalLM  # lazy: transformers
 
     kv = kv_bytes_per_token(config, dtype) * context
     limits: dict[int | str, int] = {}
@@ -247,7 +247,7 @@ def describe(
     """The Models dialog's estimate for a model folder, in a few lines: what the weights and
     a KV cache of `context` tokens need on each device, or why the placement cannot work.
     `gguf_bytes`: the size of the GGUF file a "stored" model computes from."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # lazy: transformers
 
     if dtype == STORED:
         return _describe_stored(folder, device, context, gguf_bytes)
@@ -277,7 +277,7 @@ def describe(
 def _describe_stored(folder, device: str, context: int, gguf_bytes: int | None) -> str:
     """A GGUF's blocks as stored: the file's bytes and a float32 KV cache, on the CPU alone
     (it was once described as bfloat16 weights, twice to four times the file)."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # lazy: transformers
 
     if gguf_bytes is None:
         return "Only a GGUF model's weights run as stored: choose another precision"

@@ -27,6 +27,7 @@ float32 load converts again instead."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import importlib.metadata
 import json
@@ -39,7 +40,8 @@ from pathlib import Path
 
 from swiftwriter import logs, paths
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import gguf_weights
+from swiftwriter.modelstore import gguf_file, gguf_weights, sizing
+from swiftwriter.modelstore.gguf_file import BYTES, size
 from swiftwriter.modelstore.registry import MANIFEST, ModelEntry, is_plain_id
 from swiftwriter.store.lock import pid_alive
 
@@ -156,8 +158,6 @@ def convert_into(
     """Convert `gguf` into `final` (through a temporary sibling, renamed into place last) in
     `dtype`, a dtype's own name, or None: `auto`'s choice, measured on the float32 weights;
     returns the manifest written."""
-    from swiftwriter.modelstore import gguf_file
-
     if dtype is None and auto is None:
         raise ValueError("converting without a dtype needs auto's choice (auto_convert.convert)")
     _say_memory(gguf_file.inspect(gguf), dtype, say)
@@ -207,8 +207,6 @@ def _manifest(entry: ModelEntry, stored: str, why: str, lossless: bool, seconds:
 def _say_memory(info, planned: str | None, say: Progress) -> None:
     """The file described, and the memory the model will take in the planned dtype (both
     candidates when auto chooses); a model the machine cannot hold is refused here."""
-    from swiftwriter.modelstore import gguf_file
-
     say(info.describe())
     if planned == STORED:
         say(f"In memory: about {gguf_file.size(info.size)}, the file's own size (its weights "
@@ -225,8 +223,6 @@ def _say_memory(info, planned: str | None, say: Progress) -> None:
 
 def _check_memory(info) -> None:
     """Refuse before anything is written a conversion that cannot fit this machine's memory."""
-    from swiftwriter.modelstore import gguf_file, sizing
-
     need, have = info.conversion_memory(), sizing.machine_memory()
     if have is not None and need > have:
         raise UserError(
@@ -247,7 +243,7 @@ def _write_stored_folder(gguf, out, say, cancelled):
     """Config and tokenizer only, read from the file's metadata: the weights are read from the
     file at each load, as stored or de-quantized into the dtype asked for (gguf_weights.py),
     so nothing is copied and nothing de-quantized here."""
-    from transformers import AutoConfig, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer  # lazy: transformers
 
     folder, name = str(gguf.parent), gguf.name
     say("Reading the tokenizer and the model's settings")
@@ -263,7 +259,7 @@ def _write_stored_folder(gguf, out, say, cancelled):
 
 def _lossless(state: dict, dtype: str) -> bool:
     """Every weight is exactly a value of `dtype`: storing in it loses nothing."""
-    import torch
+    import torch  # lazy: torch
 
     kind = getattr(torch, dtype)
     return all(torch.equal(t, t.to(kind).to(t.dtype)) for t in state.values())
@@ -273,8 +269,8 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
     """Read the GGUF, store its weights in `out` in `dtype` (None: auto's choice, measured
     here); (stored dtype, how auto chose it or "", lossless)."""
     # Heavy imports stay here so `swiftwriter models` answers instantly.
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # lazy: torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # lazy: transformers
 
     folder, name = str(gguf.parent), gguf.name
     say("Reading the tokenizer")
@@ -294,7 +290,6 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
         say("Measuring float32 against bfloat16 passes (auto)")
         dtype, why = auto(entry, out)
         check_cancel(cancelled)
-        from swiftwriter.modelstore.gguf_file import BYTES, size
 
         memory = size(fresh.num_parameters() * BYTES[dtype])
         say(f"auto chose {dtype} ({why}): {memory} in memory")
@@ -313,10 +308,9 @@ def _write_hf_folder(gguf, out, entry, dtype, say, cancelled, auto):
 def _savable(loaded):
     """transformers refuses to save a GGUF-loaded model; a fresh model from the same config
     (without the quantization marker) with the same state dict saves and gives equal logits."""
-    import copy
 
-    import torch
-    from transformers import AutoModelForCausalLM
+    import torch  # lazy: torch
+    from transformers import AutoModelForCausalLM  # lazy: transformers
 
     config = copy.deepcopy(loaded.config)
     if hasattr(config, "quantization_config"):
@@ -363,8 +357,8 @@ def folder_for(entry: ModelEntry, dtype: str, progress: Progress | None = None) 
 
 def _check_loads(folder: Path, gguf: Path | None = None) -> None:
     """The folder loads and writes finite logits (its weights read from `gguf` when given)."""
-    import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    import torch  # lazy: torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # lazy: transformers
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True)

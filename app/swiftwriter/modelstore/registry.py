@@ -275,7 +275,7 @@ def _register(model_id: str, settings: dict) -> ModelEntry:
     """Write one entry into the user registry. The file is edited with a TOML library (the
     user's comments and layout stay), and the new text is parsed and checked before it
     replaces the old: a registry that would not load is never written."""
-    import tomlkit
+    import tomlkit  # lazy: tomlkit, only to write the registry
 
     path = user_registry_path()
     if path.is_file():

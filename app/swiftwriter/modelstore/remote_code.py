@@ -12,7 +12,7 @@ from swiftwriter.errors import UserError
 
 def check_remote_code(model_id: str, folder: Path) -> None:
     """Refuse, in one line, to run a model's own code that another user can have written."""
-    from transformers.utils import HF_MODULES_CACHE
+    from transformers.utils import HF_MODULES_CACHE  # lazy: transformers
 
     modules = paths.own_folder(Path(HF_MODULES_CACHE))  # 0700 when made here
     places = [Path(folder).resolve(), *sorted(Path(folder).resolve().glob("*.py"))]

@@ -45,7 +45,7 @@ def device_memory(device: str) -> int | None:
     """Bytes of memory on `device` (cpu, mps: the RAM; cuda:N: that GPU's), None if unknown."""
     if not device.startswith("cuda"):
         return machine_memory()
-    import torch
+    import torch  # lazy: torch
 
     index = int(device.partition(":")[2] or torch.cuda.current_device())
     return torch.cuda.get_device_properties(index).total_memory
@@ -53,7 +53,7 @@ def device_memory(device: str) -> int | None:
 
 def all_memory() -> int | None:
     """The RAM and every GPU's memory together."""
-    import torch
+    import torch  # lazy: torch
 
     ram = machine_memory()
     if ram is None:
@@ -66,9 +66,9 @@ def weights_bytes(folder: Path, dtype: str, trust_remote_code: bool = False) -> 
     """Bytes the weights of the model in `folder` take in `dtype`, from its config.json alone;
     None when transformers cannot read that config or build the model from it (the load then
     says why: an estimate that fails refuses nothing)."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # lazy: transformers
 
-    from swiftwriter.modelstore import placement
+    from swiftwriter.modelstore import placement  # lazy: pulls in numpy
 
     check_config_size(folder / "config.json")
     try:
@@ -93,7 +93,7 @@ def weights_bytes(folder: Path, dtype: str, trust_remote_code: bool = False) -> 
 def check_fits(folder: Path, dtype: str, limit: int | None, where: str, trust: bool = False):
     """Refuse the model in `folder` when its weights in `dtype` exceed `limit` bytes (the
     memory `where` names)."""
-    from swiftwriter.modelstore.placement import fmt_bytes
+    from swiftwriter.modelstore.placement import fmt_bytes  # lazy: pulls in numpy
 
     if limit is None:
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sqlite3
 from collections.abc import Callable
 
 import sqlite_utils
@@ -188,8 +189,6 @@ def migrate(db: sqlite_utils.Database, target: int = SCHEMA_VERSION) -> list[int
 @functools.cache
 def expected_objects(version: int) -> frozenset[tuple[str, str]]:
     """(type, name) of every table, index, trigger and view a file of format `version` has."""
-    import sqlite3
-
     db = sqlite_utils.Database(sqlite3.connect(":memory:"), execute_plugins=False)
     migrate(db, version)
     names = frozenset(_objects(db.conn))
@@ -242,8 +241,6 @@ def remove_planted(db: sqlite_utils.Database, version: int, where: str) -> list[
 @functools.cache
 def expected_tables(version: int) -> frozenset[str]:
     """The tables a file of format `version` has (built once in memory by the migrations)."""
-    import sqlite3
-
     db = sqlite_utils.Database(sqlite3.connect(":memory:"), execute_plugins=False)
     migrate(db, version)
     names = frozenset(n for n in db.table_names() if not n.startswith("sqlite_"))

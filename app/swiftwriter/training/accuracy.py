@@ -15,10 +15,11 @@ from dataclasses import replace
 import torch
 from torch import nn
 
+from swiftwriter.engine.decoding.drafter_source import draft_penalty_share
 from swiftwriter.engine.decoding.logits import LogitsPipeline, penalise
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.engine.passes import row_values, table_of
-from swiftwriter.training.features import TOP, window_presence
+from swiftwriter.training.features import TOP, extract_rows, window_presence
 
 
 def coupled_agreement(
@@ -175,8 +176,6 @@ def on_text(
     gives them. A sampled `sampling` adds the coupled agreement per depth ("coupled"), the
     drafter filtered as the drafter source filters it (its DRY is left out). `data`: that
     pass's result (`text_data`), to measure several drafters on one text."""
-    from swiftwriter.engine.decoding.drafter_source import draft_penalty_share
-
     draft_penalty = 1.0 + (penalty - 1.0) * draft_penalty_share(bundle.card)
     filters = _filters(sampling)
     if data is None:
@@ -211,8 +210,6 @@ def text_data(
     model, ids: list[int], penalty: float, window: int, sampling: SamplingSettings | None = None
 ) -> dict:
     """The model's pass over one text that `on_text` measures drafters on."""
-    from swiftwriter.training.features import extract_rows
-
     rows = torch.tensor([ids], dtype=torch.long)
     data = extract_rows(model, rows, penalty=penalty, window=window, filters=_filters(sampling))
     data["tokens"] = rows

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 from safetensors.torch import load_file, save_file
+from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
 
 from swiftwriter import atomic
 from swiftwriter.engine.decoding.logits import PipelineLogitsProcessor
@@ -53,8 +54,6 @@ class _Stopped(Exception):
 def _generate(
     model, ids, mask, n, sampling: SamplingSettings, seed: int, should_stop=None, on_step=None
 ):
-    from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
-
     class Cancel(StoppingCriteria):
         def __call__(self, input_ids, scores, **kwargs):
             if should_stop is not None and should_stop():

@@ -20,7 +20,17 @@ from swiftwriter.engine.decoding.logits import LogitsPipeline, PenaltyWindow, pe
 from swiftwriter.engine.decoding.rejection import DraftRecord
 from swiftwriter.engine.decoding.settings import SamplingSettings
 from swiftwriter.engine.decoding.sources import Candidate, CandidateSource
-from swiftwriter.engine.passes import compute_dtype, execution_device, row_values
+from swiftwriter.engine.passes import (
+    PACKED_KERNEL,
+    STOCK_KERNEL,
+    adopt_fastest,
+    compute_dtype,
+    execution_device,
+    kernel_product,
+    row_values,
+    time_linears,
+    transpose_linear_weights,
+)
 
 CONFIDENCE_BINS = (0.6, 0.3, 0.1)  # rank 0 above 0.6, 1 above 0.3, 2 above 0.1, else 3
 # The drafter's own logits get half the penalty's strength (1.1 for 1.2). Measured on greedy
@@ -48,7 +58,6 @@ def bfloat16_if_faster(module: torch.nn.Module) -> tuple[torch.nn.Module, torch.
     products), else (the module, float32). Every drafting step reads the drafter's weights
     (about 15 MB per level in float32) on the host, time the step pays in full; its drafts
     need not be exact, only good. Timed once per drafter shape and process (some ms)."""
-    from swiftwriter.engine.passes import time_linears
 
     def copy_in(dtype: torch.dtype) -> torch.nn.Module:
         return copy.deepcopy(module).to(dtype)  # a new object: its kernel is chosen anew
@@ -130,14 +139,6 @@ class DrafterSource(CandidateSource):
         # the draft head's product: the [H, N] matrix's own (MKL's fast one), or oneDNN's
         self.draft_logits = lambda states: states @ self.w_t
         if device.type == "cpu":  # few-row products take MKL's fast kernel this way
-            from swiftwriter.engine.passes import (
-                PACKED_KERNEL,
-                STOCK_KERNEL,
-                adopt_fastest,
-                kernel_product,
-                transpose_linear_weights,
-            )
-
             transpose_linear_weights(self.module)
             # and where one of oneDNN's kernels is the faster one here, the drafter takes it
             chosen = adopt_fastest(self.module)

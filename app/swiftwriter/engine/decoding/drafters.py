@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from swiftwriter.errors import UserError
+
 
 class LinearHeads(nn.Module):
     kind = "linear"
@@ -67,6 +69,5 @@ def build(kind: str, hidden: int, eps: float, **kw) -> nn.Module:
         return LinearHeads(hidden, n_heads=kw.get("n_heads", 3), eps=eps)
     if kind == "recurrent":
         return RecurrentDrafter(hidden, intermediate=kw.get("intermediate"), eps=eps)
-    from swiftwriter.errors import UserError
 
     raise UserError(f"Unknown drafter kind '{kind}' (known: linear, recurrent)")

@@ -101,7 +101,9 @@ class Generator:
         self.together_stats: dict[int, RunStats] = {}  # generate_together's, by generation
         self.drafter_source = None
         if drafter is not None:
-            from swiftwriter.engine.decoding.drafter_source import DrafterSource
+            from swiftwriter.engine.decoding.drafter_source import (  # lazy: pulls in safetensors
+                DrafterSource,
+            )
 
             self.drafter_source = DrafterSource(
                 drafter,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from swiftwriter.errors import UserError
+
 Noise = Callable[[int], torch.Tensor]  # k -> Gumbel noise [vocab] of the k-th token ahead
 
 
@@ -348,7 +350,5 @@ def build_sources(
         elif name == "heads":
             continue  # a learned drafter: the generator adds it when one is loaded
         else:
-            from swiftwriter.errors import UserError
-
             raise UserError(f"Unknown draft source '{name}' (known: heads, ngram, suffix)")
     return sources

@@ -78,8 +78,13 @@ def install(model) -> bool:
         return True
     if getattr(model.config, "_attn_implementation", None) != "sdpa":
         return False
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    from transformers.masking_utils import (  # lazy: transformers' mask code, about 2 s
+        AttentionMaskInterface,
+        sdpa_mask,
+    )
+    from transformers.modeling_utils import (  # lazy: transformers' model code, about 2 s
+        AttentionInterface,
+    )
 
     AttentionInterface.register(NAME, folded_sdpa)
     AttentionMaskInterface.register(NAME, sdpa_mask)

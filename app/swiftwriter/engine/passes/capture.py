@@ -6,13 +6,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from swiftwriter.errors import UserError
+
 
 def final_norm_of(model) -> nn.Module:
     decoder = model.get_decoder()
     norm = getattr(decoder, "norm", None)
     if norm is None:
-        from swiftwriter.errors import UserError
-
         raise UserError("This model has no final norm where drafters expect it")
     return norm
 

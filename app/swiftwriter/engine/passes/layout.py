@@ -12,6 +12,8 @@ rows, where it is the faster one (FewRowLinear)."""
 
 from __future__ import annotations
 
+import time
+
 import torch
 from torch import nn
 
@@ -120,8 +122,6 @@ def time_few_rows(
     """Seconds of each repetition (after an untimed first run) of streaming the decoder's
     Linears in both layouts, per row count, up to the first where row-major stops paying;
     {} when the copies would not be made."""
-    import time
-
     linears = _decoder_linears(model)
     if not linears or _copy_bytes(linears) > max_bytes:
         return {}

@@ -26,6 +26,7 @@ plain decoding."""
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -35,7 +36,7 @@ from torch.nn import functional as F
 from transformers import DynamicCache
 
 from swiftwriter.engine.passes import invariant as invariant_mod
-from swiftwriter.engine.passes import kernels, native
+from swiftwriter.engine.passes import kernels, native, quant
 from swiftwriter.engine.passes.modelstate import settings_for
 from swiftwriter.engine.passes.quant import QuantLinear, QuantWeight
 
@@ -415,8 +416,6 @@ ANY_ROWS = 1 << 16  # a row class without an upper bound
 def row_classes(model) -> invariant_mod.RowClasses:
     """The row counts one kernel serves for all of this model's products (measured once per
     model object and dtype: a second or two for the default model)."""
-    import weakref
-
     dtype, device = compute_dtype(model), compute_device(model)
     kernel = kernels.kernel_of(model)
     key = (id(model), dtype, device.type, kernel)
@@ -832,8 +831,6 @@ class FusedLayers:
 
     @classmethod
     def of(cls, lean: LeanDecoder, model) -> FusedLayers | None:
-        from swiftwriter.engine.passes import quant
-
         if not lean.family.plain or any(lean.windows) or compute_dtype(model) != torch.float32:
             return None
         if not quant.available() or lean.classes.low != 1:
@@ -846,8 +843,6 @@ class FusedLayers:
         return None if any(x is None for x in layers) else cls(layers)
 
     def forward(self, lean: LeanDecoder, ids, positions, parts: list[Part], last):
-        from swiftwriter.engine.passes import quant
-
         kernel = quant.kernel()
         n, d, hk, hq = ids.shape[0], lean.head_dim, lean.kv_heads, lean.heads
         tables = {id(r): r.tables(positions, last) for r in lean.rotaries}

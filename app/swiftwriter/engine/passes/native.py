@@ -234,7 +234,7 @@ def find_ninja() -> str | None:
         return found
     candidates = [Path(sys.prefix) / "bin" / "ninja", Path(sys.executable).parent / "ninja"]
     with contextlib.suppress(Exception):
-        import ninja
+        import ninja  # lazy: optional, PATH may have one
 
         candidates.insert(0, Path(ninja.BIN_DIR) / "ninja")
     for candidate in candidates:
@@ -298,7 +298,7 @@ def _build_threaded(source: Path = SOURCE):
 
 
 def _build_with(cflags: list[str], ldflags: list[str], source: Path = SOURCE):
-    from torch.utils.cpp_extension import load
+    from torch.utils.cpp_extension import load  # lazy: PyTorch's extension builder, only to build
 
     name = _name(cflags, source)
     directory = _own_build_dir() / name
@@ -409,7 +409,7 @@ def _one_builder(directory: Path, wait_s: float | None = None):
     building, so a `lock` file found then is a dead build's and is removed."""
     wait_s = BUILD_WAIT_S if wait_s is None else wait_s
     try:
-        import fcntl
+        import fcntl  # lazy: optional, POSIX only
     except ImportError:  # Windows: no advisory locks; a lock file an hour old is a dead build's
         _remove_stale_baton(directory, older_than_s=3600.0)
         yield

@@ -6,11 +6,13 @@ walk visits."""
 from __future__ import annotations
 
 import copy
+import time
 
 import torch
 
 from swiftwriter.engine.passes.attention import folding
 from swiftwriter.engine.passes.backends import backend_for
+from swiftwriter.engine.passes.capture import PrenormCapture
 from swiftwriter.engine.passes.kvcache import GrowingLayer, growing_cache
 from swiftwriter.engine.passes.kvshift import KeyShifter
 from swiftwriter.engine.passes.leanpass import compute_dtype
@@ -96,8 +98,6 @@ class ModelRunner:
     def enable_prenorm(self) -> None:
         """Keep the last decoder layer's output (before the final norm) of every pass."""
         if self._capture is None:
-            from swiftwriter.engine.passes.capture import PrenormCapture
-
             self._capture = PrenormCapture(self.model)
 
     def close(self) -> None:
@@ -320,8 +320,6 @@ class ModelRunner:
     @torch.inference_mode()
     def time_pass(self, n: int) -> float:
         """Time one verification-shaped pass over n dummy tokens, then drop them from the cache."""
-        import time
-
         trie = Trie(
             tokens=[0] * n,
             parents=[-1] + [0] * (n - 1),
