@@ -7,6 +7,8 @@ import logging
 import os
 import sys
 
+from swiftwriter import __version__, logs, paths
+
 log = logging.getLogger(__name__)
 DESKTOP_ID = "org.swiftwriter.SwiftWriter"  # packaging/'s .desktop and AppStream files
 XCB_HINT = (
@@ -31,14 +33,13 @@ def xcb_hint() -> str | None:
 
 
 def run_app(model: str | None = None, project: str | None = None) -> int:
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QApplication
+    # The command line imports this module: Qt and the window (torch with it) wait for the app.
+    from PySide6.QtCore import QTimer  # lazy: PySide6, only when the app runs
+    from PySide6.QtWidgets import QApplication  # lazy: PySide6, only when the app runs
 
-    from swiftwriter import logs
-    from swiftwriter.ui.main_window import MainWindow
+    from swiftwriter.ui.main_window import MainWindow  # lazy: PySide6 and torch, as above
 
     logs.setup()
-    from swiftwriter import __version__
 
     log.info(
         "SwiftWriter %s starts (Python %s, %s)", __version__, sys.version.split()[0], sys.platform
@@ -72,8 +73,6 @@ def run_app(model: str | None = None, project: str | None = None) -> int:
 
 
 def app_icon():
-    from PySide6.QtGui import QIcon
-
-    from swiftwriter import paths
+    from PySide6.QtGui import QIcon  # lazy: PySide6
 
     return QIcon(str(paths.resources_dir() / "swiftwriter.png"))

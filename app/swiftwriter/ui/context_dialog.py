@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 from swiftwriter.ui.takes import take_request
+from swiftwriter.writing.synopsis import write_synopsis
 from swiftwriter.writing.take import Take
 
 
@@ -166,7 +167,6 @@ class SummaryWorker(StoppableWorker):
         self.loaded, self.text = loaded, text
 
     def _run(self) -> None:
-        from swiftwriter.writing.synopsis import write_synopsis
 
         summary = write_synopsis(self.loaded, self.text, should_stop=self.should_stop)
         if not self.should_stop():

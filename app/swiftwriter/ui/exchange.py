@@ -10,6 +10,10 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QProgressDialog
 
 from swiftwriter.errors import UserError
+from swiftwriter.export import manuscript_from_project
+from swiftwriter.export.files import check_target
+from swiftwriter.store.importing import import_sections
+from swiftwriter.ui.export_worker import start_export
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 
 
@@ -24,7 +28,7 @@ class ImportWorker(StoppableWorker):
         self.path = path
 
     def _run(self) -> None:
-        from swiftwriter.export.importers import import_file
+        from swiftwriter.export.importers import import_file  # lazy: docx
 
         sections = import_file(self.path)
         if not self.should_stop():
@@ -49,7 +53,7 @@ class ExportImport(QObject):
         """File > Export…: the dialog with every choice (ui/export_dialog.py)."""
         if self.window.project is None:
             return None
-        from swiftwriter.ui.export_dialog import ExportDialog
+        from swiftwriter.ui.export_dialog import ExportDialog  # lazy: docx
 
         self.window.safekeeping.save_now()  # the dialog counts words from the store
         dialog = ExportDialog(self.window)
@@ -62,10 +66,7 @@ class ExportImport(QObject):
         worker behind a progress dialog with Cancel (ui/export_worker.py), and `export_done`
         tells how it ended. False, with the reason shown, when it cannot start (a refused
         target, another export still running)."""
-        from swiftwriter.export import manuscript_from_project
-        from swiftwriter.export.files import check_target
-        from swiftwriter.export.request import ExportRequest
-        from swiftwriter.ui.export_worker import start_export
+        from swiftwriter.export.request import ExportRequest  # lazy: docx
 
         if isinstance(request, str):
             request = ExportRequest(fmt=request)
@@ -130,7 +131,6 @@ class ExportImport(QObject):
         return True
 
     def _on_imported(self, sections) -> None:
-        from swiftwriter.store.importing import import_sections
 
         worker = self._import[1] if self._import else None
         if worker is None or worker.should_stop() or self.window.project is None:

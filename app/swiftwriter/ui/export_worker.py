@@ -28,7 +28,7 @@ class ExportWorker(StoppableWorker):
         self.manuscript, self.out, self.request, self.project = manuscript, out, request, project
 
     def _run(self) -> None:
-        from swiftwriter.export.request import export_manuscript
+        from swiftwriter.export.request import export_manuscript  # lazy: docx
 
         job = ExportJob(should_stop=self.should_stop, report=self.stage.emit)
         try:

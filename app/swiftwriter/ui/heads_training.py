@@ -52,9 +52,9 @@ def heads_folder(model_id: str) -> Path:
 
 def text_rows(encode, files: list[str], length: int):
     """The training files as rows of `length` token ids (any tokenizer's encode)."""
-    import torch
+    import torch  # lazy: torch
 
-    from swiftwriter.export.importers import read_text
+    from swiftwriter.export.importers import read_text  # lazy: docx
 
     ids: list[int] = []
     for path in files:

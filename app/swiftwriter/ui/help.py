@@ -8,6 +8,7 @@ import platform
 import sys
 from importlib import metadata
 
+from PySide6.QtCore import qVersion
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import (
     QDialog,
@@ -20,7 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter import __version__, paths
+from swiftwriter import __version__, logs, paths
 
 PACKAGES = ("PySide6", "torch", "transformers", "accelerate")
 
@@ -89,13 +90,11 @@ def _version(package: str) -> str:
 
 
 def qt_version() -> str:
-    from PySide6.QtCore import qVersion
 
     return qVersion()
 
 
 def about_text() -> str:
-    from swiftwriter import logs
 
     versions = [f"SwiftWriter {__version__}", f"Python {platform.python_version()}"]
     versions += [f"{name} {_version(name)}" for name in PACKAGES]

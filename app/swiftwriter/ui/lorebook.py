@@ -29,6 +29,7 @@ from swiftwriter.errors import UserError
 from swiftwriter.lorebook import BUDGET_RANGE, DEPTH_RANGE, SCAN_RANGE
 from swiftwriter.store.lore import MAX_PRIORITY, check_keys
 from swiftwriter.store.search import find_in_lore
+from swiftwriter.store.worldinfo import import_world_info
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 
@@ -272,7 +273,6 @@ class LorebookDialog(QDialog):
     def import_from(self, path) -> int:
         """Add a KoboldAI or SillyTavern world-info file's entries (all or none); how many
         were added, the outcome in the status line."""
-        from swiftwriter.store.worldinfo import import_world_info
 
         if self.project.readonly or not self.save():
             return 0

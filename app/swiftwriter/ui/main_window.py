@@ -12,8 +12,8 @@ import contextlib
 import dataclasses
 from pathlib import Path
 
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
@@ -29,19 +29,24 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from swiftwriter import logs
 from swiftwriter.errors import UserError
 from swiftwriter.store import Project, ProjectError
+from swiftwriter.store.search import find_in_documents, utf16_offset
 from swiftwriter.ui import help as help_windows
+from swiftwriter.ui.context_dialog import ContextDialog, MemoryDialog, SynopsisDialog, next_take
 from swiftwriter.ui.editor import Editor, FindBar
 from swiftwriter.ui.exchange import ExportImport
 from swiftwriter.ui.fitting import EDITOR_SHARE, ElidedLabel, fit_to_screen, scrolled
 from swiftwriter.ui.focus import FocusMode
 from swiftwriter.ui.models import ModelController
 from swiftwriter.ui.notes import NotesPanel
+from swiftwriter.ui.outline import OutlineDialog
 from swiftwriter.ui.panel_state import (
     PresetController,
     Presets,
 )
+from swiftwriter.ui.project_search import ProjectSearchDialog
 from swiftwriter.ui.project_tree import ProjectTree
 from swiftwriter.ui.projects import ProjectController
 from swiftwriter.ui.safekeeping import Safekeeping
@@ -462,7 +467,6 @@ class MainWindow(QMainWindow):
 
     def show_context(self):
         """The context viewer for the next take (needs the model: its tokenizer and context)."""
-        from swiftwriter.ui.context_dialog import ContextDialog, next_take
 
         if self.project is None or self.doc_id is None or self.loaded_model is None:
             self.statusBar().showMessage("Open a document and wait for the model first", 5000)
@@ -486,7 +490,6 @@ class MainWindow(QMainWindow):
         return dialog
 
     def edit_synopsis(self, doc_id: int):
-        from swiftwriter.ui.context_dialog import SynopsisDialog
 
         if self.project is None or doc_id is None:
             return None
@@ -496,7 +499,6 @@ class MainWindow(QMainWindow):
         return dialog
 
     def edit_memory(self):
-        from swiftwriter.ui.context_dialog import MemoryDialog
 
         if self.project is None:
             return None
@@ -507,10 +509,6 @@ class MainWindow(QMainWindow):
 
     def show_log_folder(self) -> str:
         """Open the folder of the app's log (tracebacks of anything unexpected) for a report."""
-        from PySide6.QtCore import QUrl
-        from PySide6.QtGui import QDesktopServices
-
-        from swiftwriter import logs
 
         folder = logs.log_dir()
         folder.mkdir(parents=True, exist_ok=True)
@@ -538,7 +536,6 @@ class MainWindow(QMainWindow):
     def _next_document_with_phrase(self, backward: bool) -> bool:
         """F3 past the last match: open the next document (in tree order, wrapping) that holds
         the phrase; False when no other document does."""
-        from swiftwriter.store.search import find_in_documents
 
         case, whole = self.find_bar.options()
         docs = self.searchable_documents()
@@ -561,7 +558,6 @@ class MainWindow(QMainWindow):
     def open_outline(self):
         if self.project is None:
             return None
-        from swiftwriter.ui.outline import OutlineDialog
 
         self.safekeeping.save_now(quiet=True)  # the word counts read the store
         dialog = OutlineDialog(self)
@@ -582,7 +578,6 @@ class MainWindow(QMainWindow):
     def search_project(self):
         if self.project is None:
             return None
-        from swiftwriter.ui.project_search import ProjectSearchDialog
 
         case, whole = self.find_bar.options()
         needle = self.editor.textCursor().selectedText() or self.find_bar.find_edit.text()
@@ -597,7 +592,6 @@ class MainWindow(QMainWindow):
     def open_match(self, match) -> None:
         """Show a project-search match: its document, the match selected (a lorebook
         entry's: the lorebook, the entry chosen)."""
-        from swiftwriter.store.search import utf16_offset
 
         if match.lore_id is not None:
             self.tools.open_lorebook(match.lore_id)

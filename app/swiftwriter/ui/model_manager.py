@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from swiftwriter import application
 from swiftwriter.application import ModelEntry, drafter_dirs
 from swiftwriter.errors import UserError
+from swiftwriter.ui.gguf_dialog import AddGgufDialog
 from swiftwriter.ui.heads_training import TrainHeadsDialog, fmt_top1, heads_folder
 from swiftwriter.ui.model_worker import start_converter
 
@@ -399,7 +400,6 @@ class ModelManagerDialog(QDialog):
         if self.gguf_dialog is not None and self.gguf_dialog.running:
             self.gguf_dialog.raise_()
             return self.gguf_dialog
-        from swiftwriter.ui.gguf_dialog import AddGgufDialog
 
         dialog = AddGgufDialog(model_id, path, self.settings.dtype or "auto", self)
         dialog.ended.connect(lambda: self._gguf_ended(dialog))

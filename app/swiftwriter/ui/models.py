@@ -7,6 +7,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject
 
 from swiftwriter import application
+from swiftwriter.ui.model_manager import ModelManagerDialog
 from swiftwriter.ui.model_worker import start_loader
 
 
@@ -49,7 +50,6 @@ class ModelController(QObject):
         self.window.model_failed.emit(message)
 
     def open_models(self):
-        from swiftwriter.ui.model_manager import ModelManagerDialog
 
         current = (
             self.window.loaded_model.entry.id if self.window.loaded_model is not None else None

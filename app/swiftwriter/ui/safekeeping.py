@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 
 from swiftwriter import atomic, paths
 from swiftwriter.errors import UserError
+from swiftwriter.export.files import write_atomically
 from swiftwriter.store import ProjectError
 from swiftwriter.store import backups as backups_mod
 
@@ -217,7 +218,6 @@ class Safekeeping(QObject):
             return choice == "Discard changes"
 
     def _save_text_as(self, text: str) -> bool:
-        from swiftwriter.export.files import write_atomically
 
         path = self.window.ask_save_path()
         if not path:

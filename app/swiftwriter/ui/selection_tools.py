@@ -25,7 +25,8 @@ from PySide6.QtWidgets import (
 from swiftwriter.ui.editor import text_before
 from swiftwriter.ui.stoppable import StoppableWorker, start_worker
 from swiftwriter.ui.worker import TextBatcher
-from swiftwriter.writing.alternatives import COUNT, TOOLS
+from swiftwriter.writing.alternatives import COUNT, TOOLS, write_alternatives
+from swiftwriter.writing.history import tokenizer_identity
 
 
 class AlternativesWorker(StoppableWorker):
@@ -42,7 +43,6 @@ class AlternativesWorker(StoppableWorker):
         self.sampling, self.drafting = panel  # the generation panel's mode and strategy
 
     def _run(self) -> None:
-        from swiftwriter.writing.alternatives import write_alternatives
 
         batchers = [TextBatcher(lambda text, i=i: self.piece.emit(i, text)) for i in range(COUNT)]
         try:
@@ -242,7 +242,6 @@ class SelectionTools(QObject):
         project, doc_id = window.project, window.doc_id
         if project is None or doc_id is None or project.readonly:
             return
-        from swiftwriter.writing.history import tokenizer_identity
 
         window.safekeeping.save_now()
         alt, loaded = result.alternatives[index], window.loaded_model

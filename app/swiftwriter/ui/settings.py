@@ -22,6 +22,9 @@ from PySide6.QtWidgets import (
     QSpinBox,
 )
 
+from swiftwriter import paths
+from swiftwriter.spelling import LANGUAGES
+
 ORGANISATION = "SwiftWriter"
 APPLICATION = "SwiftWriter"
 THEMES = ("Auto", "Light", "Dark")
@@ -60,8 +63,6 @@ class AppSettings:
     def __init__(self, path: str | None = None):
         path = path or os.environ.get("SWIFTWRITER_SETTINGS_PATH")
         if not path:
-            from swiftwriter import paths
-
             path = str(paths.config_dir() / SETTINGS_FILE)
             # a moved config folder (tests, portable installs) never takes the real old file
             if not Path(path).exists() and not os.environ.get("SWIFTWRITER_CONFIG_DIR"):
@@ -116,7 +117,6 @@ class AppSettings:
 
     @property
     def spelling_language(self) -> str:
-        from swiftwriter.spelling import LANGUAGES
 
         value = self._get("spelling/language", "en")
         return value if value in LANGUAGES else "en"
@@ -284,7 +284,6 @@ class SettingsDialog(QDialog):
         self.preset = QComboBox()
         self.preset.addItems(PRESETS)
         self.preset.setCurrentText(settings.default_preset)
-        from swiftwriter.spelling import LANGUAGES
 
         self.language = QComboBox()
         self.language.addItems(LANGUAGES)

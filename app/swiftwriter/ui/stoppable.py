@@ -7,6 +7,7 @@ import threading
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal
 
+from swiftwriter import logs
 from swiftwriter.errors import UserError, is_native_panic
 
 
@@ -37,7 +38,6 @@ class StoppableWorker(QObject):
         except BaseException as exc:  # noqa: BLE001 - shown to the writer, never a crash
             if not isinstance(exc, Exception) and not is_native_panic(exc):
                 raise
-            from swiftwriter import logs
 
             self.failed.emit(logs.unexpected(f"The {self.what}", exc))
         finally:
