@@ -24,6 +24,7 @@ from swiftwriter.engine.decoding.generator import (
 )
 from swiftwriter.engine.decoding.history_source import HistorySource
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.stats import RunStats
 from swiftwriter.engine.decoding.textgen import eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
@@ -52,6 +53,9 @@ class SessionResult:
     slid_out_ids: list[int] = field(default_factory=list)
     # takes written together with this one (DocumentSession.run_several), stored beside it
     others: list[Generation] = field(default_factory=list)
+    # the engine's own statistics of the run (of the first take, for takes written together):
+    # `stats` is their stored form, with what the session adds (history, the baseline)
+    run: RunStats = field(default_factory=RunStats)
 
 
 DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
@@ -169,7 +173,9 @@ class PromptSession:
             on_step,
         )
         stats = {**generator.stats.as_dict(), **self.extra_stats}
-        return SessionResult(self._status(generator), None, None, "".join(pieces), produced, stats)
+        status = self._status(generator)
+        text = "".join(pieces)
+        return SessionResult(status, None, None, text, produced, stats, run=generator.stats)
 
     def _generator(self, sources: list | None = None) -> Generator:
         return Generator(
@@ -411,7 +417,9 @@ class DocumentSession(PromptSession):
         document = self.project.document(self.doc_id) if generation.applied else None
         slid = slid_out_of(built, prompt, produced, generator.stats.slid_out)
         status = self._status(generator)
-        return SessionResult(status, generation, document, generation.text, produced, stats, slid)
+        text = generation.text
+        return SessionResult(status, generation, document, text, produced, stats, slid,
+                             run=generator.stats)  # fmt: skip
 
     def run_several(
         self,
@@ -452,7 +460,8 @@ class DocumentSession(PromptSession):
         slid = slid_out_of(built, prompt, produced[0], generator.together_stats[0].slid_out)
         status = "cancelled" if stats.get("stop_reason") == "cancelled" else "finished"
         text = generation.text
-        return SessionResult(status, generation, document, text, produced[0], stats, slid, others)
+        return SessionResult(status, generation, document, text, produced[0], stats, slid, others,
+                             generator.together_stats[0])  # fmt: skip
 
     def _history_source(self) -> tuple[HistorySource | None, dict]:
         """The project history's drafting source for this take (None without history), and

@@ -5,8 +5,8 @@ forms and a synopsis all make a TakeRequest and go through here to the same sess
 It turns a length in words into tokens with the writer's own text, builds the session (a
 DocumentSession: prompt, story context, store, history; or a PromptSession outside a project),
 measures plain decoding's speed here when asked (the baseline of the speedup), runs the session
-and shapes its live statistics into `LiveStats` snapshots. Callers only pass text pieces and
-snapshots on (the app to its GUI thread, the CLI to stdout). Each take's settings and outcome
+and shapes its live statistics into `LiveStats` snapshots, each carrying a copy of the engine's
+own RunStats. Callers only pass text pieces and snapshots on (the app to its GUI thread, the CLI to stdout). Each take's settings and outcome
 go to the log (logs.py), for a bug report."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.stats import RunStats
 from swiftwriter.heap import frozen_heap
 from swiftwriter.words import SAMPLE_CHARS, WordTally, tokens_per_word
 from swiftwriter.writing.baseline import (
@@ -34,6 +35,7 @@ from swiftwriter.writing.history import ProjectHistory, encoder_of
 from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
 
 if TYPE_CHECKING:
+    from swiftwriter.engine.decoding.events import StepEvent
     from swiftwriter.store import Project
     from swiftwriter.writing.loaded import LoadedModelLike
 
@@ -72,37 +74,27 @@ class TakeRequest:
 
 @dataclass
 class LiveStats:
-    """One snapshot of a take for the Speed dock: the engine's run so far, the time, and the
-    speedup over plain decoding measured here (None until there is one)."""
+    """One snapshot of a take for the Speed dock: the engine's run so far (`run`, a copy of its
+    RunStats: the one statistics type, which the engine, the stored stats and the dock share),
+    and what the take adds to it: the time, the length in words and the speedup over plain
+    decoding measured here (None until there is one). No field here repeats one of RunStats'."""
 
     phase: str  # "measuring" (the baseline), "generating", "done"
-    target: int
-    tokens: int = 0
-    tau: float = 0.0
-    tokens_per_s: float = 0.0
-    accepted_by_source: dict = field(default_factory=dict)
-    accepted_by_source_depth: dict = field(default_factory=dict)
-    windowed_from: int | None = None
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    dtype: str = ""
-    dtype_why: str = ""  # how `auto` chose it (modelstore.loader.dtype_reason), "" by hand
-    invariant: bool = False
-    sampler: str = ""  # "greedy", "same-text" or "fastest" (engine settings.SAMPLERS)
-    threads: int = 0  # the compute threads the take runs on (engine/decoding/threads.py)
-    threads_why: str = ""
-    plain_steps: int = 0  # steps decoded plainly because drafting measured slower
-    forward_passes: int = 0
+    target: int  # tokens the take should take (re-estimated for a length in words)
+    run: RunStats = field(default_factory=RunStats)  # the engine's, copied at the snapshot
     elapsed_s: float = 0.0
     eta_s: float | None = None
     words: int = 0  # written so far, counted as the editor counts them
     words_target: int = 0  # the length asked in words (0: asked in tokens)
-    undrafted_passes: int = 0  # passes with no draft node: plain decoding's, in this run
-    undrafted_tokens: int = 0
-    undrafted_s: float = 0.0
+    dtype_why: str = ""  # how `auto` chose the dtype (modelstore.loader.dtype_reason), "" by hand
     plain_tokens_per_s: float | None = None
     plain_in_run: bool = False  # the rate above is this run's undrafted passes' (baseline.py)
     speedup_vs_plain: float | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Tokens written so far (the run's)."""
+        return self.run.tokens
 
 
 @dataclass
@@ -187,7 +179,7 @@ class Take:
         speedup = stats_speedup(stats)
         if speedup is not None:
             stats["speedup_vs_plain"] = round(speedup, 3)
-        self.on_stats(self.snapshot(stats, final=True))
+        self.on_stats(self.snapshot(result.run, stats, final=True))
         log.debug(
             "take %s: %s tokens of %d after %s prompt tokens (%s), tau %.2f, %.1f tokens/s, "
             "%d passes, speedup %s%s",
@@ -274,51 +266,24 @@ class Take:
         if self.on_text is not None:
             self.on_text(piece)
 
-    def _on_step(self, event) -> None:
+    def _on_step(self, event: StepEvent) -> None:
         now = time.perf_counter()
         if now - self._last < STATS_INTERVAL_S and not event.done:
             return
         self._last = now
-        run = event.run
-        self.on_stats(
-            self.snapshot(
-                {
-                    "tokens": run.tokens,
-                    "tau": run.tau,
-                    "tokens_per_s": run.tokens_per_s,
-                    "accepted_by_source": dict(run.accepted_by_source),
-                    "accepted_by_source_depth": dict(run.accepted_by_source_depth),
-                    "windowed_from": run.windowed_from,
-                    "decode_s": run.decode_s,
-                    "prefill_s": run.prefill_s,
-                    "dtype": run.dtype,
-                    "invariant": run.invariant,
-                    "sampler": run.sampler,
-                    "threads": run.threads,
-                    "threads_why": run.threads_why,
-                    "plain_steps": run.plain_steps,
-                    "forward_passes": run.forward_passes,
-                    "undrafted_passes": run.undrafted_passes,
-                    "undrafted_tokens": run.undrafted_tokens,
-                    "undrafted_s": run.undrafted_s,
-                }
-            )
-        )
+        self.on_stats(self.snapshot(event.run.snapshot()))  # a copy: the engine goes on
 
-    def snapshot(self, stats: dict, final: bool = False) -> LiveStats:
-        """The engine's numbers (live, or the stored stats at the end) with the time, the ETA
-        and the speedup over the measured plain decoding."""
-        live = LiveStats(
-            "done" if final else "generating",
-            self.target,
-            **{k: stats[k] for k in LIVE_FIELDS if stats.get(k) is not None},
-        )
+    def snapshot(self, run: RunStats, stats: dict | None = None, final: bool = False) -> LiveStats:
+        """The engine's run (a live copy, or the finished run with its stored `stats` at the
+        end) with the time, the ETA and the speedup over the measured plain decoding."""
+        live = LiveStats("done" if final else "generating", self.target, run=run)
         live.elapsed_s = time.perf_counter() - self._t0
         live.dtype_why = self.dtype_why
         live.words, live.words_target = self.words.total, self.session.ending.words
-        live.target = expected_tokens(self.target, live.words_target, live.tokens, live.words)
-        rate = live.tokens_per_s
-        live.eta_s = 0.0 if final else ((live.target - live.tokens) / rate if rate > 0 else None)
+        live.target = expected_tokens(self.target, live.words_target, run.tokens, live.words)
+        rate = run.tokens_per_s
+        live.eta_s = 0.0 if final else ((live.target - run.tokens) / rate if rate > 0 else None)
+        stats = vars(run) if stats is None else stats  # the run's counters, as plain_rate reads
         known = {**stats, "plain_tokens_per_s": self.plain} if self.plain else stats
         plain, live.plain_in_run = plain_rate(known)
         if plain:
@@ -327,7 +292,7 @@ class Take:
                 live.speedup_vs_plain = stats_speedup(known)
             else:
                 live.speedup_vs_plain = speedup_over_plain(
-                    live.tokens, live.prefill_s, live.decode_s, plain
+                    run.tokens, run.prefill_s, run.decode_s, plain
                 )
         return live
 
@@ -371,28 +336,6 @@ def words_sample(request: TakeRequest) -> str:
     if request.prompt_text is not None or request.project is None:
         return request.prompt_text or ""
     return request.project.excerpt("document", request.doc_id, 4 * SAMPLE_CHARS).text
-
-
-LIVE_FIELDS = (
-    "tokens",
-    "tau",
-    "tokens_per_s",
-    "accepted_by_source",
-    "accepted_by_source_depth",
-    "windowed_from",
-    "prefill_s",
-    "decode_s",
-    "dtype",
-    "invariant",
-    "sampler",
-    "threads",
-    "threads_why",
-    "plain_steps",
-    "forward_passes",
-    "undrafted_passes",
-    "undrafted_tokens",
-    "undrafted_s",
-)
 
 
 def story_sampling(request: TakeRequest, writers: str | None = None) -> SamplingSettings:
