@@ -281,7 +281,7 @@ class DocumentSession(PromptSession):
         loaded=None,
         *,
         tokenizer_id: str | None = None,
-        history: ProjectHistory | bool | None = True,  # True: a fresh one; None, False: none
+        history: ProjectHistory | None = None,  # None: no drafting from the project's texts
         use_notes: bool = True,
         flush_interval: float = 1.0,
         direction: str = "",
@@ -304,12 +304,9 @@ class DocumentSession(PromptSession):
             )
         self.story_mode = story_mode
         self.direction = direction
-        if isinstance(history, ProjectHistory):
-            self.history = history
-        elif history:
-            self.history = ProjectHistory(project, self.tokenizer_id, self.encode)
-        else:
-            self.history = None
+        if history is not None and not isinstance(history, ProjectHistory):
+            raise TypeError(f"history is a ProjectHistory or None, not {history!r}")
+        self.history = history
 
     # -- the prompt -------------------------------------------------------------------------
     def story_context(self) -> StoryContext:
