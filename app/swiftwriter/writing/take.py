@@ -2,11 +2,13 @@
 context viewer (which shows the prompt of the take a request would run), `generate` in both
 forms and a synopsis all make a TakeRequest and go through here to the same session code.
 
-It turns a length in words into tokens with the writer's own text, builds the session (a
-DocumentSession: prompt, story context, store, history; or a PromptSession outside a project),
-measures plain decoding's speed here when asked (the baseline of the speedup), runs the session
-and shapes its live statistics into `LiveStats` snapshots, each carrying a copy of the engine's
-own RunStats. Callers only pass text pieces and snapshots on (the app to its GUI thread, the CLI to stdout). Each take's settings and outcome
+It resolves the request into a SessionPlan (`resolve`: a length in words turned into tokens
+with the writer's own text, the project's stop sequences added), builds the session from it in
+one call (session.session_for: a DocumentSession with prompt, story context, store, history; or
+a PromptSession outside a project), measures plain decoding's speed here when asked (the
+baseline of the speedup), runs the session and shapes its live statistics into `LiveStats`
+snapshots, each carrying a copy of the engine's own RunStats. Callers only pass text pieces and
+snapshots on (the app to its GUI thread, the CLI to stdout). Each take's settings and outcome
 go to the log (logs.py), for a bug report."""
 
 from __future__ import annotations
@@ -32,7 +34,13 @@ from swiftwriter.writing.baseline import (
 from swiftwriter.writing.endings import TakeEnding
 from swiftwriter.writing.guards import story_only_bans
 from swiftwriter.writing.history import ProjectHistory, encoder_of
-from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
+from swiftwriter.writing.plan import SessionPlan
+from swiftwriter.writing.session import (
+    DocumentSession,
+    SessionResult,
+    session_for,
+    with_project_stops,
+)
 
 if TYPE_CHECKING:
     from swiftwriter.engine.decoding.events import StepEvent
@@ -122,44 +130,20 @@ class Take:
         self.words = WordTally()  # the take's words as they stream (the target re-estimated)
         self.on_stats = on_stats or (lambda s: None)
         self.on_baseline = on_baseline or (lambda b: None)
-        self.session = self._session()
+        self.plan = resolve(request)  # all the session needs, worked out before it starts
+        self.session = session_for(self.plan)
         self.target = self.session.ending.target  # tokens asked for (a sentence end may add a few)
         self.plain: float | None = None
         self.dtype_why = getattr(request.loaded, "dtype_why", "")
         self._t0 = time.perf_counter()
         self._last = 0.0
 
-    def _session(self) -> PromptSession:
-        job = self.request
-        common = dict(
-            sampling=job.sampling,
-            drafting=job.drafting,
-            ending=ending_of(job),
-            prompt_text=job.prompt_text,
-            context=job.context,
-        )
-        if job.project is None:
-            return PromptSession(job.loaded, prompt_ids=job.prompt_ids, **common)
-        return DocumentSession(
-            job.project,
-            job.doc_id,
-            job.loaded,
-            direction=job.direction,
-            story_mode=job.story_mode,
-            history=job.history,
-            flush_interval=job.flush_interval,
-            **common,
-        )
-
     def run(self, should_stop: Callable[[], bool] | None = None) -> TakeResult:
         stop = should_stop or (lambda: False)
         # Full collections walk only the take's own objects (heap.py): a collection of the
         # whole heap stops every thread, the GUI's too, for 150 ms or more.
         with frozen_heap():
-            if self.request.keep_to_story:  # here, not in the GUI thread: 0.2 s on a new model
-                writers = self.session.prompt_as_text()  # all the model reads
-                self.request = replace(self.request, sampling=story_sampling(self.request, writers))
-                self.session.sampling = self.request.sampling
+            self._keep_to_story()
             self._log_settings()
             if self.request.measure_baseline:
                 self._measure(stop)
@@ -196,6 +180,16 @@ class Take:
         )
         return TakeResult(result.status, result, stats, self.target, self._summarise(result, stop))
 
+    def _keep_to_story(self) -> None:
+        """The bans of "Keep to the story", the one part of the plan resolved here, in the take's
+        thread just before the run (not in the GUI's: 0.2 s on a new model): they are worked
+        out from the whole built prompt, all the model reads, which only the session makes."""
+        if not self.request.keep_to_story:
+            return
+        writers = self.session.prompt_as_text()
+        self.plan = replace(self.plan, sampling=story_sampling(self.request, writers))
+        self.session.sampling = self.plan.sampling
+
     def _summarise(self, result: SessionResult, stop: Callable[[], bool]) -> str:
         """After a take whose window slid: what slid out rolled into the document's summary
         (rolling.py), once the take is stored, so the take's own tokens never depend on it."""
@@ -214,7 +208,7 @@ class Take:
 
     def _log_settings(self) -> None:
         """What a bug report needs to replay the take: model, precision, length, settings."""
-        job, session = self.request, self.session
+        job, plan, session = self.request, self.plan, self.session
         where = "a prompt" if job.project is None else f"document {job.doc_id}"
         log.debug(
             "take on %s with %s (%s): %d tokens asked (%s %s, keep writing %s), ending %s, "
@@ -227,19 +221,19 @@ class Take:
             job.unit,
             job.keep_writing,
             session.ending,
-            job.sampling,
-            job.drafting,
-            job.context,
-            job.story_mode,
+            plan.sampling,
+            plan.drafting,
+            plan.context,
+            plan.story_mode,
         )
 
     def _measure(self, stop: Callable[[], bool]) -> None:
         session = self.session
         self.on_stats(LiveStats("measuring", self.target))
-        prompt = session.build_prompt()
+        model, prompt = session.baseline_inputs()
         context = len(prompt) + self.target // 2
         base = measure_plain(  # at the take's middle: its steps run from the prompt to its end
-            session.model, prompt, self.request.sampling, should_stop=stop, context=context
+            model, prompt, self.plan.sampling, should_stop=stop, context=context
         )
         if base is not None:
             self.plain = base.tokens_per_s
@@ -306,6 +300,31 @@ def expected_tokens(target: int, words_goal: int, tokens: int, words: int) -> in
     if not words_goal or words < ESTIMATE_WORDS:
         return target
     return max(tokens, round(tokens * words_goal / words))
+
+
+def resolve(request: TakeRequest) -> SessionPlan:
+    """The request worked out into all its session needs (session.session_for builds it): the
+    ending in tokens with the project's stop sequences, the prompt's ids fixed, the rest as
+    asked ("Keep to the story"'s bans come later, in the take's thread: Take._keep_to_story)."""
+    ending = ending_of(request)
+    if request.project is not None:
+        ending = with_project_stops(ending, request.project)
+    ids = request.prompt_ids
+    return SessionPlan(
+        loaded=request.loaded,
+        ending=ending,
+        sampling=request.sampling,
+        drafting=request.drafting,
+        context=request.context,
+        prompt_text=request.prompt_text,
+        prompt_ids=None if ids is None or request.project is not None else tuple(ids),
+        project=request.project,
+        doc_id=request.doc_id,
+        direction=request.direction,
+        story_mode=request.story_mode,
+        history=request.history if request.project is not None else None,
+        flush_interval=request.flush_interval,
+    )
 
 
 def ending_of(request: TakeRequest) -> TakeEnding:
