@@ -47,7 +47,7 @@ def test_long_texts_are_read_only_as_far_as_the_window(
     tok = Latin1Tokenizer()
     session = DocumentSession(project, doc.id, model=small_window, tokenizer=tok,
                               sampling=GREEDY, ending=TakeEnding.exact(16), story_mode="fit",
-                              flush_interval=0)  # fmt: skip
+                              flush_interval=0, history=ProjectHistory.of(project, tok))  # fmt: skip
     built = session.story_context()
     memory, earlier, text = built.parts
     assert bytes(memory.ids).decode("latin-1") == MEGABYTES[: len(memory.ids)]

@@ -492,20 +492,22 @@ def test_a_measurement_while_two_processes_burn_both_cores_is_stored_only_if_qui
 
 
 def test_the_speed_dock_says_how_auto_chose_the_dtype(qtbot):
+    from swiftwriter.engine.decoding.stats import RunStats
     from swiftwriter.ui.stats_dock import StatsDock
     from swiftwriter.writing.take import LiveStats
 
     dock = StatsDock()
     qtbot.addWidget(dock)
     why = "auto: measured 23 ms vs float32 36 ms per token, 2026-12-05"
-    dock.update_stats(LiveStats("generating", 10, tokens=2, dtype="bfloat16", dtype_why=why,
-                                invariant=True))  # fmt: skip
+    dock.update_stats(LiveStats("generating", 10, run=RunStats(tokens=2, dtype="bfloat16",
+                                                               invariant=True), dtype_why=why))  # fmt: skip
     assert dock.labels["precision"].text() == (
         "bfloat16 · exact: plain decoding's text\n"
         "(auto: measured 23 ms vs float32 36 ms per token, 2026-12-05)"
     )
     stale = f"{why}; auto's remembered choice is measured again at the next load: a take ran"
-    dock.update_stats(LiveStats("generating", 10, tokens=3, dtype="bfloat16", dtype_why=stale))
+    dock.update_stats(LiveStats("generating", 10, run=RunStats(tokens=3, dtype="bfloat16"),
+                                dtype_why=stale))  # fmt: skip
     assert dock.labels["precision"].text().splitlines()[1:] == [
         f"({why})",
         "(auto's remembered choice is measured again at the next load: a take ran)",

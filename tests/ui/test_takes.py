@@ -5,6 +5,8 @@ error in the worker becomes a message."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 from PySide6.QtCore import Qt
 from swiftwriter.words import count_words
 from swiftwriter.writing.endings import allowance_for
@@ -313,6 +315,7 @@ def test_the_slide_policy_writes_past_the_context_and_the_dock_says_so(qtbot, wi
 
 
 def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
+    from swiftwriter.engine.decoding.stats import RunStats
     from swiftwriter.ui.stats_dock import StatsDock
     from swiftwriter.writing.take import LiveStats
 
@@ -321,12 +324,18 @@ def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
     dock.update_stats(
         LiveStats(
             "generating",
-            tokens=30,
             target=60,
-            tokens_per_s=12.0,
-            accepted_by_source={"heads": 9, "ngram": 3, "heads+history": 2, "suffix": 1},
-            accepted_by_source_depth={"heads:1": 6, "heads:2": 4, "heads:3": 1, "ngram:1": 3},
-            windowed_from=None,
+            run=RunStats(
+                tokens=30,
+                prefill_s=2.5,  # 12 tokens/s
+                accepted_by_source=Counter(
+                    {"heads": 9, "ngram": 3, "heads+history": 2, "suffix": 1}
+                ),  # fmt: skip
+                accepted_by_source_depth=Counter(
+                    {"heads:1": 6, "heads:2": 4, "heads:3": 1, "ngram:1": 3}
+                ),  # fmt: skip
+                windowed_from=None,
+            ),
         )
     )
     text = dock.labels["sources"].text()
@@ -339,27 +348,28 @@ def test_the_stats_dock_shows_what_the_heads_drafted(qtbot):
 
 
 def test_the_stats_dock_says_when_passes_decoded_plainly(qtbot):
+    from swiftwriter.engine.decoding.stats import RunStats
     from swiftwriter.ui.stats_dock import StatsDock
     from swiftwriter.writing.take import LiveStats
 
     dock = StatsDock()
     qtbot.addWidget(dock)
-    dock.update_stats(LiveStats("generating", target=60, tokens=30, tau=1.07))
+    dock.update_stats(LiveStats("generating", 60, run=RunStats(tokens=30, forward_passes=28)))
     assert dock.labels["tau"].text() == "1.07"
     dock.update_stats(
-        LiveStats("generating", target=60, tokens=40, tau=1.05, plain_steps=12, forward_passes=38)
+        LiveStats("generating", 60, run=RunStats(tokens=40, plain_steps=12, forward_passes=38))
     )
     assert dock.labels["tau"].text() == "1.05 (32% of passes plain)"
     assert "decodes plainly" in dock.labels["tau"].toolTip()
     dock.update_stats(
-        LiveStats("generating", target=60, tokens=50, tau=1.0, forward_passes=50,
-                  undrafted_passes=48, plain_tokens_per_s=24.5, plain_in_run=True,
-                  speedup_vs_plain=1.01)
+        LiveStats("generating", 60, run=RunStats(tokens=50, forward_passes=50, undrafted_passes=48),
+                  plain_tokens_per_s=24.5, plain_in_run=True, speedup_vs_plain=1.01)
     )  # fmt: skip
     assert dock.labels["plain"].text() == "24.5 tokens/s, measured in this run"
     assert dock.labels["context"].text() == "48 undrafted passes of this run"
     assert dock.labels["speedup"].text() == "×1.01 over plain (measured)"
-    dock.update_stats(LiveStats("generating", target=900, tokens=70, words=41, words_target=600))
+    dock.update_stats(LiveStats("generating", 900, run=RunStats(tokens=70), words=41,
+                                words_target=600))  # fmt: skip
     assert dock.labels["tokens"].text() == "70 / 900\n41 / 600 words"  # a length asked in words
     ended = {"stop_reason": "broke_down", "tokens": 55_855, "tokens_per_s": 22.3, "tau": 1.56}
     dock.show_summary({"generation_id": 1, "status": "finished", "stats": ended})
@@ -387,6 +397,7 @@ def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
     take's drafting settings, and the Speed dock says which one ran and what it keeps."""
     from PySide6.QtGui import QAction
     from swiftwriter.engine.decoding.settings import DEFAULT_SAMPLER
+    from swiftwriter.engine.decoding.stats import RunStats
     from swiftwriter.ui.stats_dock import StatsDock
     from swiftwriter.ui.take_panel import PANEL_ACTIONS, SAMPLER_LABELS, TakePanel
     from swiftwriter.writing.take import LiveStats
@@ -411,8 +422,8 @@ def test_the_panel_offers_both_samplers_and_the_dock_says_which_runs(qtbot):
         ("same-text", "same text per seed", "text"),
     ):
         dock.update_stats(
-            LiveStats("generating", target=60, tokens=30, dtype="bfloat16", invariant=True,
-                      sampler=sampler)
+            LiveStats("generating", 60, run=RunStats(tokens=30, dtype="bfloat16", invariant=True,
+                                                    sampler=sampler))
         )  # fmt: skip
         assert dock.labels["sampler"].text().startswith(line)
         assert f"exact: plain decoding's {kept}" in dock.labels["precision"].text()

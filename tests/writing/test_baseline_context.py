@@ -59,8 +59,8 @@ def test_a_take_asks_for_its_middle_context(monkeypatch):
 
     monkeypatch.setattr(take, "measure_plain", measure)
     job = take.Take.__new__(take.Take)
-    job.session = SimpleNamespace(model=None, build_prompt=lambda: list(range(500)))
-    job.request = SimpleNamespace(sampling=SamplingSettings())
+    job.session = SimpleNamespace(baseline_inputs=lambda: (None, list(range(500))))
+    job.plan = SimpleNamespace(sampling=SamplingSettings())
     job.target, job.on_stats = 1300, lambda stats: None
     job._measure(lambda: False)
     assert asked == {"prompt": 500, "context": 500 + 650}

@@ -40,7 +40,7 @@ def novel(tmp_path):
 def session_for(project, doc_id, positions=4096, **kwargs):
     model = build_tiny("llama", seed=5, max_positions=positions)
     return DocumentSession(project, doc_id, model=model, tokenizer=Latin1Tokenizer(),
-                           sampling=GREEDY, ending=TakeEnding.exact(16), history=False, **kwargs)  # fmt: skip
+                           sampling=GREEDY, ending=TakeEnding.exact(16), **kwargs)  # fmt: skip
 
 
 def test_chapter_three_sees_chapters_one_and_two_in_order_within_the_budget(novel):

@@ -100,7 +100,7 @@ def test_the_session_ends_at_the_projects_stop_sequence_and_records_the_ending(
     with Project.create(path, title="P") as p:
         doc = p.add_document("C", random_text(3, 40))
         common = dict(model=tiny_llama, tokenizer=Latin1Tokenizer(), model_id="t",
-                      sampling=SamplingSettings(greedy=True, penalty=1.2), history=False,
+                      sampling=SamplingSettings(greedy=True, penalty=1.2),
                       flush_interval=0, prompt_text=doc.text)  # fmt: skip
         free = DocumentSession(p, doc.id, ending=TakeEnding.exact(80), **common).run()
         stop = free.text[30:33]

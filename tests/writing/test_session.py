@@ -58,6 +58,7 @@ def test_a_generation_streams_appends_and_records(project, tiny_llama):
     session = DocumentSession(
         project, doc.id, model=tiny_llama, tokenizer=tok, model_id="tiny",
         sampling=GREEDY, ending=TakeEnding.exact(40), flush_interval=0,
+        history=ProjectHistory.of(project, tok),
     )  # fmt: skip
     prompt = session.build_prompt()
     assert bytes(prompt).decode("latin-1") == "Cast\nTom the cat\n\n" + doc.text
@@ -79,8 +80,9 @@ def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, mo
     a, b, c = (project.add_document(t, text) for t in ("A", "B", "C"))
     tok = Latin1Tokenizer()
     first = generate_into_document(
-        project, a.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(60)
-    )
+        project, a.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY,
+        ending=TakeEnding.exact(60), history=ProjectHistory.of(project, tok),
+    )  # fmt: skip
     asked: list[str] = []
     original = Project.history_tokens
 
@@ -100,7 +102,7 @@ def test_history_seeding_is_exact_faster_and_incremental(project, tiny_llama, mo
     assert asked == [f"d{a.id}"]  # only the document that changed, read from the stored cache
     plain = generate_into_document(
         project, c.id, model=tiny_llama, tokenizer=tok, sampling=GREEDY,
-        ending=TakeEnding.exact(60), history=False, drafting=fixed,
+        ending=TakeEnding.exact(60), history=None, drafting=fixed,
     )  # fmt: skip
     assert seeded.token_ids == plain.token_ids == first.token_ids  # same prompt, exact output
     by_source = seeded.stats["accepted_by_source"]
@@ -122,6 +124,7 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
     session = DocumentSession(
         project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
         drafting=DraftSettings.plain(), ending=TakeEnding.exact(50),
+        history=ProjectHistory.of(project, tok),
     )  # fmt: skip
     cancelled = session.run(should_stop=stop_after_three)
     assert cancelled.generation.status == "cancelled" and len(cancelled.token_ids) == 3
@@ -143,6 +146,7 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
         DocumentSession(
             project, doc.id, model=model, tokenizer=tok, sampling=GREEDY,
             drafting=DraftSettings.plain(), ending=TakeEnding.exact(50), flush_interval=0,
+            history=ProjectHistory.of(project, tok),
         ).run()  # fmt: skip
     del embed.forward
     failed = project.generations(doc.id)[-1]
@@ -161,6 +165,7 @@ def test_cancel_keeps_the_text_and_a_failure_keeps_the_document(project):
             tokenizer=tok,
             sampling=GREEDY,
             ending=TakeEnding.exact(20),
+            history=ProjectHistory.of(project, tok),
         ).run(on_text=interrupt)
     stopped = project.generations(doc.id)[-1]
     assert stopped.status == "cancelled" and stopped.applied
@@ -193,8 +198,9 @@ def test_a_long_document_keeps_the_notes_and_its_end(project):
     project.add_note("Style", "short", pinned=True)
     tok = Latin1Tokenizer()
     session = DocumentSession(
-        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(16)
-    )
+        project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(16),
+        history=ProjectHistory.of(project, tok),
+    )  # fmt: skip
     prompt = bytes(session.build_prompt()).decode("latin-1")
     assert len(prompt) == 64 - 16 - 1
     assert prompt.startswith("Style\nshort\n\n") and doc.text.endswith(
@@ -223,7 +229,7 @@ def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(pro
     slide = ContextSettings(policy="slide", sink=4)
     session = DocumentSession(
         project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(80),
-        history=False, flush_interval=0, context=slide,
+        flush_interval=0, context=slide,
     )  # fmt: skip
     result = session.run()
     assert bytes(seen[0]["pinned_ids"]).decode("latin-1") == "Style\nshort\n\n"
@@ -233,7 +239,7 @@ def test_the_slide_policy_keeps_the_pinned_notes_and_writes_past_the_context(pro
     assert result.generation.settings["context"]["policy"] == "slide"
     stop = DocumentSession(
         project, doc.id, model=model, tokenizer=tok, sampling=GREEDY, ending=TakeEnding.exact(80),
-        history=False, flush_interval=0,
+        flush_interval=0,
     )  # fmt: skip
     assert stop.context.policy == "stop"
     assert stop.run().stats["stop_reason"] == "context_full"
@@ -329,7 +335,7 @@ def test_takes_written_together_are_the_takes_their_seeds_write_alone(project, t
 
     def session(seed):
         return DocumentSession(
-            project, doc.id, model=tiny_llama, tokenizer=tok, model_id="tiny", history=False,
+            project, doc.id, model=tiny_llama, tokenizer=tok, model_id="tiny",
             sampling=replace(sampled, seed=seed), ending=TakeEnding.exact(30),
             prompt_text=text, flush_interval=0,
         )  # fmt: skip

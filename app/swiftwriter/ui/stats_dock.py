@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QDockWidget, QFormLayout, QLabel, QVBoxLayout, QWi
 from swiftwriter.ui.fitting import WrappedLabel, scrolled
 
 if TYPE_CHECKING:
+    from swiftwriter.engine.decoding.stats import RunStats
     from swiftwriter.writing.take import LiveStats
 
 SOURCE_NAMES = {"ngram": "n-gram", "suffix": "context", "history": "history", "heads": "heads"}
@@ -57,11 +58,11 @@ PLAIN_STEPS_TIP = (
 )
 
 
-def fmt_plain_steps(stats) -> str:
+def fmt_plain_steps(run: RunStats) -> str:
     """The share of passes that did not draft (the pace keeper found plain decoding faster)."""
-    if not stats.plain_steps or not stats.forward_passes:
+    if not run.plain_steps or not run.forward_passes:
         return ""
-    return f" ({stats.plain_steps / stats.forward_passes:.0%} of passes plain)"
+    return f" ({run.plain_steps / run.forward_passes:.0%} of passes plain)"
 
 
 def fmt_window(windowed_from) -> str:
@@ -302,7 +303,7 @@ class StatsDock(QDockWidget):
     @property
     def tokens_shown(self) -> int:
         """Tokens written so far in the last snapshot shown (0 before the first)."""
-        return self.last.tokens if self.last is not None else 0
+        return self.last.run.tokens if self.last is not None else 0
 
     def show_baseline(self, base: dict) -> None:
         self.labels["plain"].setText(f"{base['plain_tokens_per_s']:.1f} tokens/s, measured here")
@@ -315,40 +316,39 @@ class StatsDock(QDockWidget):
             self.labels["plain"].setText("measuring plain decoding…")
             self.labels["tokens"].setText(f"0 / {stats.target:,}")
             return
-        tokens, target, rate = stats.tokens, stats.target, stats.tokens_per_s
+        run = stats.run  # the engine's statistics, as the take copied them
+        tokens, target, rate = run.tokens, stats.target, run.tokens_per_s
         speedup = stats.speedup_vs_plain
         shown = f"{tokens:,} / {target:,}" if target else f"{tokens:,}"
         if stats.words_target:
             shown += f"\n{stats.words:,} / {stats.words_target:,} words"
         self.labels["tokens"].setText(shown)
         self.labels["rate"].setText(f"{rate:.1f} tokens/s")
-        self.labels["tau"].setText(f"{stats.tau:.2f}" + fmt_plain_steps(stats))
-        self.labels["tau"].setToolTip(PLAIN_STEPS_TIP if stats.plain_steps else "")
-        sources = fmt_sources(stats.accepted_by_source)
-        depths = fmt_depths(stats.accepted_by_source_depth)
+        self.labels["tau"].setText(f"{run.tau:.2f}" + fmt_plain_steps(run))
+        self.labels["tau"].setToolTip(PLAIN_STEPS_TIP if run.plain_steps else "")
+        sources = fmt_sources(run.accepted_by_source)
+        depths = fmt_depths(run.accepted_by_source_depth)
         self.labels["sources"].setText(sources + (f"\nheads by depth: {depths}" if depths else ""))
-        self.labels["window"].setText(fmt_window(stats.windowed_from))
-        self.labels["window"].setToolTip(window_sentence(stats.windowed_from))
+        self.labels["window"].setText(fmt_window(run.windowed_from))
+        self.labels["window"].setToolTip(window_sentence(run.windowed_from))
         self.labels["elapsed"].setText(fmt_time(stats.elapsed_s))
         self.labels["eta"].setText(fmt_time(stats.eta_s))
-        if stats.dtype:
+        if run.dtype:
             self.labels["precision"].setText(
-                fmt_precision(stats.dtype, stats.invariant, stats.dtype_why, stats.sampler)
+                fmt_precision(run.dtype, run.invariant, stats.dtype_why, run.sampler)
             )
-        if stats.sampler:
-            self.labels["sampler"].setText(SAMPLER_LINES.get(stats.sampler, stats.sampler))
+        if run.sampler:
+            self.labels["sampler"].setText(SAMPLER_LINES.get(run.sampler, run.sampler))
             self.labels["sampler"].setToolTip(SAMPLER_TIP)
-            self.labels["precision"].setToolTip(precision_sentence(stats.invariant))
-        if stats.threads:
-            self.labels["threads"].setText(stats.threads_why or f"{stats.threads}")
+            self.labels["precision"].setToolTip(precision_sentence(run.invariant))
+        if run.threads:
+            self.labels["threads"].setText(run.threads_why or f"{run.threads}")
             self.labels["threads"].setToolTip(THREADS_TIP)
         if stats.plain_in_run and stats.plain_tokens_per_s:
             self.labels["plain"].setText(
                 f"{stats.plain_tokens_per_s:.1f} tokens/s, measured in this run"
             )
-            self.labels["context"].setText(
-                f"{stats.undrafted_passes:,} undrafted passes of this run"
-            )
+            self.labels["context"].setText(f"{run.undrafted_passes:,} undrafted passes of this run")
         if speedup is not None:
             self.labels["speedup"].setText(f"×{speedup:.2f} over plain (measured)")
         elif stats.plain_tokens_per_s is None:

@@ -1,7 +1,8 @@
-"""The session code every take goes through (take.py builds one from a request): a prompt
-continued with one model (PromptSession: `generate --prompt-file`, a synopsis), or one document
-of a project continued (DocumentSession: the app, `generate PROJECT DOC`), where the project
-store, the engine and the history meet.
+"""The session code every take goes through (take.py resolves a request into a SessionPlan,
+plan.py, and `session_for` builds the session from it in one call): a prompt continued with
+one model (PromptSession: `generate --prompt-file`, a synopsis), or one document of a project
+continued (DocumentSession: the app, `generate PROJECT DOC`), where the project store, the
+engine and the history meet.
 
 The engine never imports the store and the store never imports torch; this module joins them.
 It builds the prompt from the document (after the pinned notes), seeds the history drafting
@@ -14,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from swiftwriter.chat_template import has_chat_template, template_ids
 from swiftwriter.engine.decoding.generator import (
@@ -24,6 +26,7 @@ from swiftwriter.engine.decoding.generator import (
 )
 from swiftwriter.engine.decoding.history_source import HistorySource
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.stats import RunStats
 from swiftwriter.engine.decoding.textgen import eos_ids_of
 from swiftwriter.errors import UserError
 from swiftwriter.store import Document, Generation, Project, ProjectError
@@ -32,6 +35,10 @@ from swiftwriter.writing.context import STORY_MODES, Reader, StoryContext, assem
 from swiftwriter.writing.endings import TakeEnding, parse_stops
 from swiftwriter.writing.guards import TakeStream
 from swiftwriter.writing.history import ProjectHistory, encoder_of, tokenizer_identity
+from swiftwriter.writing.plan import SessionPlan
+
+if TYPE_CHECKING:
+    import torch
 
 
 class PromptTooLong(UserError):
@@ -52,6 +59,9 @@ class SessionResult:
     slid_out_ids: list[int] = field(default_factory=list)
     # takes written together with this one (DocumentSession.run_several), stored beside it
     others: list[Generation] = field(default_factory=list)
+    # the engine's own statistics of the run (of the first take, for takes written together):
+    # `stats` is their stored form, with what the session adds (history, the baseline)
+    run: RunStats = field(default_factory=RunStats)
 
 
 DEFAULT_TARGET = 256  # tokens, when a caller names no ending (scripts, benchmarks)
@@ -110,6 +120,11 @@ class PromptSession:
         self.extra_stats: dict = {}
         self.encode = encoder_of(tokenizer)
 
+    @classmethod
+    def from_plan(cls, plan: SessionPlan) -> PromptSession:
+        """The session a resolved plan describes (outside a project: session_for)."""
+        return cls(plan.loaded, prompt_ids=plan.prompt_ids, **_settings_of(plan))
+
     def window(self) -> int | None:
         """The tokens the model sees at once: its context, or the take's context limit."""
         return self.context.window(context_length(self.model.config))
@@ -123,6 +138,11 @@ class PromptSession:
     def prompt_as_text(self) -> str:
         """The whole prompt as text: all the model reads before the take."""
         return self.decode(self.build_prompt())
+
+    def baseline_inputs(self) -> tuple[torch.nn.Module, list[int]]:
+        """What plain decoding's baseline is timed with (take.Take._measure): the model, and
+        the prompt the take will continue."""
+        return self.model, self.build_prompt()
 
     def prompt_parts(self) -> tuple[list[int], list[int]]:
         """(ids a sliding window keeps, the rest): outside a project nothing is pinned."""
@@ -169,7 +189,9 @@ class PromptSession:
             on_step,
         )
         stats = {**generator.stats.as_dict(), **self.extra_stats}
-        return SessionResult(self._status(generator), None, None, "".join(pieces), produced, stats)
+        status = self._status(generator)
+        text = "".join(pieces)
+        return SessionResult(status, None, None, text, produced, stats, run=generator.stats)
 
     def _generator(self, sources: list | None = None) -> Generator:
         return Generator(
@@ -275,7 +297,7 @@ class DocumentSession(PromptSession):
         loaded=None,
         *,
         tokenizer_id: str | None = None,
-        history: ProjectHistory | bool | None = True,  # True: a fresh one; None, False: none
+        history: ProjectHistory | None = None,  # None: no drafting from the project's texts
         use_notes: bool = True,
         flush_interval: float = 1.0,
         direction: str = "",
@@ -286,8 +308,7 @@ class DocumentSession(PromptSession):
             raise ProjectError(f"{project.path.name} is read-only here ({project.readonly_reason})")
         self.document = project.document(doc_id, texts=False)  # a missing one fails first
         super().__init__(loaded, **session)
-        stops = tuple(s for s in parse_stops(project.stop_sequences) if s not in self.ending.stops)
-        self.ending = replace(self.ending, stops=self.ending.stops + stops)  # the project's own
+        self.ending = with_project_stops(self.ending, project)
         self.project, self.doc_id = project, doc_id
         self.tokenizer_id = tokenizer_id or tokenizer_identity(self.tokenizer)
         self.use_notes = use_notes
@@ -298,12 +319,25 @@ class DocumentSession(PromptSession):
             )
         self.story_mode = story_mode
         self.direction = direction
-        if isinstance(history, ProjectHistory):
-            self.history = history
-        elif history:
-            self.history = ProjectHistory(project, self.tokenizer_id, self.encode)
-        else:
-            self.history = None
+        if history is not None and not isinstance(history, ProjectHistory):
+            raise TypeError(f"history is a ProjectHistory or None, not {history!r}")
+        self.history = history
+
+    @classmethod
+    def from_plan(cls, plan: SessionPlan) -> DocumentSession:
+        """The session a resolved plan with a project describes (session_for)."""
+        if plan.project is None or plan.doc_id is None:
+            raise UserError("A document's take needs its project and document")
+        return cls(
+            plan.project,
+            plan.doc_id,
+            plan.loaded,
+            history=plan.history,
+            flush_interval=plan.flush_interval,
+            direction=plan.direction,
+            story_mode=plan.story_mode,
+            **_settings_of(plan),
+        )
 
     # -- the prompt -------------------------------------------------------------------------
     def story_context(self) -> StoryContext:
@@ -411,7 +445,9 @@ class DocumentSession(PromptSession):
         document = self.project.document(self.doc_id) if generation.applied else None
         slid = slid_out_of(built, prompt, produced, generator.stats.slid_out)
         status = self._status(generator)
-        return SessionResult(status, generation, document, generation.text, produced, stats, slid)
+        text = generation.text
+        return SessionResult(status, generation, document, text, produced, stats, slid,
+                             run=generator.stats)  # fmt: skip
 
     def run_several(
         self,
@@ -452,7 +488,8 @@ class DocumentSession(PromptSession):
         slid = slid_out_of(built, prompt, produced[0], generator.together_stats[0].slid_out)
         status = "cancelled" if stats.get("stop_reason") == "cancelled" else "finished"
         text = generation.text
-        return SessionResult(status, generation, document, text, produced[0], stats, slid, others)
+        return SessionResult(status, generation, document, text, produced[0], stats, slid, others,
+                             generator.together_stats[0])  # fmt: skip
 
     def _history_source(self) -> tuple[HistorySource | None, dict]:
         """The project history's drafting source for this take (None without history), and
@@ -525,6 +562,32 @@ class DocumentSession(PromptSession):
         if source is not None:
             stats["history"] = {**history, "proposed": source.proposed, "deferred": source.deferred}
         return stats
+
+
+def session_for(plan: SessionPlan) -> PromptSession:
+    """The one way from a resolved plan to its session: a DocumentSession for a take in a
+    project, else a PromptSession."""
+    if plan.project is None:
+        return PromptSession.from_plan(plan)
+    return DocumentSession.from_plan(plan)
+
+
+def _settings_of(plan: SessionPlan) -> dict:
+    """What every session takes from a plan: the decoding settings, the ending, the text."""
+    return dict(
+        sampling=plan.sampling,
+        drafting=plan.drafting,
+        context=plan.context,
+        ending=plan.ending,
+        prompt_text=plan.prompt_text,
+    )
+
+
+def with_project_stops(ending: TakeEnding, project: Project) -> TakeEnding:
+    """The ending with the project's own stop sequences added (once: a plan's ending may have
+    them already, take.resolve)."""
+    stops = tuple(s for s in parse_stops(project.stop_sequences) if s not in ending.stops)
+    return replace(ending, stops=ending.stops + stops) if stops else ending
 
 
 def slid_out_of(built: StoryContext, prompt: list[int], produced: list[int], span) -> list[int]:

@@ -2,10 +2,12 @@
 context viewer (which shows the prompt of the take a request would run), `generate` in both
 forms and a synopsis all make a TakeRequest and go through here to the same session code.
 
-It turns a length in words into tokens with the writer's own text, builds the session (a
-DocumentSession: prompt, story context, store, history; or a PromptSession outside a project),
-measures plain decoding's speed here when asked (the baseline of the speedup), runs the session
-and shapes its live statistics into `LiveStats` snapshots. Callers only pass text pieces and
+It resolves the request into a SessionPlan (`resolve`: a length in words turned into tokens
+with the writer's own text, the project's stop sequences added), builds the session from it in
+one call (session.session_for: a DocumentSession with prompt, story context, store, history; or
+a PromptSession outside a project), measures plain decoding's speed here when asked (the
+baseline of the speedup), runs the session and shapes its live statistics into `LiveStats`
+snapshots, each carrying a copy of the engine's own RunStats. Callers only pass text pieces and
 snapshots on (the app to its GUI thread, the CLI to stdout). Each take's settings and outcome
 go to the log (logs.py), for a bug report."""
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from swiftwriter.engine.decoding.settings import ContextSettings, DraftSettings, SamplingSettings
+from swiftwriter.engine.decoding.stats import RunStats
 from swiftwriter.heap import frozen_heap
 from swiftwriter.words import SAMPLE_CHARS, WordTally, tokens_per_word
 from swiftwriter.writing.baseline import (
@@ -31,9 +34,16 @@ from swiftwriter.writing.baseline import (
 from swiftwriter.writing.endings import TakeEnding
 from swiftwriter.writing.guards import story_only_bans
 from swiftwriter.writing.history import ProjectHistory, encoder_of
-from swiftwriter.writing.session import DocumentSession, PromptSession, SessionResult
+from swiftwriter.writing.plan import SessionPlan
+from swiftwriter.writing.session import (
+    DocumentSession,
+    SessionResult,
+    session_for,
+    with_project_stops,
+)
 
 if TYPE_CHECKING:
+    from swiftwriter.engine.decoding.events import StepEvent
     from swiftwriter.store import Project
     from swiftwriter.writing.loaded import LoadedModelLike
 
@@ -72,37 +82,27 @@ class TakeRequest:
 
 @dataclass
 class LiveStats:
-    """One snapshot of a take for the Speed dock: the engine's run so far, the time, and the
-    speedup over plain decoding measured here (None until there is one)."""
+    """One snapshot of a take for the Speed dock: the engine's run so far (`run`, a copy of its
+    RunStats: the one statistics type, which the engine, the stored stats and the dock share),
+    and what the take adds to it: the time, the length in words and the speedup over plain
+    decoding measured here (None until there is one). No field here repeats one of RunStats'."""
 
     phase: str  # "measuring" (the baseline), "generating", "done"
-    target: int
-    tokens: int = 0
-    tau: float = 0.0
-    tokens_per_s: float = 0.0
-    accepted_by_source: dict = field(default_factory=dict)
-    accepted_by_source_depth: dict = field(default_factory=dict)
-    windowed_from: int | None = None
-    prefill_s: float = 0.0
-    decode_s: float = 0.0
-    dtype: str = ""
-    dtype_why: str = ""  # how `auto` chose it (modelstore.loader.dtype_reason), "" by hand
-    invariant: bool = False
-    sampler: str = ""  # "greedy", "same-text" or "fastest" (engine settings.SAMPLERS)
-    threads: int = 0  # the compute threads the take runs on (engine/decoding/threads.py)
-    threads_why: str = ""
-    plain_steps: int = 0  # steps decoded plainly because drafting measured slower
-    forward_passes: int = 0
+    target: int  # tokens the take should take (re-estimated for a length in words)
+    run: RunStats = field(default_factory=RunStats)  # the engine's, copied at the snapshot
     elapsed_s: float = 0.0
     eta_s: float | None = None
     words: int = 0  # written so far, counted as the editor counts them
     words_target: int = 0  # the length asked in words (0: asked in tokens)
-    undrafted_passes: int = 0  # passes with no draft node: plain decoding's, in this run
-    undrafted_tokens: int = 0
-    undrafted_s: float = 0.0
+    dtype_why: str = ""  # how `auto` chose the dtype (modelstore.loader.dtype_reason), "" by hand
     plain_tokens_per_s: float | None = None
     plain_in_run: bool = False  # the rate above is this run's undrafted passes' (baseline.py)
     speedup_vs_plain: float | None = None
+
+    @property
+    def tokens(self) -> int:
+        """Tokens written so far (the run's)."""
+        return self.run.tokens
 
 
 @dataclass
@@ -130,44 +130,20 @@ class Take:
         self.words = WordTally()  # the take's words as they stream (the target re-estimated)
         self.on_stats = on_stats or (lambda s: None)
         self.on_baseline = on_baseline or (lambda b: None)
-        self.session = self._session()
+        self.plan = resolve(request)  # all the session needs, worked out before it starts
+        self.session = session_for(self.plan)
         self.target = self.session.ending.target  # tokens asked for (a sentence end may add a few)
         self.plain: float | None = None
         self.dtype_why = getattr(request.loaded, "dtype_why", "")
         self._t0 = time.perf_counter()
         self._last = 0.0
 
-    def _session(self) -> PromptSession:
-        job = self.request
-        common = dict(
-            sampling=job.sampling,
-            drafting=job.drafting,
-            ending=ending_of(job),
-            prompt_text=job.prompt_text,
-            context=job.context,
-        )
-        if job.project is None:
-            return PromptSession(job.loaded, prompt_ids=job.prompt_ids, **common)
-        return DocumentSession(
-            job.project,
-            job.doc_id,
-            job.loaded,
-            direction=job.direction,
-            story_mode=job.story_mode,
-            history=job.history,
-            flush_interval=job.flush_interval,
-            **common,
-        )
-
     def run(self, should_stop: Callable[[], bool] | None = None) -> TakeResult:
         stop = should_stop or (lambda: False)
         # Full collections walk only the take's own objects (heap.py): a collection of the
         # whole heap stops every thread, the GUI's too, for 150 ms or more.
         with frozen_heap():
-            if self.request.keep_to_story:  # here, not in the GUI thread: 0.2 s on a new model
-                writers = self.session.prompt_as_text()  # all the model reads
-                self.request = replace(self.request, sampling=story_sampling(self.request, writers))
-                self.session.sampling = self.request.sampling
+            self._keep_to_story()
             self._log_settings()
             if self.request.measure_baseline:
                 self._measure(stop)
@@ -187,7 +163,7 @@ class Take:
         speedup = stats_speedup(stats)
         if speedup is not None:
             stats["speedup_vs_plain"] = round(speedup, 3)
-        self.on_stats(self.snapshot(stats, final=True))
+        self.on_stats(self.snapshot(result.run, stats, final=True))
         log.debug(
             "take %s: %s tokens of %d after %s prompt tokens (%s), tau %.2f, %.1f tokens/s, "
             "%d passes, speedup %s%s",
@@ -203,6 +179,16 @@ class Take:
             f", generation {result.generation.id}" if result.generation is not None else "",
         )
         return TakeResult(result.status, result, stats, self.target, self._summarise(result, stop))
+
+    def _keep_to_story(self) -> None:
+        """The bans of "Keep to the story", the one part of the plan resolved here, in the take's
+        thread just before the run (not in the GUI's: 0.2 s on a new model): they are worked
+        out from the whole built prompt, all the model reads, which only the session makes."""
+        if not self.request.keep_to_story:
+            return
+        writers = self.session.prompt_as_text()
+        self.plan = replace(self.plan, sampling=story_sampling(self.request, writers))
+        self.session.sampling = self.plan.sampling
 
     def _summarise(self, result: SessionResult, stop: Callable[[], bool]) -> str:
         """After a take whose window slid: what slid out rolled into the document's summary
@@ -222,7 +208,7 @@ class Take:
 
     def _log_settings(self) -> None:
         """What a bug report needs to replay the take: model, precision, length, settings."""
-        job, session = self.request, self.session
+        job, plan, session = self.request, self.plan, self.session
         where = "a prompt" if job.project is None else f"document {job.doc_id}"
         log.debug(
             "take on %s with %s (%s): %d tokens asked (%s %s, keep writing %s), ending %s, "
@@ -235,19 +221,19 @@ class Take:
             job.unit,
             job.keep_writing,
             session.ending,
-            job.sampling,
-            job.drafting,
-            job.context,
-            job.story_mode,
+            plan.sampling,
+            plan.drafting,
+            plan.context,
+            plan.story_mode,
         )
 
     def _measure(self, stop: Callable[[], bool]) -> None:
         session = self.session
         self.on_stats(LiveStats("measuring", self.target))
-        prompt = session.build_prompt()
+        model, prompt = session.baseline_inputs()
         context = len(prompt) + self.target // 2
         base = measure_plain(  # at the take's middle: its steps run from the prompt to its end
-            session.model, prompt, self.request.sampling, should_stop=stop, context=context
+            model, prompt, self.plan.sampling, should_stop=stop, context=context
         )
         if base is not None:
             self.plain = base.tokens_per_s
@@ -274,51 +260,24 @@ class Take:
         if self.on_text is not None:
             self.on_text(piece)
 
-    def _on_step(self, event) -> None:
+    def _on_step(self, event: StepEvent) -> None:
         now = time.perf_counter()
         if now - self._last < STATS_INTERVAL_S and not event.done:
             return
         self._last = now
-        run = event.run
-        self.on_stats(
-            self.snapshot(
-                {
-                    "tokens": run.tokens,
-                    "tau": run.tau,
-                    "tokens_per_s": run.tokens_per_s,
-                    "accepted_by_source": dict(run.accepted_by_source),
-                    "accepted_by_source_depth": dict(run.accepted_by_source_depth),
-                    "windowed_from": run.windowed_from,
-                    "decode_s": run.decode_s,
-                    "prefill_s": run.prefill_s,
-                    "dtype": run.dtype,
-                    "invariant": run.invariant,
-                    "sampler": run.sampler,
-                    "threads": run.threads,
-                    "threads_why": run.threads_why,
-                    "plain_steps": run.plain_steps,
-                    "forward_passes": run.forward_passes,
-                    "undrafted_passes": run.undrafted_passes,
-                    "undrafted_tokens": run.undrafted_tokens,
-                    "undrafted_s": run.undrafted_s,
-                }
-            )
-        )
+        self.on_stats(self.snapshot(event.run.snapshot()))  # a copy: the engine goes on
 
-    def snapshot(self, stats: dict, final: bool = False) -> LiveStats:
-        """The engine's numbers (live, or the stored stats at the end) with the time, the ETA
-        and the speedup over the measured plain decoding."""
-        live = LiveStats(
-            "done" if final else "generating",
-            self.target,
-            **{k: stats[k] for k in LIVE_FIELDS if stats.get(k) is not None},
-        )
+    def snapshot(self, run: RunStats, stats: dict | None = None, final: bool = False) -> LiveStats:
+        """The engine's run (a live copy, or the finished run with its stored `stats` at the
+        end) with the time, the ETA and the speedup over the measured plain decoding."""
+        live = LiveStats("done" if final else "generating", self.target, run=run)
         live.elapsed_s = time.perf_counter() - self._t0
         live.dtype_why = self.dtype_why
         live.words, live.words_target = self.words.total, self.session.ending.words
-        live.target = expected_tokens(self.target, live.words_target, live.tokens, live.words)
-        rate = live.tokens_per_s
-        live.eta_s = 0.0 if final else ((live.target - live.tokens) / rate if rate > 0 else None)
+        live.target = expected_tokens(self.target, live.words_target, run.tokens, live.words)
+        rate = run.tokens_per_s
+        live.eta_s = 0.0 if final else ((live.target - run.tokens) / rate if rate > 0 else None)
+        stats = vars(run) if stats is None else stats  # the run's counters, as plain_rate reads
         known = {**stats, "plain_tokens_per_s": self.plain} if self.plain else stats
         plain, live.plain_in_run = plain_rate(known)
         if plain:
@@ -327,7 +286,7 @@ class Take:
                 live.speedup_vs_plain = stats_speedup(known)
             else:
                 live.speedup_vs_plain = speedup_over_plain(
-                    live.tokens, live.prefill_s, live.decode_s, plain
+                    run.tokens, run.prefill_s, run.decode_s, plain
                 )
         return live
 
@@ -341,6 +300,31 @@ def expected_tokens(target: int, words_goal: int, tokens: int, words: int) -> in
     if not words_goal or words < ESTIMATE_WORDS:
         return target
     return max(tokens, round(tokens * words_goal / words))
+
+
+def resolve(request: TakeRequest) -> SessionPlan:
+    """The request worked out into all its session needs (session.session_for builds it): the
+    ending in tokens with the project's stop sequences, the prompt's ids fixed, the rest as
+    asked ("Keep to the story"'s bans come later, in the take's thread: Take._keep_to_story)."""
+    ending = ending_of(request)
+    if request.project is not None:
+        ending = with_project_stops(ending, request.project)
+    ids = request.prompt_ids
+    return SessionPlan(
+        loaded=request.loaded,
+        ending=ending,
+        sampling=request.sampling,
+        drafting=request.drafting,
+        context=request.context,
+        prompt_text=request.prompt_text,
+        prompt_ids=None if ids is None or request.project is not None else tuple(ids),
+        project=request.project,
+        doc_id=request.doc_id,
+        direction=request.direction,
+        story_mode=request.story_mode,
+        history=request.history if request.project is not None else None,
+        flush_interval=request.flush_interval,
+    )
 
 
 def ending_of(request: TakeRequest) -> TakeEnding:
@@ -371,28 +355,6 @@ def words_sample(request: TakeRequest) -> str:
     if request.prompt_text is not None or request.project is None:
         return request.prompt_text or ""
     return request.project.excerpt("document", request.doc_id, 4 * SAMPLE_CHARS).text
-
-
-LIVE_FIELDS = (
-    "tokens",
-    "tau",
-    "tokens_per_s",
-    "accepted_by_source",
-    "accepted_by_source_depth",
-    "windowed_from",
-    "prefill_s",
-    "decode_s",
-    "dtype",
-    "invariant",
-    "sampler",
-    "threads",
-    "threads_why",
-    "plain_steps",
-    "forward_passes",
-    "undrafted_passes",
-    "undrafted_tokens",
-    "undrafted_s",
-)
 
 
 def story_sampling(request: TakeRequest, writers: str | None = None) -> SamplingSettings:

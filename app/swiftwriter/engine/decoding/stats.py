@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 @dataclass
@@ -86,6 +87,17 @@ class RunStats:
     # stops it: writing/guards.py).
     surprise_by_piece: list = field(default_factory=list)
     _nats: list = field(default_factory=lambda: [0.0, 0])  # the open piece: sum, tokens
+
+    def snapshot(self) -> RunStats:
+        """A copy the engine's later steps leave alone: its counters, lists and dicts copied
+        too. The engine goes on adding to this object in its thread while the Speed dock reads
+        the copy in the GUI's (writing/take.py's LiveStats carries one)."""
+        copied = copy.copy(self)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, (dict, list)):
+                setattr(copied, f.name, copy.deepcopy(value))
+        return copied
 
     def add_surprise(self, nats: list[float]) -> None:
         """The new tokens' -log p, in order; closes a piece every SURPRISE_PIECE tokens."""
