@@ -20,6 +20,7 @@ from swiftwriter.engine.decoding.settings import (
     DraftSettings,
     SamplingSettings,
 )
+from swiftwriter.engine.decoding.stats import RunStats
 from swiftwriter.modelstore import adding, auto_convert, guidance, loader, placement, registry
 from swiftwriter.modelstore.loader import drafter_dirs
 from swiftwriter.modelstore.placement import STORED
@@ -33,6 +34,7 @@ __all__ = [
     "ContextSettings",
     "DraftSettings",
     "ModelEntry",
+    "RunStats",
     "SamplingSettings",
     "add_gguf",
     "add_user_model",

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QDockWidget, QFormLayout, QLabel, QVBoxLayout, QWi
 from swiftwriter.ui.fitting import WrappedLabel, scrolled
 
 if TYPE_CHECKING:
-    from swiftwriter.engine.decoding.stats import RunStats
+    from swiftwriter.application import RunStats
     from swiftwriter.writing.take import LiveStats
 
 SOURCE_NAMES = {"ngram": "n-gram", "suffix": "context", "history": "history", "heads": "heads"}

@@ -132,7 +132,7 @@ def write_alternatives(
     if not 1 <= count <= 8:
         raise UserError(f"Ask for 1 to 8 alternatives, not {count}")
     # here, not at the top: the tools' names (the CLI's help, the window's menu) load no torch
-    from swiftwriter.engine.decoding.generator import Generator
+    from swiftwriter.engine.decoding.generator import Generator  # lazy: torch
 
     seeds = list(seeds) if seeds is not None else [secrets.randbits(31) for _ in range(count)]
     tokenizer = loaded.tokenizer

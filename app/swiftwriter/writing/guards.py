@@ -48,7 +48,7 @@ def story_only_bans(loaded: LoadedModelLike, writers_text: str = "") -> tuple[in
 
 def _pieces_and_ends(loaded: LoadedModelLike) -> tuple[list[str], set[int]]:
     """Each token's text (as the tokenizer spells it) and the model's end-of-text ids."""
-    from swiftwriter.engine.decoding.generator import vocab_size_of  # torch: loaded by now
+    from swiftwriter.engine.decoding.generator import vocab_size_of  # lazy: torch
 
     model, tokenizer = loaded.model, loaded.tokenizer
     vocab = vocab_size_of(model)

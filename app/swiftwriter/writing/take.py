@@ -35,6 +35,7 @@ from swiftwriter.writing.endings import TakeEnding
 from swiftwriter.writing.guards import story_only_bans
 from swiftwriter.writing.history import ProjectHistory, encoder_of
 from swiftwriter.writing.plan import SessionPlan
+from swiftwriter.writing.rolling import update_summary
 from swiftwriter.writing.session import (
     DocumentSession,
     SessionResult,
@@ -196,7 +197,6 @@ class Take:
         job = self.request
         if job.project is None or not result.slid_out_ids or not job.project.rolling_summary:
             return ""
-        from swiftwriter.writing.rolling import update_summary
 
         if result.status == "cancelled":
             line = "Rolling summary not updated: the take was stopped (it is as it was)"
