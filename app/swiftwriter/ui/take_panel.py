@@ -27,14 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swiftwriter.application import (
-    DEFAULT_SAMPLER,
-    MODES,
-    STRATEGIES,
-    ContextSettings,
-    DraftSettings,
-    SamplingSettings,
-)
+from swiftwriter import application
+from swiftwriter.application import DEFAULT_SAMPLER, MODES, STRATEGIES
 from swiftwriter.ui.settings import PRESETS
 
 PRESET_DRAFTING = {name.capitalize(): drafting for name, drafting in STRATEGIES.items()}
@@ -49,7 +43,7 @@ STORY_LABELS = {"None": "none", "The previous document": "previous", "As many as
 LONG_TAKE_WORDS = 500  # from this length on, a take keeps writing to the full length by default
 
 
-def drafting_for(preset: str) -> DraftSettings:
+def drafting_for(preset: str) -> application.DraftSettings:
     return PRESET_DRAFTING.get(preset, PRESET_DRAFTING["Balanced"])
 
 
@@ -290,9 +284,9 @@ class TakePanel(QWidget):
         self._advanced_body.setVisible(on)
 
     # -- what the worker needs --------------------------------------------------------------
-    def sampling(self) -> SamplingSettings:
+    def sampling(self) -> application.SamplingSettings:
         seed = self.seed.value()
-        return SamplingSettings(
+        return application.SamplingSettings(
             greedy=self.precise.isChecked(),
             penalty=self.penalty.value(),
             window=self.window.value(),
@@ -304,12 +298,14 @@ class TakePanel(QWidget):
             dry_multiplier=self.dry.value(),
         )
 
-    def drafting(self) -> DraftSettings:
+    def drafting(self) -> application.DraftSettings:
         sampler = SAMPLER_LABELS[self.sampler.currentText()]
         return replace(drafting_for(self.preset.currentText()), sampler=sampler)
 
-    def context(self) -> ContextSettings:
-        return ContextSettings(policy=CONTEXT_POLICIES[self.context_policy.currentText()])
+    def context(self) -> application.ContextSettings:
+        return application.ContextSettings(
+            policy=CONTEXT_POLICIES[self.context_policy.currentText()]
+        )
 
     def target(self) -> tuple[int, str]:
         return self.length.value(), self.unit.currentText()
