@@ -1,9 +1,13 @@
 """The main window: welcome screen or the writing desk (project tree, editor, notes, generation
-panel, speed dock), its menus, the project's life cycle and autosave.
+panel, speed dock) and its menus. The window builds the desk and holds one controller per job,
+each with its own state: the project's life (projects.py), never losing text (safekeeping.py),
+takes (takes.py), presets (panel_state.py), files in and out (exchange.py), the model
+(models.py) and the tool windows (tools.py). The questions it asks the writer (`ask`, `choose`,
+`ask_text`, `ask_save_path`) stay here, so a test replaces them in one place.
 
-Safety rules live here: the editor's text is saved a few seconds after the writer stops typing,
-before every generation, when another document is chosen and on close; interrupted generations
-are offered for recovery on open; a project open in another SwiftWriter opens read-only and the
+Safety rules: the editor's text is saved a few seconds after the writer stops typing, before
+every generation, when another document is chosen and on close; interrupted generations are
+offered for recovery on open; a project open in another SwiftWriter opens read-only and the
 window says so; closing while a generation runs asks first."""
 
 from __future__ import annotations
