@@ -8,7 +8,8 @@ distributions, and each drafter is unrolled over the written tokens (`accuracy.o
 first `head_vocab` ids and its penalty as the drafter source drafts). Precise reports how often
 the drafter's top-1 is the target's greedy choice; Creative the exact probability that the
 drafter's draw under the target's Gumbel noise is the target's own draw
-(`accuracy.coupled_agreement`), and the top-1 beside it. `--on-prompts` measures on the
+(`accuracy.coupled_agreement`), the total variation between the two (one minus what the
+"fastest" sampler's rejection walk accepts a draft at) and the top-1 beside it. `--on-prompts` measures on the
 prompts' own text instead (human text, one pass per prompt and mode, nothing written).
 
 Run from the top of the checkout:
@@ -37,7 +38,7 @@ def written(model, prompts: list[list[int]], n: int, mode: str, seed: int) -> li
 def add(total: dict, got: dict) -> None:
     n = got["positions"]
     total["positions"] = total.get("positions", 0) + n
-    for key in ("top1", "coupled"):
+    for key in ("top1", "coupled", "tv"):
         if key in got:
             old = total.get(key, [0.0] * len(got[key]))
             total[key] = [a + b * n for a, b in zip(old, got[key], strict=True)]
@@ -99,7 +100,7 @@ def main() -> None:
     for mode, rows in table.items():
         for folder, total in rows.items():
             n = max(1, total["positions"])
-            for key in ("top1", "coupled"):
+            for key in ("top1", "coupled", "tv"):
                 if key in total:
                     total[key] = [round(v / n, 4) for v in total[key]]
                     print(f"{mode:9} {folder[-48:]:48} {n:9d}  {key:8} {total[key]}")

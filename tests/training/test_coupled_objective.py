@@ -16,7 +16,7 @@ from swiftwriter.engine.decoding.settings import MODES
 from swiftwriter.errors import UserError
 from swiftwriter.training import accuracy, selfdistill
 from swiftwriter.training.features import extract_rows
-from swiftwriter.training.train import Trainer, TrainSettings, coupled_loss
+from swiftwriter.training.train import Trainer, TrainSettings, coupled_loss, tv_loss
 
 from tests.conftest import build_tiny
 from tests.training.test_drafters import own_text
@@ -59,17 +59,49 @@ def test_the_agreement_is_what_shared_noise_draws_give():
     assert torch.all(rest > 0)
 
 
-def test_the_coupled_loss_is_zero_for_the_target_and_only_for_it():
+def test_the_total_variation_is_what_rejection_sampling_loses_on_one_draft():
+    """TV(p, q) from (ids, probabilities) lists is 1 - sum min(p, q): half the L1 distance on
+    full supports, 0 for one distribution, 1 for disjoint ones, and one minus how often a draft
+    x ~ q is kept with probability min(1, p(x) / q(x)) (counted over many draws)."""
+    g = torch.Generator().manual_seed(3)
+    p = torch.rand(4, 9, generator=g, dtype=torch.float64).pow(3)
+    q = torch.rand(4, 9, generator=g, dtype=torch.float64).pow(3)
+    p[:, :2] = 0
+    q[:, -1] = 0
+    p, q = p / p.sum(-1, keepdim=True), q / q.sum(-1, keepdim=True)
+    ids = torch.arange(9).expand(4, 9)
+    order = torch.randperm(9, generator=g)
+    tv = accuracy.total_variation_of(ids, p, order.expand(4, 9), q[:, order])
+    assert torch.allclose(tv, 0.5 * (p - q).abs().sum(-1))
+    assert torch.allclose(
+        accuracy.total_variation_of(ids, p, ids, p), torch.zeros(4, dtype=p.dtype)
+    )
+    apart = accuracy.total_variation_of(
+        ids[:, :4], p[:, :4] * 0 + 0.25, ids[:, 4:8], p[:, :4] * 0 + 0.25
+    )
+    assert torch.allclose(apart, torch.ones(4, dtype=p.dtype))
+    draws = 100_000
+    x = torch.multinomial(q, draws, replacement=True, generator=g)  # [4, draws]
+    keep = (p.gather(-1, x) / q.gather(-1, x)).clamp(max=1)
+    accepted = (torch.rand(4, draws, generator=g, dtype=torch.float64) < keep).double().mean(-1)
+    sigma = (accepted * (1 - accepted) / draws).sqrt()
+    assert torch.all((accepted - (1 - tv)).abs() < 4 * sigma), (accepted, 1 - tv)
+    # and shared noise agrees at least (1 - TV) / (1 + TV), with TV as computed here
+    assert torch.all(accuracy.coupled_agreement(p, q) >= (1 - tv) / (1 + tv))
+
+
+@pytest.mark.parametrize("loss", [coupled_loss, tv_loss])
+def test_the_sampled_losses_are_zero_for_the_target_and_only_for_it(loss):
     g = torch.Generator().manual_seed(2)
     logits = torch.randn(6, 64, generator=g) * 3
     p_full = FILTERS.process(logits, None).softmax(-1)
     top = p_full.topk(32)
     idx, p = top.indices, top.values
-    exact = coupled_loss(p_full.clamp_min(1e-38).log(), idx, p)
+    exact = loss(p_full.clamp_min(1e-38).log(), idx, p)
     assert torch.all(exact.abs() < 1e-4)
-    other = coupled_loss((logits + torch.randn(6, 64, generator=g)).log_softmax(-1), idx, p)
+    other = loss((logits + torch.randn(6, 64, generator=g)).log_softmax(-1), idx, p)
     assert torch.all(other > 0.05)
-    unfiltered = coupled_loss((logits / 0.8).log_softmax(-1), idx, p)  # mass on cut tokens
+    unfiltered = loss((logits / 0.8).log_softmax(-1), idx, p)  # mass on cut tokens
     assert torch.all(unfiltered > 0) and torch.all(unfiltered < other)
 
 
@@ -89,28 +121,31 @@ def sampled_data(coupled_llama):
     return data
 
 
-def test_training_toward_the_presets_distribution_lowers_the_loss(coupled_llama, sampled_data):
+@pytest.mark.parametrize("objective", ["coupled", "tv"])
+def test_training_toward_the_presets_distribution_lowers_the_loss(
+    coupled_llama, sampled_data, objective
+):
     settings = TrainSettings(
-        steps=30, batch=64, draft_vocab=256, warmup=5, val_rows=2, objective="coupled",
-        feature_weight=0.0,  # the loss is the coupled objective alone
+        steps=30, batch=64, draft_vocab=256, warmup=5, val_rows=2, objective=objective,
+        feature_weight=0.0,  # the loss is the sampled objective alone
     )  # fmt: skip
     trainer = Trainer(coupled_llama, "tiny", sampled_data, settings)
     r, t = trainer.batches.positions(10_000, 256)
 
     def measured():
         with torch.no_grad():
-            agree = accuracy.hits(
+            got = accuracy.hits(
                 trainer.module, "recurrent", trainer.data, trainer.emb, trainer.w, trainer.vocab,
                 r, t, 1, 1.2, 1024, trainer.filters,
-            )["coupled"][0]  # fmt: skip
-            return float(trainer.loss(r, t)), agree
+            )  # fmt: skip
+            return float(trainer.loss(r, t)), got["coupled"][0], got["tv"][0]
 
-    before, agree_before = measured()
+    before, agree_before, tv_before = measured()
     for _ in range(settings.steps):
         trainer.train_step()
-    after, agree_after = measured()
+    after, agree_after, tv_after = measured()
     assert after < 0.9 * before
-    assert agree_after > agree_before
+    assert agree_after > agree_before and tv_after < tv_before
 
 
 def test_a_drafter_starts_from_another_with_its_vocabulary(coupled_llama, sampled_data, tmp_path):
@@ -157,7 +192,7 @@ def test_the_agreement_on_a_text_is_the_drafters_filtered_draw_against_the_targe
     w = coupled_llama.get_output_embeddings().weight.detach()[bundle.vocab]
     theta = 1.0 + 0.2 * draft_penalty_share(bundle.card)
     module = bundle.module.float()
-    want = [[], []]
+    want, want_tv = [[], []], [[], []]
     for t in range(19, len(ids) - 3):
         state = final[t]
         for i in (1, 2):
@@ -171,9 +206,11 @@ def test_the_agreement_on_a_text_is_the_drafters_filtered_draw_against_the_targe
             scores[bundle.vocab] = penalise(state @ w.T, presence[bundle.vocab], theta)
             q = filters.process(scores, None).softmax(-1)
             want[i - 1].append(float(accuracy.coupled_agreement(p, q)))
+            want_tv[i - 1].append(float(0.5 * (p - q).abs().sum()))
     assert got["positions"] == len(want[0])
     for depth in range(2):
         assert got["coupled"][depth] == pytest.approx(sum(want[depth]) / len(want[0]), abs=1e-3)
+        assert got["tv"][depth] == pytest.approx(sum(want_tv[depth]) / len(want[0]), abs=1e-3)
 
 
 class _Tokenizer:

@@ -66,16 +66,17 @@ def _add_objective_options(t: argparse.ArgumentParser) -> None:
     """What the drafter learns, and from which drafter it starts."""
     t.add_argument(
         "--objective",
-        choices=["greedy", "coupled", "both"],
+        choices=["greedy", "coupled", "both", "tv"],
         default="greedy",
         help="what the drafter learns: the penalised top choice's distribution (greedy), the "
-        "distribution --preset samples from, for drafts under its shared noise (coupled), or both",
+        "distribution --preset samples from, for drafts under its shared noise (coupled), both, "
+        "or that distribution in total variation, for the fastest sampler's walk (tv)",
     )
     t.add_argument(
         "--preset",
         choices=sorted(MODES),
         default="creative",
-        help="the sampled app mode that coupled learns",
+        help="the sampled app mode that coupled and tv learn",
     )
     t.add_argument(
         "--init", default="", metavar="DIR", help="start from this drafter (fine-tuning)"

@@ -45,19 +45,37 @@ def coupled_agreement(
     return (num / (den + (num == 0))).sum(-1)  # a term without both masses is 0 (no 0/0)
 
 
-def agreement_of(
+def aligned(
     p_ids: torch.Tensor, p: torch.Tensor, q_ids: torch.Tensor, q: torch.Tensor
-) -> torch.Tensor:
-    """`coupled_agreement` of two distributions given as (ids, probabilities) [B, K1], [B, K2]
-    (each holding its whole support, e.g. a filtered distribution's top 32; ids are distinct
-    within a row): q's mass on p's ids moves to p's columns, the rest keeps its own."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Two distributions given as (ids, probabilities) [B, K1], [B, K2] (ids distinct within a
+    row) on common columns [B, K1 + K2]: q's mass on p's ids moves to p's columns, the rest
+    keeps its own; with each side's mass outside its list (p_rest, q_rest [B])."""
     same = q_ids[:, :, None] == p_ids[:, None, :]  # [B, K2, K1]
     q_on_p = (q[:, :, None] * same).sum(1)
     q_elsewhere = torch.where(same.any(-1), torch.zeros_like(q), q)
     pp = torch.cat([p, torch.zeros_like(q)], -1)
     qq = torch.cat([q_on_p, q_elsewhere], -1)
-    rest = (1 - pp.sum(-1)).clamp_min(0), (1 - qq.sum(-1)).clamp_min(0)
-    return coupled_agreement(pp, qq, *rest)
+    return pp, qq, (1 - pp.sum(-1)).clamp_min(0), (1 - qq.sum(-1)).clamp_min(0)
+
+
+def agreement_of(
+    p_ids: torch.Tensor, p: torch.Tensor, q_ids: torch.Tensor, q: torch.Tensor
+) -> torch.Tensor:
+    """`coupled_agreement` of two distributions given as (ids, probabilities) [B, K1], [B, K2]
+    (each holding its whole support, e.g. a filtered distribution's top 32)."""
+    return coupled_agreement(*aligned(p_ids, p, q_ids, q))
+
+
+def total_variation_of(
+    p_ids: torch.Tensor, p: torch.Tensor, q_ids: torch.Tensor, q: torch.Tensor
+) -> torch.Tensor:
+    """TV(p, q) = 1 - sum_x min(p(x), q(x)) of two distributions given as (ids, probabilities)
+    [B, K1], [B, K2] -> [B]: what a draft from q is rejected at, on average, by speculative
+    sampling against p (accepted with min(1, p/q)), the "fastest" sampler's walk. Mass outside
+    either list counts as not shared (an upper bound where the lists leave some out)."""
+    pp, qq, _, _ = aligned(p_ids, p, q_ids, q)
+    return (1 - torch.minimum(pp, qq).sum(-1)).clamp(0, 1)
 
 
 def at(values: torch.Tensor, r, t, device) -> torch.Tensor:
@@ -115,14 +133,15 @@ def hits(
     vocabulary is a miss. With `filters` (a sampled preset's pipeline without its penalty,
     which both sides already have) also "coupled": the mean agreement under shared noise of
     the drafter's filtered distribution with the target's (`data["sampled_ids"]` and
-    `["sampled_probs"]` where extract_rows made them, else from the teacher's top 32)."""
+    `["sampled_probs"]` where extract_rows made them, else from the teacher's top 32), and
+    "tv": their mean total variation (1 - the rejection walk's acceptance of one draft)."""
     device = emb.device
     vocab = vocab.to(device)
     to_draft = torch.full((emb.shape[0],), -1, dtype=torch.long, device=device)
     to_draft[vocab] = torch.arange(len(vocab), device=device)
     tokens = data["tokens"].to(device)
     r, t = r.to(device), t.to(device)
-    top1, top3, coupled = [], [], []
+    top1, top3, coupled, tv = [], [], [], []
     for _i, state, pos in unroll(module, kind, data, emb, r, t, depth):
         scores = draft_scores(state, w, tokens, r, pos, to_draft, penalty, window)
         best = vocab[scores.topk(3, dim=-1).indices]
@@ -141,9 +160,11 @@ def hits(
             q = filters.process(scores, None).softmax(-1).topk(min(TOP, scores.shape[-1]))
             got = agreement_of(p_ids, p, vocab[q.indices], q.values)
             coupled.append(round(float(got.mean()), 4))
+            apart = total_variation_of(p_ids, p, vocab[q.indices], q.values)
+            tv.append(round(float(apart.mean()), 4))
     out = {"top1": top1, "top3": top3, "positions": len(r)}
     if filters is not None:
-        out["coupled"] = coupled
+        out["coupled"], out["tv"] = coupled, tv
     return out
 
 

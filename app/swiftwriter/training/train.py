@@ -9,7 +9,9 @@ feature itself (EAGLE's regression term).
 What each step's distribution is matched against is the objective: "greedy" the penalised
 distribution at temperature 1 (its first choice is what greedy modes verify), "coupled" the
 distribution a sampled preset draws from (penalty, temperature, top-p, min-p), which is what
-decides agreement under the shared noise (accuracy.coupled_agreement), "both" the sum."""
+decides agreement under the shared noise (accuracy.coupled_agreement), "both" the sum, and "tv"
+that distribution in total variation, which is what the "fastest" sampler's rejection walk
+accepts one draft at (1 - TV)."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ class TrainSettings:
     # own scores before the loss, as the drafter source penalises them when drafting.
     penalty: float = 1.2
     window: int = 1024
-    objective: str = "greedy"  # greedy, coupled or both (see the module's docstring)
+    objective: str = "greedy"  # greedy, coupled, both or tv (see the module's docstring)
     preset: str = "creative"  # the app mode (settings.MODES) whose sampling "coupled" learns
     init: str = ""  # a drafter folder to start from: its weights, its vocabulary's prefix
 
@@ -66,13 +68,25 @@ class TrainSettings:
                 f"Unknown objective '{self.objective}' (known: {', '.join(OBJECTIVES)})"
             )
         if self.objective != "greedy" and MODES.get(self.preset, MODES["precise"]).greedy:
-            raise UserError(f"The coupled objective needs a sampled preset, not '{self.preset}'")
+            raise UserError(
+                f"The {self.objective} objective needs a sampled preset, not '{self.preset}'"
+            )
 
     def learning_rate(self) -> float:
         return self.lr or (3e-2 if self.kind == "linear" else 1e-3)
 
 
-OBJECTIVES = ("greedy", "coupled", "both")
+OBJECTIVES = ("greedy", "coupled", "both", "tv")
+
+
+def _kl_to(logq: torch.Tensor, idx: torch.Tensor, p: torch.Tensor):
+    """(KL(p || q) per position over p's held mass, q on p's columns, the mass p holds)."""
+    lq = logq.gather(-1, idx.clamp_min(0))
+    held = p.sum(-1)
+    keep = p > 0
+    phat = p / held.clamp_min(1e-12)[:, None]
+    kl = torch.where(keep, phat * (phat.clamp_min(1e-30).log() - lq), 0.0).sum(-1)
+    return kl, torch.where(idx >= 0, lq.exp(), 0.0), held
 
 
 def coupled_loss(logq: torch.Tensor, idx: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -82,14 +96,21 @@ def coupled_loss(logq: torch.Tensor, idx: torch.Tensor, p: torch.Tensor) -> torc
     distribution on them (0 where filtered, or outside the drafter's vocabulary: mass no draft
     can win). The KL term pulls q onto p's support where q has no mass yet (the agreement term has no
     gradient there); the agreement term weighs positions by what drafting gains."""
-    lq = logq.gather(-1, idx.clamp_min(0))
-    held = p.sum(-1)
-    keep = p > 0
-    phat = p / held.clamp_min(1e-12)[:, None]
-    kl = torch.where(keep, phat * (phat.clamp_min(1e-30).log() - lq), 0.0).sum(-1)
-    q = torch.where(idx >= 0, lq.exp(), 0.0)
+    kl, q, held = _kl_to(logq, idx, p)
     agree = accuracy.coupled_agreement(p, q, (1 - held).clamp_min(0), (1 - q.sum(-1)).clamp_min(0))
     return torch.where(held > 0, kl + 1 - agree, 0.0)
+
+
+def tv_loss(logq: torch.Tensor, idx: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """Per position: KL(p || q) plus TV(p, q) = 1 - sum min(p, q), both 0 exactly when q is p
+    (arguments as coupled_loss's). TV is what the "fastest" sampler's rejection walk loses on
+    one draft from q (it accepts at 1 - TV); the KL term gives a gradient where q has no mass
+    on p's support yet."""
+    kl, q, held = _kl_to(logq, idx, p)
+    return torch.where(held > 0, kl + 1 - torch.minimum(p, q).sum(-1), 0.0)
+
+
+SAMPLED_LOSSES = {"coupled": coupled_loss, "both": coupled_loss, "tv": tv_loss}
 
 
 def choose_vocab(data: dict[str, torch.Tensor], size: int, vocab_size: int) -> torch.Tensor:
@@ -214,14 +235,15 @@ class Trainer:
         idx, probs = self._target(r, pos)
         return -(logp.gather(-1, idx) * probs).sum(-1).mean()
 
-    def _coupled(self, state, r, pos):
+    def _sampled(self, state, r, pos):
+        """The sampled objective's loss (coupled_loss or tv_loss) against the preset's p."""
         logq = (self.draft_logits(state, r, pos) / self.filters.s.temperature).log_softmax(-1)
         ids, p = accuracy.preset_target(
             self.data["top_ids"][r, pos], self.data["top_probs"][r, pos], self.filters
         )
         idx = self.to_draft[ids]
         p = torch.where(idx >= 0, p, 0.0)
-        return coupled_loss(logq, idx, p).mean()
+        return SAMPLED_LOSSES[self.s.objective](logq, idx, p).mean()
 
     def predictions(self, r, t):
         """Yield (i, state, position of the distribution it should match) for i = 1..depth."""
@@ -234,8 +256,8 @@ class Trainer:
             term = 0.0
             if self.s.objective in ("greedy", "both"):
                 term = self._soft_ce(state, r, pos)
-            if self.s.objective in ("coupled", "both"):
-                term = term + self._coupled(state, r, pos)
+            if self.s.objective in SAMPLED_LOSSES:
+                term = term + self._sampled(state, r, pos)
             if self.s.kind == "recurrent" and self.s.feature_weight:
                 target = accuracy.at(self.data["final"], r, pos, self.device).float()
                 term = term + self.s.feature_weight * nn.functional.smooth_l1_loss(state, target)
