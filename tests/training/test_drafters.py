@@ -247,6 +247,26 @@ def test_a_bfloat16_model_drafts_in_bfloat16_where_that_measures_faster(
     assert max(int(k.split(":")[1]) for k in stats["accepted_by_source_depth"]) == 1
 
 
+def test_the_fastest_sampler_drafts_a_second_level_by_default(tiny_llama, trained):
+    """The drafter's tree when the settings name none: one level of three for greedy runs and
+    the same-text sampler, three then two for the fastest sampler (its rejection walk accepts
+    siblings at 1 - TV or better, and there the second level paid), the linear heads' three
+    levels whatever the sampler, and a tree the settings name always wins."""
+    greedy = SamplingSettings(greedy=True, penalty=1.0, window=64)
+    creative = SamplingSettings(greedy=False, temperature=0.8, top_p=0.95, penalty=1.0, window=64)
+
+    def tree(kind, sampling, **drafting):
+        settings = DraftSettings(sources=("heads",), adaptive=False, **drafting)
+        return Generator(tiny_llama, sampling, settings, drafter=trained[kind]).drafter_source.tree
+
+    assert tree("recurrent", greedy) == (3,)
+    assert tree("recurrent", greedy, sampler="fastest") == (3,)  # greedy: no sampler at all
+    assert tree("recurrent", creative) == (3,)
+    assert tree("recurrent", creative, sampler="fastest") == (3, 2)
+    assert tree("recurrent", creative, sampler="fastest", head_tree=(4,)) == (4,)
+    assert tree("linear", creative, sampler="fastest") == (3, 3, 3)
+
+
 def test_the_bfloat16_choice_is_measured_once_per_drafter_shape(trained, monkeypatch):
     from swiftwriter.engine.decoding import drafter_source as source
     from swiftwriter.engine.passes import kernels

@@ -82,6 +82,21 @@ def confidence_rank(p: float) -> int:
     return len(CONFIDENCE_BINS)
 
 
+def default_tree(kind: str, sampler: str = "") -> tuple[int, ...]:
+    """The drafter's candidates per level when the settings name none. Chosen with `bench
+    --suite held-out --head-tree` on the default model: each level reads the draft head's
+    weights once (~1.5 ms of host time on a CPU), and on varied prose the recurrent drafter's
+    second level held ~1 draft in 6 of its first's, so for greedy runs and the same-text
+    sampler one level of three beats two (bf16 suite geomean 1.50x, 1.54x and 1.45x in three
+    runs against 1.46x; Creative 1.44x against 1.40x). The fastest sampler (`sampler`
+    "fastest") accepts siblings by rejection sampling, and there a second level of two pays:
+    Creative, bfloat16, four prompts x two seeds, 768 tokens, one level of three 1.39x / 1.42x
+    against three then two 1.47x / 1.51x, five then two 1.43x (docs/measurements.md)."""
+    if kind == "linear":
+        return (3, 3, 3)
+    return (3, 2) if sampler == "fastest" else (3,)
+
+
 class DrafterSource(CandidateSource):
     name = "heads"
     gated = True  # a few ms per call: asked only while its drafts save more (SourceGate)
@@ -115,12 +130,7 @@ class DrafterSource(CandidateSource):
             self.embedding = model.get_input_embeddings()
         self.vocab = vocab
         self.vocab_list = vocab.tolist()
-        # Defaults chosen with `bench --suite held-out --head-tree` on the default model: each
-        # level reads the draft head's weights once (~1.5 ms of host time on a CPU), and on
-        # varied prose the recurrent drafter's second level held ~1 draft in 6 of its first's,
-        # so one level of three candidates beats two (bf16 suite geomean 1.50x, 1.54x and 1.45x
-        # in three runs against 1.46x; the sampled subset 1.24x against 1.15x).
-        self.tree = tuple(tree) or ((3, 3, 3) if self.kind == "linear" else (3,))
+        self.tree = tuple(tree) or default_tree(self.kind)
         self.beam = beam
         self.feature: torch.Tensor | None = None
         self.window: PenaltyWindow | None = None

@@ -103,12 +103,14 @@ class Generator:
         if drafter is not None:
             from swiftwriter.engine.decoding.drafter_source import (  # lazy: pulls in safetensors
                 DrafterSource,
+                default_tree,
             )
 
+            sampler = "" if self.sampling.greedy else self.drafting.sampler
             self.drafter_source = DrafterSource(
                 drafter,
                 model,
-                self.drafting.head_tree,
+                self.drafting.head_tree or default_tree(drafter.kind, sampler),
                 self.drafting.head_beam,
                 self.drafting.head_vocab,
                 grow=self.drafting.head_grow,
