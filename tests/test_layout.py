@@ -107,8 +107,9 @@ def past_the_facade(path: Path) -> list[str]:
     return bad
 
 
-def every_window_module_passes(check) -> None:
-    for path in modules_under("ui"):
+def every_module_passes(check, sub: str = "ui") -> None:
+    """`check(path)` finds nothing in any module under `sub`."""
+    for path in modules_under(sub):
         bad = check(path)
         assert not bad, f"{path.relative_to(PACKAGE)}: {check.__name__} {bad}"
 
@@ -116,7 +117,7 @@ def every_window_module_passes(check) -> None:
 def test_the_window_reaches_models_and_the_engine_through_the_facade():
     """ui/ knows what a writer can do with models, not which package does it (issue 61):
     the engine, the drafter training and the model store only through application.py."""
-    every_window_module_passes(past_the_facade)
+    every_module_passes(past_the_facade)
 
 
 def test_the_facade_itself_imports_no_torch():
@@ -169,7 +170,7 @@ def test_the_window_is_controllers_not_mixins():
     """The window's jobs (a take, safekeeping, presets, exports and imports, models, tool
     windows) are controllers it holds, each with its own state, not mixins sharing its `self`
     (issue 61)."""
-    every_window_module_passes(window_mixins)
+    every_module_passes(window_mixins)
 
 
 def test_the_mixin_check_catches_the_old_window(tmp_path):
@@ -395,9 +396,7 @@ def foreign_state_writes(path: Path) -> list[str]:
 def test_no_state_is_kept_on_other_libraries_objects():
     """torch and transformers own their objects: a model's kernel, exact flag, tree-attention
     switch and costs are ours to keep, in our objects (issue 61)."""
-    for path in PACKAGE.rglob("*.py"):
-        bad = foreign_state_writes(path)
-        assert not bad, f"{path.relative_to(PACKAGE)} keeps state on a foreign object: {bad}"
+    every_module_passes(foreign_state_writes, ".")
 
 
 def test_the_foreign_state_check_catches_the_old_ways(tmp_path):
@@ -450,9 +449,7 @@ def test_the_writing_layers_records_say_what_they_hold():
     """A take's request and the writing layer's other records name their fields' types (a
     Protocol or the store's class where several kinds fit), never `object` (issue 61): what a
     take needs is resolved before its session starts, and the type says what that is."""
-    for path in modules_under("writing"):
-        bad = untyped_fields(path)
-        assert not bad, f"{path.relative_to(PACKAGE)}: fields typed `object`: {bad}"
+    every_module_passes(untyped_fields, "writing")
 
 
 def test_the_field_check_catches_an_object_field(tmp_path):
