@@ -42,12 +42,10 @@ __all__ = [
     "check_drafter",
     "convert_model",
     "drafter_dirs",
-    "gguf_bytes",
     "kernel_notice",
     "load_for_training",
     "load_model",
     "load_registry",
-    "model_entry",
     "is_gguf_path",
     "placement_estimate",
     "reload_drafter",
@@ -62,12 +60,6 @@ __all__ = [
 def advice_for_this_machine(current: str | None = None):
     """Which model sizes suit this machine, and what the built-in one is for."""
     return guidance.for_this_machine(current)
-
-
-def model_entry(name: str | None) -> ModelEntry:
-    """A model's name, id or folder (None: the default) -> its registry entry (UserError if
-    there is none)."""
-    return registry.resolve(name)
 
 
 def load_registry() -> dict[str, ModelEntry]:
@@ -90,10 +82,6 @@ def is_gguf_path(path: Path) -> bool:
 def add_gguf(model_id: str, path: Path, dtype: str = "auto", **hooks) -> ModelEntry:
     """A GGUF file added as a model (`hooks`: progress and cancelled, adding.add_gguf's)."""
     return adding.add_gguf(model_id, path, dtype, **hooks)
-
-
-def gguf_bytes(entry: ModelEntry) -> int | None:
-    return guidance.gguf_bytes(entry)
 
 
 def load_model(
