@@ -251,23 +251,70 @@ struct Input {
   const int32_t* srow(int64_t r) const { return s.data() + r * sums; }
 };
 
+// x * id rounded half away from zero (std::round), clamped to +-127, NaN as 0: the scalar
+// steps of quantize_row, which the vector form below repeats exactly
+inline int8_t to_q8(float v) {
+  v = std::round(v);
+  v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
+  return v == v ? int8_t(v) : int8_t(0);
+}
+
+inline float as_float(float v) { return v; }
+inline float as_float(c10::BFloat16 v) { return float(v); }
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+// 16 inputs as float32 (bfloat16 widened by its bits, as float(c10::BFloat16) does)
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const c10::BFloat16* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// to_q8 on 16 lanes: truncate, then step away from zero where the dropped part is >= 0.5
+// (x - trunc(x) is exact), which is std::round's half-away-from-zero
+inline __m128i to_q8x16(__m512 v) {
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_sub_ps(v, t);
+  const __m512 absfrac = _mm512_abs_ps(frac);
+  const __mmask16 up = _mm512_cmp_ps_mask(absfrac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m512 one = _mm512_or_ps(_mm512_set1_ps(1.0f),
+                                  _mm512_and_ps(v, _mm512_set1_ps(-0.0f)));  // copysign(1, v)
+  __m512 r = _mm512_mask_add_ps(t, up, t, one);
+  r = _mm512_min_ps(r, _mm512_set1_ps(127.0f));
+  r = _mm512_max_ps(r, _mm512_set1_ps(-127.0f));
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_maskz_mov_ps(static_cast<__mmask16>(~nan), r);
+  return _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(r));
+}
+#endif
+
+// One input row quantized per group: d = max |x| / 127, q = round(x / d) (as x * (1 / d)),
+// and the integer sums the corrections need. The vector form computes the same values.
 template <typename T>
 void quantize_row(const T* x, int64_t k, const Spec& sp, int8_t* q, float* d, int32_t* s) {
-  std::vector<float> buf(sp.group_k);
   for (int64_t g = 0; g * sp.group_k < k; ++g) {
+    const T* xg = x + g * sp.group_k;
+    int8_t* qg = q + g * sp.group_k;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    __m512 vmax = _mm512_setzero_ps();
+    for (int i = 0; i < sp.group_k; i += 16)
+      vmax = _mm512_max_ps(_mm512_abs_ps(load16(xg + i)), vmax);  // a NaN lane keeps vmax
+    const float amax = _mm512_reduce_max_ps(vmax);
+#else
     float amax = 0.0f;
-    for (int i = 0; i < sp.group_k; ++i) {
-      buf[i] = float(x[g * sp.group_k + i]);
-      amax = std::max(amax, std::fabs(buf[i]));
-    }
+    for (int i = 0; i < sp.group_k; ++i) amax = std::max(amax, std::fabs(as_float(xg[i])));
+#endif
     const float dg = amax / 127.0f;
     const float id = dg != 0.0f ? 1.0f / dg : 0.0f;
     d[g] = dg;
-    for (int i = 0; i < sp.group_k; ++i) {
-      float v = std::round(buf[i] * id);
-      v = v > 127.0f ? 127.0f : (v < -127.0f ? -127.0f : v);
-      q[g * sp.group_k + i] = v == v ? int8_t(v) : int8_t(0);
-    }
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    const __m512 vid = _mm512_set1_ps(id);
+    for (int i = 0; i < sp.group_k; i += 16)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qg + i),
+                       to_q8x16(_mm512_mul_ps(load16(xg + i), vid)));
+#else
+    for (int i = 0; i < sp.group_k; ++i) qg[i] = to_q8(as_float(xg[i]) * id);
+#endif
   }
   for (int64_t j = 0; j * sp.sum_k < k; ++j) {
     int32_t sum = 0;
@@ -945,6 +992,42 @@ at::Tensor linear(const at::Tensor& x_in, const at::Tensor& packed, int64_t type
 
 namespace {
 
+#if defined(__AVX512F__)
+// e^x, Cephes' expf on 16 lanes (x clamped to [-87.3, 88.3], where 2^n stays a normal float):
+// the same steps on every call, so a row's activation never depends on the pass
+inline __m512 exp512(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.3f)), _mm512_set1_ps(88.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  const __m512i e = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+}
+#endif
+
+// y = silu(gate) * up for one row (gate and up side by side in g): 16 lanes at a time where
+// the CPU has AVX-512 (the scalar exp cost a pass as long as a row's products), else libm's
+inline void silu_times(const float* g, int64_t inner, float* y) {
+  int64_t i = 0;
+#if defined(__AVX512F__)
+  for (; i + 16 <= inner; i += 16) {
+    const __m512 gate = _mm512_loadu_ps(g + i);
+    const __m512 den = _mm512_add_ps(_mm512_set1_ps(1.0f), exp512(_mm512_sub_ps(_mm512_setzero_ps(), gate)));
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_div_ps(gate, den), _mm512_loadu_ps(g + inner + i)));
+  }
+#endif
+  for (; i < inner; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * g[inner + i];
+}
+
 // x * w / rms(x) over one row: squares summed in 16 fixed lanes, then the lanes in order
 void rms_row(const float* x, const float* w, float eps, int64_t dim, float* out) {
   float lanes[16] = {0};
@@ -1026,7 +1109,9 @@ at::Tensor attn_in(const at::Tensor& h, const at::Tensor& norm_w, double eps,
     for (int64_t head = 0; head < rotated_heads; ++head) {
       float* v = out.data_ptr<float>() + r * n + head * dim;
       std::memcpy(row.data(), v, sizeof(float) * dim);
-      for (int64_t i = 0; i < dim; ++i) v[i] = row[i] * cr[i] + row[(i + half) % dim] * sr[i];
+      for (int64_t i = 0; i < dim - half; ++i) v[i] = row[i] * cr[i] + row[i + half] * sr[i];
+      for (int64_t i = dim - half; i < dim; ++i)
+        v[i] = row[i] * cr[i] + row[i + half - dim] * sr[i];
     }
   }
   return out;
@@ -1053,16 +1138,28 @@ at::Tensor attn_out(const at::Tensor& h, const at::Tensor& o, const at::Tensor& 
   std::vector<c10::optional<at::Tensor>> none(gu_packed.size(), c10::nullopt);
   products(run, x, gu_packed, gu_types, gu_ns, none, gu.data_ptr<float>(), 2 * inner);
   auto y = at::empty({m, inner}, at::kFloat);
-  for (int64_t r = 0; r < m; ++r) {
-    const float* g = gu.data_ptr<float>() + r * 2 * inner;
-    float* yr = y.data_ptr<float>() + r * inner;
-    for (int64_t i = 0; i < inner; ++i) yr[i] = g[i] / (1.0f + std::exp(-g[i])) * g[inner + i];
-  }
+  for (int64_t r = 0; r < m; ++r)
+    silu_times(gu.data_ptr<float>() + r * 2 * inner, inner, y.data_ptr<float>() + r * inner);
   auto h2 = at::empty({m, dim}, at::kFloat);
   products(run, y, {down_packed}, {down_type}, {dim}, {c10::nullopt}, h2.data_ptr<float>(), dim);
   float* h2p = h2.data_ptr<float>();
   for (int64_t i = 0; i < m * dim; ++i) h2p[i] = h1p[i] + h2p[i];
   return h2;
+}
+
+// x [m, k] (float32 or bfloat16) as the products quantize it for a type: (q int8 [m, k],
+// d float32 [m, k / group], s int32 [m, k / sum span]); for tests
+std::vector<at::Tensor> quantize(const at::Tensor& x, int64_t type) {
+  const Spec sp = spec_of(int(type));
+  TORCH_CHECK(x.dim() == 2 && x.size(1) % sp.group_k == 0, "x: [rows, a multiple of ", sp.group_k, "]");
+  const Input in = quantize_input(x.contiguous(), sp);
+  auto q = at::empty({in.rows, in.k}, at::kChar);
+  auto d = at::empty({in.rows, in.groups}, at::kFloat);
+  auto s = at::empty({in.rows, in.sums}, at::kInt);
+  std::memcpy(q.data_ptr<int8_t>(), in.q.data(), in.q.size());
+  std::memcpy(d.data_ptr<float>(), in.d.data(), in.d.size() * sizeof(float));
+  std::memcpy(s.data_ptr<int32_t>(), in.s.data(), in.s.size() * sizeof(int32_t));
+  return {q, d, s};
 }
 
 std::vector<int64_t> paths() {
@@ -1098,6 +1195,7 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("pack", &pack);
   m.def("dequantize", &dequantize);
   m.def("linear", &linear);
+  m.def("quantize", &quantize);
   m.def("attn_in", &attn_in);
   m.def("attn_out", &attn_out);
   m.def("paths", &paths);
