@@ -92,6 +92,50 @@ def test_the_product_is_the_weights_product_within_the_inputs_rounding(kind):
     assert float((got - exact).norm() / exact.norm()) < 0.02
 
 
+def quantized_by_hand(x: np.ndarray, group: int, sum_span: int):
+    """llama.cpp's input rounding written out: d = max |x| / 127 per group (NaN ignored),
+    q = x * (1 / d) rounded half away from zero, clamped to +-127, NaN as 0; the sums per span."""
+    rows = x.shape[0]
+    xg = x.reshape(rows, -1, group).astype(np.float32)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        amax = np.where(np.isnan(xg), np.float32(0), np.abs(xg)).max(-1)
+        d = (amax / np.float32(127)).astype(np.float32)
+        inv = np.where(d != 0, np.float32(1) / d, np.float32(0)).astype(np.float32)
+        v = (xg * inv[..., None]).astype(np.float32)
+        r = np.trunc(v)
+        r = np.where(np.abs(v - r) >= 0.5, r + np.sign(v), r)
+        r = np.where(np.isnan(r), 0, np.clip(r, -127, 127))
+    q = r.astype(np.int8).reshape(rows, -1)
+    sums = q.astype(np.int32).reshape(rows, -1, sum_span).sum(-1)
+    return q, d.reshape(rows, -1), sums
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("kind", ["Q4_1", "Q6_K"])
+def test_inputs_are_rounded_as_llama_cpp_rounds_them(kind, dtype):
+    """The kernel's input quantization (vectorised where the CPU allows) is the rounding written
+    out by hand, bit for bit: halves away from zero (2.5 -> 3, where NumPy's rounding gives 2),
+    NaN and infinity, an all-zero group, bfloat16 widened by its bits."""
+    group, _, sum_span, _ = quant_mod.group_spec(QUANT_TYPES[kind])
+    gen = torch.Generator().manual_seed(3)
+    x = (
+        torch.randn(5, K, generator=gen)
+        * torch.logspace(-3, 3, K)[torch.randperm(K, generator=gen)]
+    )
+    halves = torch.tensor([0.5, 1.5, 2.5, -2.5, -0.5, 126.5, 3.0, -127.0])
+    x[0, :group] = halves.repeat(group // 8)
+    x[0, 0] = 127.0  # max |x| = 127: the scale is 1 and the halves stay halves
+    x[1, :group] = 0.0
+    x[2, 3], x[2, group + 1] = float("nan"), float("inf")
+    x = x.to(dtype)
+    q, d, sums = quant_mod.kernel().quantize(x, QUANT_TYPES[kind])
+    want_q, want_d, want_s = quantized_by_hand(x.float().numpy(), group, sum_span)
+    assert q[0, 1:4].tolist() == [2, 3, -3]  # 1.5, 2.5, -2.5: each away from zero
+    assert np.array_equal(q.numpy(), want_q)
+    assert np.array_equal(d.numpy().view(np.uint32), want_d.view(np.uint32))
+    assert np.array_equal(sums.numpy(), want_s)
+
+
 @pytest.mark.parametrize("kind", ["Q4_1", "Q6_K"])
 def test_rows_taken_and_joined_keep_their_bits(kind):
     raw = random_blocks(kind, rows=45, seed=8)
@@ -185,6 +229,29 @@ def test_tokenswift_on_stored_blocks_writes_plain_decodings_text(kind, tmp_path_
         got, stats = generate(sampling, drafting, sources)
         assert got == plain, sampling.greedy
         assert stats.accepted_drafts > 0, (sampling.greedy, "no speculation")
+
+
+def test_a_stored_model_caches_keys_and_values_in_bfloat16_where_the_pairs_kernel_runs(
+    tmp_path_factory,
+):
+    """Its activations stay float32, but the cache it reads every step (as long as all its
+    weight products at 1,000 tokens) is bfloat16 wherever the bfloat16 pairs kernel runs; the
+    prompt written by transformers' own forward goes into the same bfloat16 buffers, and its
+    attention reads them back in float32."""
+    from swiftwriter.engine.passes import ModelRunner, native
+
+    model = stored_model("Q4_0", tmp_path_factory)
+    runner = ModelRunner(model)
+    runner.prefill(list(range(5, 45)))
+    layer = runner.cache.layers[0]
+    pairs = native.tree_attention() is not None and native.pair_keys(torch.bfloat16, 64)
+    want = torch.bfloat16 if pairs else torch.float32
+    assert layer.keys.dtype == layer.values.dtype == want
+    runner.time_pass(4)  # the lean pass appends to the same buffers
+    assert layer.keys.dtype == want
+    with torch.inference_mode():
+        keys, values = layer.update(torch.ones(1, 2, 1, 64), torch.ones(1, 2, 1, 64))
+    assert keys.dtype == values.dtype == torch.float32  # what transformers' attention is given
 
 
 def test_a_take_on_stored_blocks_says_stored_not_float32(tmp_path_factory):

@@ -21,6 +21,7 @@ from swiftwriter.engine.passes.kvcache import BufferLayer, GrowingLayer, growing
 from swiftwriter.engine.passes.leanpass import (
     LeanDecoder,
     Part,
+    compute_dtype,
     describe,
     fixed_rotary,
     path_tables,
@@ -79,6 +80,7 @@ class StockBackend:
     together = False  # several runs' tries in one pass (`pass_together`)
     classes = None
     product = None  # the invariant pass's product kernel, for the lm_head too
+    cache_dtype = None  # the KV cache's dtype where it is not the activations'
 
     def __init__(self, model):
         self.model = model
@@ -126,6 +128,8 @@ class LeanBackend(StockBackend):
     def __init__(self, model, invariant: bool):
         super().__init__(model)
         self.lean = LeanDecoder(model, invariant=invariant)
+        dtype = self.lean.attention_dtype
+        self.cache_dtype = dtype if dtype != compute_dtype(model) else None
         self.invariant = self.lean.invariant
         self.together = self.invariant
         self.classes = self.lean.classes if self.invariant else None

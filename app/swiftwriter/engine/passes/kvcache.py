@@ -18,8 +18,9 @@ class BufferLayer(DynamicLayer):
 
     TILE = 16  # keys per tile of the tree-attention kernel's layout (native.key_tiles)
 
-    def __init__(self, **kwargs):
+    def __init__(self, dtype: torch.dtype | None = None, **kwargs):
         super().__init__(**kwargs)
+        self.dtype = dtype  # what the buffers hold (None: the first keys' dtype)
         self.length = 0
         self._k = self._v = None
         self._kt = None  # the keys as tiles, once `tiles` was asked for
@@ -37,8 +38,8 @@ class BufferLayer(DynamicLayer):
             return
         cap = self._capacity(needed)
         b, h, _, d = like_k.shape
-        new_k = like_k.new_empty(b, h, cap, d)
-        new_v = like_v.new_empty(b, h, cap, like_v.shape[-1])
+        new_k = like_k.new_empty(b, h, cap, d, dtype=self.dtype or like_k.dtype)
+        new_v = like_v.new_empty(b, h, cap, like_v.shape[-1], dtype=self.dtype or like_v.dtype)
         if self._k is not None and self.length:
             new_k[:, :, : self.length] = self._k[:, :, : self.length]
             new_v[:, :, : self.length] = self._v[:, :, : self.length]
@@ -140,6 +141,8 @@ class GrowingLayer(BufferLayer):
             self.lazy_initialization(key_states, value_states)
         self._write(self.length, key_states, value_states)
         self.length += key_states.shape[-2]
+        if self.keys.dtype != key_states.dtype:  # a narrower cache: the caller's attention
+            return self.keys.to(key_states.dtype), self.values.to(value_states.dtype)
         return self.keys, self.values
 
     def buffers(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -220,14 +223,17 @@ class GrowingLayer(BufferLayer):
         self._retile(start, start + moved)
 
 
-def growing_cache(config, initial_capacity: int = 512) -> DynamicCache:
+def growing_cache(
+    config, initial_capacity: int = 512, dtype: torch.dtype | None = None
+) -> DynamicCache:
     """A DynamicCache whose layers grow in place. Sliding-window layers keep every key too
     (transformers' own drop the oldest, so a rejected draft could not be rolled back): the
     window is applied by the attention instead, transformers' masks reading absolute positions
-    and the lean pass cutting each row's keys (invariant.attend_paths)."""
+    and the lean pass cutting each row's keys (invariant.attend_paths). `dtype`: what the
+    buffers hold when it is not the activations' (a model on stored blocks: bfloat16)."""
     cache = DynamicCache(config=config)
     n_layers = len(cache.layers) if cache.layers else config.num_hidden_layers
     limit = getattr(config, "max_position_embeddings", None)
     limit = limit if isinstance(limit, int) and limit > 0 else None
-    cache.layers = [GrowingLayer(initial_capacity, limit) for _ in range(n_layers)]
+    cache.layers = [GrowingLayer(initial_capacity, limit, dtype=dtype) for _ in range(n_layers)]
     return cache

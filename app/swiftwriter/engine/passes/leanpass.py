@@ -440,6 +440,20 @@ def use_tree_attention(model, enabled: bool) -> None:
     settings_for(model).tree_attention = enabled
 
 
+def _attention_dtype(model, head_dim: int, tree_attention) -> torch.dtype:
+    """The dtype a model's keys and values are cached and attended in: its activations', but
+    bfloat16 for a model on stored blocks where the bfloat16 pairs kernel runs. Why: with float32
+    activations a pass after 1,000 cached tokens spent as long reading the float32 cache as on
+    all its weight products (the cache is read once per row group, every step), and each extra
+    row paid float32 score and value sums; bfloat16 pairs halve both. llama.cpp caches keys and
+    values in 16 bits too. Every pass takes the same dtype, so a row is still its own."""
+    dtype = compute_dtype(model)
+    stored = dtype == torch.float32 and quant.quantized_model(model)
+    if stored and tree_attention is not None and native.pair_keys(torch.bfloat16, head_dim):
+        return torch.bfloat16
+    return dtype
+
+
 def compute_dtype(model) -> torch.dtype:
     """The dtype the decoder's activations are in: its final norm's (a model on stored blocks
     has no float weight to read it from)."""
@@ -548,6 +562,7 @@ class LeanDecoder:
         self.append_rows = native.append_rows()
         self._plan: ForestPlan | None = None
         self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
+        self.attention_dtype = compute_dtype(model)  # the cached keys' and values' dtype
         self.fused = None  # a stored-block model's layers in two native calls each
         if self.invariant:
             kernel = kernels.kernel_of(model)
@@ -555,11 +570,11 @@ class LeanDecoder:
             self.product = kernels.product(kernel)  # also the lm_head's (verify.py)
             self.projections = [LayerProjections(layer, kernel) for layer in self.layers]
             self.tree_attention = _tree_attention(model, self.head_dim)
-            if self.tree_attention is not None and compute_dtype(model) == torch.float32:
+            self.attention_dtype = _attention_dtype(model, self.head_dim, self.tree_attention)
+            if self.tree_attention is not None and self.attention_dtype == torch.float32:
                 self.forest_attention = native.forest_attention()
-            dtype = compute_dtype(model)
             self.pair_keys = self.tree_attention is not None and native.pair_keys(
-                dtype, self.head_dim
+                self.attention_dtype, self.head_dim
             )
             self._rotaries(model)
             self.fused = FusedLayers.of(self, model)
@@ -618,6 +633,10 @@ class LeanDecoder:
         """One layer's attention for a pass that may hold several generations' tries (parts,
         rows side by side): each part's keys and values go to its own cache and its rows
         attend there alone, so a row's result is what a pass over its part alone computes."""
+        if q.dtype != self.attention_dtype:  # stored blocks: a bfloat16 cache (_attention_dtype)
+            dtype = self.attention_dtype
+            out = self._attend_parts(index, q.to(dtype), k.to(dtype), v.to(dtype), parts)
+            return out.to(q.dtype)
         if len(parts) == 1:
             part = parts[0]
             layer_cache = part.cache.layers[index]

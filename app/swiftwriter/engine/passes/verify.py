@@ -76,7 +76,7 @@ class ModelRunner:
             else next(model.parameters()).dtype
         )
         self.prefill_chunk = prefill_chunk
-        self.cache = growing_cache(self.config)
+        self.cache = growing_cache(self.config, dtype=self.backend.cache_dtype)
         # True when every row of a pass equals the one-token pass bit for bit (invariant.py);
         # otherwise greedy output matches plain decoding only up to rounding.
         self.invariant = self.backend.invariant
@@ -125,7 +125,7 @@ class ModelRunner:
 
     def reset(self) -> None:
         self.prompt_key = None
-        self.cache = growing_cache(self.config)
+        self.cache = growing_cache(self.config, dtype=self.backend.cache_dtype)
         self.length = 0
         self.highest = -1
 
