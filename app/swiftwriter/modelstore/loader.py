@@ -16,7 +16,7 @@ from pathlib import Path
 
 from swiftwriter import paths
 from swiftwriter.errors import UserError
-from swiftwriter.modelstore import gguf_weights, measurements, provision, sizing
+from swiftwriter.modelstore import gguf_weights, heap, measurements, provision, sizing
 from swiftwriter.modelstore.placement import check_device, plan_device_map
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.modelstore.remote_code import check_remote_code
@@ -651,13 +651,14 @@ def _load_stored(entry: ModelEntry, device: str, why: str, with_drafter: bool, d
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
         config = AutoConfig.from_pretrained(folder, **kwargs)
-        built = gguf_weights.build(config, gguf, torch.float32)
+        with heap.returned_promptly():  # the packing's temporaries not kept (heap.py)
+            built = gguf_weights.build(config, gguf, torch.float32)
+            merge_projections(built.model)
     except (OSError, ValueError) as exc:
         raise UserError(f"Could not load model '{entry.id}' from {gguf}: {exc}") from exc
     if built.note():
         log.info("%s: %s", entry.id, built.note())
     model = built.model
-    merge_projections(model)
     set_exact(model, True)  # the kernel is row-invariant for any row count: exact costs nothing
     kinds = ", ".join(f"{k} x{n}" for k, n in sorted(built.stored.items(), key=lambda kv: -kv[1]))
     loaded = LoadedModel(
