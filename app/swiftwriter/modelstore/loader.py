@@ -651,9 +651,10 @@ def _load_stored(entry: ModelEntry, device: str, why: str, with_drafter: bool, d
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
         config = AutoConfig.from_pretrained(folder, **kwargs)
-        with heap.returned_promptly():  # the packing's temporaries not kept (heap.py)
-            built = gguf_weights.build(config, gguf, torch.float32)
-            merge_projections(built.model)
+        heap.hand_back_large_blocks()  # the packing's temporaries not kept (heap.py)
+        built = gguf_weights.build(config, gguf, torch.float32)
+        merge_projections(built.model)
+        heap.trim()
     except (OSError, ValueError) as exc:
         raise UserError(f"Could not load model '{entry.id}' from {gguf}: {exc}") from exc
     if built.note():
