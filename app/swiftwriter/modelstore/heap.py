@@ -4,8 +4,8 @@ stored blocks.
 Why: glibc serves a freed large block's next request from the heap instead of a fresh mapping
 (its mmap threshold rises with each large free, up to 32 MiB), so the temporaries of a load and
 of a long prompt's prefill stay resident between the blocks the process keeps. A 1.06 GB
-Q4_K_M file peaked at 1.98 GB of resident memory while loading and 1.77 GB over a 128-token
-take; with blocks of 1 MiB or more mapped on their own, 1.50 and 1.69 GB. A pass's own buffers
+Q4_K_M file peaked at 2.03 GB of resident memory while loading, and a 128-token take on it at
+1.77 GB; with blocks of 1 MiB or more mapped on their own, 1.53 and 1.70 GB. A pass's own buffers
 are smaller than that, and their speed did not change (pass timings before and after, in one
 process). Elsewhere than glibc nothing changes."""
 
