@@ -120,3 +120,48 @@ def test_the_native_writer_writes_what_append_writes():
         assert torch.equal(ours.keys, theirs.keys) and torch.equal(ours.values, theirs.values)
         blocks = -(-ours.length // 16)
         assert torch.equal(ours.tiles()[:, :blocks], theirs.tiles()[:, :blocks])
+
+
+def test_the_bfloat16_writer_writes_what_append_writes_after_a_cast():
+    """A stored-block model's rows (float32) written natively into a bfloat16 cache leave its
+    keys, values and key pair tiles as a cast and GrowingLayer.append leave them: PyTorch's
+    rounding (to nearest, ties to even: 1 + 2^-8 goes to 1, 1 + 3 * 2^-8 up), rows that
+    cross a tile, rows that need the buffers grown, a cache with no tiles yet."""
+    writer = native.append_bf16()
+    if writer is None:
+        pytest.skip(f"no native kernel here: {native.unavailable()}")
+
+    def bf16_layer(n: int, tiles: bool) -> GrowingLayer:
+        layer = GrowingLayer(initial_capacity=64, dtype=torch.bfloat16)
+        with torch.inference_mode():
+            layer.update(torch.randn(1, HK, n, D), torch.randn(1, HK, n, D))
+            if tiles:
+                layer.tiles(pairs=True)
+        return layer
+
+    for have, new, tiles in (
+        (15, 1, True),
+        (16, 3, True),
+        (40, 17, True),
+        (60, 9, True),
+        (5, 4, False),
+    ):
+        made = bf16_layer(have, tiles)
+        copy = GrowingLayer(initial_capacity=64, dtype=torch.bfloat16)
+        with torch.inference_mode():
+            copy.update(made.keys.float(), made.values.float())
+            if tiles:
+                copy.tiles(pairs=True)
+        k, v = torch.randn(new, HK, D), torch.randn(new, HK, D)
+        k[0, 0, :2] = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8])  # ties: down to even, up to even
+        with torch.inference_mode():
+            copy.append(k.to(torch.bfloat16), v.to(torch.bfloat16))
+            if not made.room_for(new):
+                made.make_room(k.transpose(0, 1)[None], v.transpose(0, 1)[None])
+            writer(*made.buffers(), made.length, k, v)
+            made.length += new
+        assert made.keys.dtype == torch.bfloat16
+        assert torch.equal(made.keys, copy.keys) and torch.equal(made.values, copy.values)
+        assert made.keys[0, 0, have, :2].tolist() == [1.0, 1 + 2**-6]
+        blocks = -(-made.length // 16)
+        assert torch.equal(made.tiles(True)[:, :blocks], copy.tiles(True)[:, :blocks])

@@ -72,16 +72,23 @@ class BufferLayer(DynamicLayer):
         """The values' whole buffer [1, heads, capacity, dim] (the first `length` written)."""
         return self._v
 
-    def _retile(self, start: int, stop: int) -> None:
+    def _grow_tiles(self) -> None:
+        """Key tiles for the buffers' whole capacity (where there are tiles)."""
         kt = self._kt
-        if kt is None or stop <= start:
+        if kt is None:
             return
-        tile = self.TILE
-        need = -(-self._k.shape[-2] // tile)
+        need = -(-self._k.shape[-2] // self.TILE)
         if kt.shape[1] < need:
             grown = kt.new_zeros(kt.shape[0], need, *kt.shape[2:])
             grown[:, : kt.shape[1]] = kt
-            self._kt = kt = grown
+            self._kt = grown
+
+    def _retile(self, start: int, stop: int) -> None:
+        if self._kt is None or stop <= start:
+            return
+        tile = self.TILE
+        self._grow_tiles()
+        kt = self._kt
         keys = self._k[0]  # [heads, capacity, dim]
         if kt.dim() == 5:  # bfloat16 pairs: [heads, capacity, dim / 2, 2]
             keys = keys.unflatten(-1, (-1, 2))
@@ -153,12 +160,25 @@ class GrowingLayer(BufferLayer):
     def room_for_one(self) -> bool:
         """Whether one more row fits the buffers and the key tiles as they are (`append`'s
         three copies, or a caller that writes them itself and then counts it)."""
-        start, kt = self.length, self._kt
+        return self.room_for(1)
+
+    def room_for(self, rows: int) -> bool:
+        """Whether `rows` more rows fit the buffers and the key tiles as they are."""
+        stop, kt = self.length + rows, self._kt
         return (
             self._k is not None
-            and start < self._k.shape[-2]
-            and (kt is None or start // self.TILE < kt.shape[1])
+            and stop <= self._k.shape[-2]
+            and (kt is None or (stop - 1) // self.TILE < kt.shape[1])
         )
+
+    def make_room(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Buffers and key tiles grown to take these rows ([1, heads, rows, dim], not written),
+        for a caller that writes them itself and then counts them."""
+        if not self.is_initialized:
+            self.lazy_initialization(keys, values)
+        if not self.room_for(keys.shape[-2]):
+            self._ensure(self.length + keys.shape[-2], keys, values)
+            self._grow_tiles()
 
     def append(self, keys: torch.Tensor, values: torch.Tensor) -> None:
         """A pass's rows' keys and values [rows, heads, dim] after the written slots (`update`

@@ -560,6 +560,7 @@ class LeanDecoder:
         self.tree_attention = None  # the native kernel, for the invariant passes only
         self.forest_attention = None  # its several-part call (runs written together)
         self.append_rows = native.append_rows()
+        self.append_bf16 = native.append_bf16()
         self._plan: ForestPlan | None = None
         self.pair_keys = False  # whether it reads the keys as bfloat16 pairs
         self.attention_dtype = compute_dtype(model)  # the cached keys' and values' dtype
@@ -634,6 +635,9 @@ class LeanDecoder:
         rows side by side): each part's keys and values go to its own cache and its rows
         attend there alone, so a row's result is what a pass over its part alone computes."""
         if q.dtype != self.attention_dtype:  # stored blocks: a bfloat16 cache (_attention_dtype)
+            quick = self._attend_bf16(index, q, k, v, parts)
+            if quick is not None:
+                return quick
             dtype = self.attention_dtype
             out = self._attend_parts(index, q.to(dtype), k.to(dtype), v.to(dtype), parts)
             return out.to(q.dtype)
@@ -653,6 +657,37 @@ class LeanDecoder:
             layer_cache.append(kp, vp)
             out.append(self._attend(index, q[rows], kp, vp, layer_cache, part.paths))
         return torch.cat(out)
+
+    def _attend_bf16(self, index: int, q, k, v, parts: list[Part]) -> torch.Tensor | None:
+        """A stored-block model's layer on its bfloat16 cache, in two native calls per part:
+        the part's float32 keys and values rounded into its buffers (`append_bf16`, what
+        `append` writes after a cast), then the tree kernel, whose float32 output is the
+        layer's (not rounded to bfloat16 and back). A step spent as long in the casts and
+        copies around these calls as in the attention itself. None for a layer where it does
+        not apply (a window, a soft cap, no native writer): those take the general way in
+        every pass, so a row is computed one way whatever the pass holds."""
+        if self.append_bf16 is None or self.windows[index] is not None:
+            return None
+        if self.softcap is not None or not self.pair_keys:
+            return None
+        out, start = [], 0
+        qb = q.to(torch.bfloat16)
+        for part in parts:
+            rows = slice(start, start + part.n)
+            start += part.n
+            layer = part.cache.layers[index]
+            if not layer.room_for(part.n):
+                layer.make_room(k[rows].transpose(0, 1)[None], v[rows].transpose(0, 1)[None])
+            keys, values, tiles = layer.buffers()
+            self.append_bf16(keys, values, tiles, layer.length, k[rows], v[rows])
+            layer.length += part.n
+            table = part.paths("tiles")
+            got = self.tree_attention(
+                qb[rows], layer.tiles(True), values, table.prefix, table.paths, table.lengths,
+                self.scaling,
+            )  # fmt: skip
+            out.append(got.reshape(part.n, -1))
+        return out[0] if len(out) == 1 else torch.cat(out)
 
     def _forest(self, index: int, parts: list[Part]) -> bool:
         """Whether this layer's parts attend in one forest call: a shared prompt, the native

@@ -166,6 +166,14 @@ def append_rows():
     return getattr(_loaded["module"], "append_rows", None)
 
 
+def append_bf16():
+    """The kernel's writer of a pass's float32 rows into a bfloat16 cache (keys, values, key
+    pair tiles), or None."""
+    if tree_attention() is None:
+        return None
+    return getattr(_loaded["module"], "append_bf16", None)
+
+
 _extensions: dict[str, object] = {}  # source name -> the built module, or the error's text
 _rebuilt: dict[str, str] = {}  # an extension's `_family` -> the untrusted build it replaced
 

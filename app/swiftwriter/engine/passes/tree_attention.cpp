@@ -950,8 +950,52 @@ void append_rows(std::vector<at::Tensor> kbufs, std::vector<at::Tensor> vbufs,
   }
 }
 
+// a pass's n rows of float32 keys and values [n, hk, d] written from slot `start` of a bfloat16
+// cache [1, hk, capacity, d] and into its key pair tiles [hk, blocks, d / 2, W, 2] (None: none
+// yet), rounded as PyTorch rounds float32 to bfloat16 (to nearest, ties to even): what
+// kvcache.GrowingLayer.append writes, in one call instead of a cast and three copies per row
+// (a model on stored blocks with float32 activations; the caller has checked the room)
+void append_bf16(at::Tensor kb, at::Tensor vb, const c10::optional<at::Tensor>& kt_or_none,
+                 int64_t start, at::Tensor k, at::Tensor v) {
+  TORCH_CHECK(k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat && k.dim() == 3 &&
+              v.dim() == 3 && k.sizes() == v.sizes(), "float32 rows [n, heads, dim]");
+  const int64_t n = k.size(0), hk = k.size(1), d = k.size(2);
+  TORCH_CHECK(kb.scalar_type() == at::kBFloat16 && vb.scalar_type() == at::kBFloat16 &&
+              kb.dim() == 4 && vb.dim() == 4 && kb.size(1) == hk && vb.size(1) == hk &&
+              kb.size(3) == d && vb.size(3) == d && start >= 0 && start + n <= kb.size(2) &&
+              start + n <= vb.size(2), "bfloat16 buffers with room for the rows");
+  const bool tiles = kt_or_none.has_value() && kt_or_none->defined();
+  const at::Tensor kt = tiles ? *kt_or_none : at::Tensor();
+  if (tiles)
+    TORCH_CHECK(kt.scalar_type() == at::kBFloat16 && kt.dim() == 5 && kt.is_contiguous() &&
+                kt.size(0) == hk && kt.size(2) == d / 2 && kt.size(3) == W && kt.size(4) == 2 &&
+                (start + n - 1) / W < kt.size(1) && d % 2 == 0, "bfloat16 key pair tiles");
+  c10::BFloat16* KB = kb.data_ptr<c10::BFloat16>();
+  c10::BFloat16* VB = vb.data_ptr<c10::BFloat16>();
+  c10::BFloat16* KT = tiles ? kt.data_ptr<c10::BFloat16>() : nullptr;
+  const float* K = k.data_ptr<float>();
+  const float* V = v.data_ptr<float>();
+  const int64_t blocks = tiles ? kt.size(1) : 0;
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t slot = start + r;
+    for (int64_t h = 0; h < hk; ++h) {
+      const float* kr = K + r * k.stride(0) + h * k.stride(1);
+      const float* vr = V + r * v.stride(0) + h * v.stride(1);
+      c10::BFloat16* kd = KB + h * kb.stride(1) + slot * kb.stride(2);
+      c10::BFloat16* vd = VB + h * vb.stride(1) + slot * vb.stride(2);
+      for (int64_t i = 0; i < d; ++i) {
+        const c10::BFloat16 key(kr[i * k.stride(2)]);
+        kd[i * kb.stride(3)] = key;
+        vd[i * vb.stride(3)] = c10::BFloat16(vr[i * v.stride(2)]);
+        if (tiles) KT[(((h * blocks + slot / W) * (d / 2) + i / 2) * W + slot % W) * 2 + i % 2] = key;
+      }
+    }
+  }
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("tree_attention", &tree_attention);
+  m.def("append_bf16", &append_bf16);
   m.def("forest_attention", &forest_attention);
   m.def("append_rows", &append_rows);
   m.def("pair_keys", &pair_keys);
