@@ -172,17 +172,25 @@ def test_a_spread_load_of_stored_weights_is_refused_in_one_line(tmp_path):
         loader.load_placed(entry, spread, dtype=loader.STORED)
 
 
-def test_stored_weights_are_estimated_as_their_gguf_file_and_a_float32_cache(tmp_path):
-    """The Models dialog's estimate for "stored": the file's blocks and a float32 KV cache on
-    the CPU (it was described as bfloat16 weights, which a stored model never holds)."""
+def test_stored_weights_are_estimated_as_their_gguf_file_and_the_cache_they_keep(tmp_path):
+    """The Models dialog's estimate for "stored": the file's blocks and the KV cache such a
+    model keeps on this CPU (bfloat16 with AVX-512 BF16, else float32), on the CPU (it was
+    described as bfloat16 weights, which a stored model never holds)."""
     from transformers import LlamaConfig
 
     config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, vocab_size=256)  # fmt: skip
     config.save_pretrained(tmp_path)
-    kv = placement.kv_bytes_per_token(config, "float32") * 4096
+    kv = placement.kv_bytes_per_token(config, placement.stored_cache_dtype()) * 4096
     text = placement.describe(tmp_path, "cpu", "stored", 4096, gguf_bytes=5000)
     assert text.startswith("stored, 4,096 tokens of context, cpu: ")
     assert f"4.9 KiB weights (the GGUF file) + {placement.fmt_bytes(kv)} KV cache" in text
     assert "CPU alone" in placement.describe(tmp_path, "cuda", "stored", 4096, gguf_bytes=5000)
     assert "Only a GGUF" in placement.describe(tmp_path, "cpu", "stored", 4096)
+
+
+def test_a_stored_models_cache_is_bfloat16_where_the_cpu_has_avx512_bf16():
+    """What the lean pass keeps (leanpass._attention_dtype) is what the estimates count."""
+    assert placement.stored_cache_dtype("flags : fpu avx512f avx512_bf16 avx512_vnni") == "bfloat16"
+    assert placement.stored_cache_dtype("flags : fpu avx2 fma") == "float32"
+    assert placement.stored_cache_dtype("") == "float32"

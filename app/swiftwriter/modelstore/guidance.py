@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import loader, provision, registry
-from swiftwriter.modelstore.placement import DTYPE_BYTES, kv_bytes_per_token
+from swiftwriter.modelstore.placement import DTYPE_BYTES, kv_bytes_per_token, stored_cache_dtype
 from swiftwriter.words import DEFAULT_TOKENS_PER_WORD
 
 GIB = 1 << 30
@@ -57,7 +57,7 @@ class SizeClass:
         """Weights, a KV cache of CONTEXT tokens and the app itself."""
         shape = SimpleNamespace(num_hidden_layers=self.layers, num_key_value_heads=self.kv_heads,
                                 head_dim=self.head_dim)  # fmt: skip
-        cache = dtype if dtype in DTYPE_BYTES else "float32"  # stored blocks: float32 caches
+        cache = dtype if dtype in DTYPE_BYTES else stored_cache_dtype()  # stored blocks
         return self.weight_bytes(dtype) + kv_bytes_per_token(shape, cache) * CONTEXT + RUNTIME
 
 

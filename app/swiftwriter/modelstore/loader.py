@@ -17,7 +17,7 @@ from pathlib import Path
 from swiftwriter import paths
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import gguf_weights, heap, measurements, provision, sizing
-from swiftwriter.modelstore.placement import check_device, plan_device_map
+from swiftwriter.modelstore.placement import check_device, cpu_flags, plan_device_map
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.modelstore.remote_code import check_remote_code
 
@@ -228,16 +228,8 @@ def likely_dtype(entry: ModelEntry) -> str:
     runs them, else bfloat16 where the CPU computes it natively, else float32."""
     if not can_store(entry):
         return STORED
-    flags = _cpu_flags()
+    flags = cpu_flags()
     return "bfloat16" if "amx_bf16" in flags or "avx512_bf16" in flags else "float32"
-
-
-def _cpu_flags() -> str:
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line
-    return ""
 
 
 def measure_cpu_dtype(entry: ModelEntry) -> str:

@@ -8,8 +8,10 @@ level: the store and the dialogs can ask for estimates cheaply."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore.gguf_weights import STORED  # a GGUF's blocks: no bytes a weight
@@ -92,6 +94,23 @@ class Placement:
     @property
     def spread(self) -> bool:
         return self.device_map == "auto"
+
+
+def cpu_flags() -> str:
+    """The CPU's flags line from /proc/cpuinfo ("" where there is none)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line
+    return ""
+
+
+def stored_cache_dtype(flags: str | None = None) -> str:
+    """The KV cache's dtype for a GGUF's blocks as stored: bfloat16 where the CPU has AVX-512
+    BF16 (the attention's bfloat16 pairs kernel: engine/passes/leanpass.py _attention_dtype),
+    else float32, as the activations."""
+    flags = cpu_flags() if flags is None else flags
+    return "bfloat16" if "avx512_bf16" in flags.split() else "float32"
 
 
 def kv_bytes_per_token(config, dtype: str) -> int:
@@ -275,8 +294,8 @@ def describe(
 
 
 def _describe_stored(folder, device: str, context: int, gguf_bytes: int | None) -> str:
-    """A GGUF's blocks as stored: the file's bytes and a float32 KV cache, on the CPU alone
-    (it was once described as bfloat16 weights, twice to four times the file)."""
+    """A GGUF's blocks as stored: the file's bytes and a KV cache in `stored_cache_dtype`, on the
+    CPU alone (it was once described as bfloat16 weights, twice to four times the file)."""
     from transformers import AutoConfig  # lazy: transformers
 
     if gguf_bytes is None:
@@ -285,7 +304,7 @@ def _describe_stored(folder, device: str, context: int, gguf_bytes: int | None) 
         return "GGUF weights run as stored on the CPU alone: choose the device cpu or auto"
     try:
         config = AutoConfig.from_pretrained(folder, local_files_only=True)
-        kv = kv_bytes_per_token(config, "float32") * context
+        kv = kv_bytes_per_token(config, stored_cache_dtype()) * context
     except (OSError, ValueError, KeyError, AttributeError) as exc:
         return f"No estimate for this model: {exc}"
     head = f"{STORED}, {context:,} tokens of context, cpu: {fmt_bytes(gguf_bytes + kv)} in all"

@@ -247,6 +247,10 @@ def test_a_stored_model_caches_keys_and_values_in_bfloat16_where_the_pairs_kerne
     pairs = native.tree_attention() is not None and native.pair_keys(torch.bfloat16, 64)
     want = torch.bfloat16 if pairs else torch.float32
     assert layer.keys.dtype == layer.values.dtype == want
+    if native.tree_attention() is not None:  # what the memory estimates count is what it keeps
+        from swiftwriter.modelstore import placement
+
+        assert placement.stored_cache_dtype() == str(want).removeprefix("torch.")
     runner.time_pass(4)  # the lean pass appends to the same buffers
     assert layer.keys.dtype == want
     with torch.inference_mode():
