@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 
 M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 LARGE = 1 << 20  # blocks this large or larger get their own mapping
 
 
+@functools.cache  # find_library runs ldconfig in a child process: once is enough
 def _glibc():
     name = ctypes.util.find_library("c")
     if not name:
