@@ -70,16 +70,33 @@ def build_tiny(
     return model
 
 
-@pytest.fixture
-def one_thread():
-    """Tiny models on one thread: on two busy cores, threads that wait for each other cost far
-    more than the arithmetic (a row's bits do not depend on the thread count)."""
+def _on_one_thread():
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def one_thread():
+    """Tiny models on one thread: on two busy cores, threads that wait for each other cost far
+    more than the arithmetic (a row's bits do not depend on the thread count)."""
+    yield from _on_one_thread()
+
+
+TINY_MODELS = {"tiny_llama", "tiny_qwen2", "tiny_vocab_model"}
+
+
+@pytest.fixture(autouse=True)
+def _tiny_models_on_one_thread(request):
+    """Every test of a tiny model runs on one thread (see one_thread): 300 sampled takes of
+    the 16-token model took 2.3 s so, 8.9 s on two threads beside another process."""
+    if TINY_MODELS.isdisjoint(request.fixturenames):
+        yield
+        return
+    yield from _on_one_thread()
 
 
 @pytest.fixture(scope="session")

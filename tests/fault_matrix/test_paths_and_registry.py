@@ -373,8 +373,9 @@ def test_a_real_conversion_replaces_only_the_models_own_folder(model_env, tmp_pa
     registry.parent.mkdir(parents=True)
     registry.write_text('[models."planted"]\n' + _gguf_entry())
     before = {k: v for k, v in _files(tmp_path).items() if "models/planted" not in k}
-    # a named dtype: `auto` would first measure the model (and remember it in the data folder)
-    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force", "--dtype", "float32"],
+    # a named dtype: `auto` would first measure the model (and remember it in the data folder);
+    # stored: the folder gets the config and tokenizer, the weights stay in the file
+    result = subprocess.run([*CLI, "models", "prepare", "planted", "--force", "--dtype", "stored"],
                             env=model_env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr[-2000:]
     after = _files(tmp_path)
