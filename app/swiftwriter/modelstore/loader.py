@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from swiftwriter import paths
+from swiftwriter.cpuinfo import cpu_flags
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore import gguf_weights, heap, measurements, provision, sizing
-from swiftwriter.modelstore.placement import check_device, cpu_flags, plan_device_map
+from swiftwriter.modelstore.placement import check_device, plan_device_map
 from swiftwriter.modelstore.registry import ModelEntry
 from swiftwriter.modelstore.remote_code import check_remote_code
 

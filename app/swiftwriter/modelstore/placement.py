@@ -8,11 +8,10 @@ level: the store and the dialogs can ask for estimates cheaply."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from swiftwriter.cpuinfo import cpu_flags
 from swiftwriter.errors import UserError
 from swiftwriter.modelstore.gguf_weights import STORED  # a GGUF's blocks: no bytes a weight
 
@@ -94,15 +93,6 @@ class Placement:
     @property
     def spread(self) -> bool:
         return self.device_map == "auto"
-
-
-def cpu_flags() -> str:
-    """The CPU's flags line from /proc/cpuinfo ("" where there is none)."""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line
-    return ""
 
 
 def stored_cache_dtype(flags: str | None = None) -> str:

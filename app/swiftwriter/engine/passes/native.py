@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from swiftwriter import logs, paths
+from swiftwriter.cpuinfo import cpu_flags
 
 log = logging.getLogger(__name__)
 
@@ -61,13 +62,7 @@ _loaded: dict[str, object] = {}
 
 def _cpu_flags() -> str:
     """What -march=native compiles for: a cache shared by two machines keeps one build each."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return cpu_flags() or platform.processor() or platform.machine()
 
 
 def build_dir() -> Path:
