@@ -543,6 +543,19 @@ inline void prefetch_next(const uint8_t* w, int gbytes) {
     _mm_prefetch(reinterpret_cast<const char*>(w + gbytes + off), _MM_HINT_T0);
 }
 
+// One row of Q6_K: its unpacking leaves the loads little room to overlap, and with the
+// hardware prefetcher alone its 12 down projections of a 1.7B model read 26 GB/s against 34 for
+// Q4_K's. Its three lines a sub-block are asked for one group ahead: those 12 products 6.3 ms
+// -> 5.0 (on a slower hour 8.2 -> 6.8), the output head 2.9 -> 2.7 ms, a whole one-row pass
+// after 400 tokens 43.8 -> 43.2 ms; measured in one process, alternating. Two to eight
+// sub-blocks ahead gained little. (The bits are the same: a prefetch changes no value.)
+inline void prefetch_ahead(const uint8_t* p) {
+  const char* c = reinterpret_cast<const char*>(p);
+  _mm_prefetch(c, _MM_HINT_T0);
+  _mm_prefetch(c + 64, _MM_HINT_T0);
+  _mm_prefetch(c + 128, _MM_HINT_T0);
+}
+
 template <int TYPE, int R>
 void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, int64_t r0,
              float* out /* [R][16] */) {
@@ -632,6 +645,7 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
       const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
       for (int s = 0; s < 16; ++s) {
         const uint8_t* sub = w + s * 192;
+        if constexpr (R == 1) prefetch_ahead(sub + gbytes);
         const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), hv = ld512(sub + 128);
         __m512i wv[4];
         wv[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(hv, m30));
