@@ -532,28 +532,22 @@ inline __m512i dot_row(const __m512i* wv, const int8_t* x) {
   return _mm512_add_epi32(a, b);
 }
 
-// The K types' next group (2.5-3.4 KB) asked into the cache while this group's products run,
-// in passes of several rows: with the hardware prefetcher alone, 8 rows of Q4_K blocks spent
-// about half their time waiting on these loads (with it, 8 rows of a 1.7B model's pass 116 ms
-// against 133; measured in one process, alternating). One row streams faster without it, and
-// the small groups of Q4_0, Q4_1 and Q8_0 gained nothing. (A prefetch past the weight's end
-// cannot fault.)
-inline void prefetch_next(const uint8_t* w, int gbytes) {
-  for (int off = 0; off < gbytes; off += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(w + gbytes + off), _MM_HINT_T0);
-}
-
-// One row of Q6_K: its unpacking leaves the loads little room to overlap, and with the
-// hardware prefetcher alone its 12 down projections of a 1.7B model read 26 GB/s against 34 for
-// Q4_K's. Its three lines a sub-block are asked for one group ahead: those 12 products 6.3 ms
-// -> 5.0 (on a slower hour 8.2 -> 6.8), the output head 2.9 -> 2.7 ms, a whole one-row pass
-// after 400 tokens 43.8 -> 43.2 ms; measured in one process, alternating. Two to eight
-// sub-blocks ahead gained little. (The bits are the same: a prefetch changes no value.)
-inline void prefetch_ahead(const uint8_t* p) {
-  const char* c = reinterpret_cast<const char*>(p);
-  _mm_prefetch(c, _MM_HINT_T0);
-  _mm_prefetch(c + 64, _MM_HINT_T0);
-  _mm_prefetch(c + 128, _MM_HINT_T0);
+// Bytes [p, p + bytes) asked into the cache ahead of their loads (a prefetch changes no value,
+// and one past the weight's end cannot fault). Two uses, each measured in one process,
+// alternating:
+// - The K types' next group (2.5-3.4 KB) while this group's products run, in passes of several
+//   rows: with the hardware prefetcher alone, 8 rows of Q4_K blocks spent about half their time
+//   waiting on these loads (with it, 8 rows of a 1.7B model's pass 116 ms against 133). One row
+//   streams faster without it, and the small groups of Q4_0, Q4_1 and Q8_0 gained nothing.
+// - One row of Q6_K, whose unpacking leaves the loads little room to overlap: with the hardware
+//   prefetcher alone its 12 down projections of a 1.7B model read 26 GB/s against 34 for
+//   Q4_K's. Each sub-block's three lines are asked for one group ahead: those products 8.2 ms
+//   -> 6.8, the output head 4.9 -> 4.2 ms (3,072 bytes ahead, in a quicker hour: 6.3 -> 5.0,
+//   the head 2.9 -> 2.7, a whole one-row pass after 400 tokens 43.8 -> 43.2 ms). Two to eight
+//   sub-blocks ahead gained little.
+inline void prefetch(const uint8_t* p, int bytes) {
+  for (int off = 0; off < bytes; off += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
 }
 
 template <int TYPE, int R>
@@ -566,7 +560,7 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
   for (int64_t g = 0; g < groups; ++g) {
     const uint8_t* w = tile + g * gbytes;
     if constexpr (R > 1 && (TYPE == Q4_K || TYPE == Q5_K || TYPE == Q6_K))
-      prefetch_next(w, gbytes);
+      prefetch(w + gbytes, gbytes);
     if constexpr (TYPE == Q4_0 || TYPE == Q4_1) {
       __m512i wv[8];
       unpack_nibbles512(w, wv, 4);
@@ -645,7 +639,7 @@ void tile512(const uint8_t* tile, int64_t groups, int gbytes, const Input& in, i
       const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
       for (int s = 0; s < 16; ++s) {
         const uint8_t* sub = w + s * 192;
-        if constexpr (R == 1) prefetch_ahead(sub + gbytes);
+        if constexpr (R == 1) prefetch(sub + gbytes, 192);
         const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), hv = ld512(sub + 128);
         __m512i wv[4];
         wv[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(hv, m30));
