@@ -92,7 +92,7 @@ TINY_MODELS = {"tiny_llama", "tiny_qwen2", "tiny_vocab_model"}
 @pytest.fixture(autouse=True)
 def _tiny_models_on_one_thread(request):
     """Every test of a tiny model runs on one thread (see one_thread): 300 sampled takes of
-    the 16-token model took 2.3 s so, 8.9 s on two threads beside another process."""
+    the 16-token model took 2.3 s on one thread, 8.9 s on two beside another process."""
     if TINY_MODELS.isdisjoint(request.fixturenames):
         yield
         return
