@@ -55,7 +55,7 @@ def run_kernel(kernel, q, layer, table, scale=0.25, pairs=False):
 
 
 @pytest.mark.parametrize("dtype,pairs", LAYOUTS)
-@pytest.mark.parametrize("dim", [8, 64, 128])
+@pytest.mark.parametrize("dim", [8, 40, 64, 80, 128])
 @pytest.mark.parametrize("prefix", [1, 15, 16, 127, 128, 300])
 def test_each_row_is_its_one_token_call_and_matches_attention(kernel, dtype, pairs, dim, prefix):
     rng = random.Random(prefix * 1000 + dim)

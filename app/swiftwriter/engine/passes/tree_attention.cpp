@@ -543,14 +543,54 @@ inline void interleave(const bf* r0, const bf* r1, int d, bf* out) {
   }
 }
 
-// values of QN queries over `np` key pairs in ascending order (probabilities as bf16 pairs)
+// Two value rows as NV vectors of pairs, straight from the cache into registers (the shared
+// keys' values used to be interleaved into a buffer first, on every call: half of a one-row
+// pass's attention). Each whole block of 32 dims takes the lane-wise unpacks, whose lanes hold
+// the block's dims 0-3, 8-11, 16-19, 24-27, then 4-7, 12-15, 20-23, 28-31; a last half block
+// (an odd NV) takes its 16 dims zero-extended, in order. Which lane sums a dim changes nothing
+// in its sum (the same pairs in the same key order), and `unshuffle` puts the dims back.
+template <int NV>
+inline void value_pairs(const bf* r0, const bf* r1, int d, __m512bh* v) {
+  for (int blk = 0; blk < NV / 2; ++blk) {
+    const int base = blk * 32, left = d - base;
+    const __mmask32 m = left >= 32 ? ~__mmask32(0) : (left > 0 ? (__mmask32(1) << left) - 1 : 0);
+    const __m512i a = _mm512_maskz_loadu_epi16(m, r0 + base);
+    const __m512i b = r1 ? _mm512_maskz_loadu_epi16(m, r1 + base) : _mm512_setzero_si512();
+    v[2 * blk] = (__m512bh)_mm512_unpacklo_epi16(a, b);
+    v[2 * blk + 1] = (__m512bh)_mm512_unpackhi_epi16(a, b);
+  }
+  if (NV % 2) {
+    const int base = (NV - 1) * 16, left = d - base;
+    const __mmask16 m = left >= 16 ? __mmask16(0xFFFF) : (left > 0 ? __mmask16((1u << left) - 1) : 0);
+    const __m512i a = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r0 + base));
+    const __m512i b = r1 ? _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, r1 + base))
+                         : _mm512_setzero_si512();
+    v[NV - 1] = (__m512bh)_mm512_or_si512(a, _mm512_slli_epi32(b, 16));
+  }
+}
+
+// a query's DP sums from value_pairs' lane order back to the dims' order
+template <int NV>
+inline void unshuffle(float* acc) {
+  const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i i1 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int blk = 0; blk < NV / 2; ++blk) {
+    const __m512 lo = _mm512_loadu_ps(acc + 32 * blk), hi = _mm512_loadu_ps(acc + 32 * blk + 16);
+    _mm512_storeu_ps(acc + 32 * blk, _mm512_permutex2var_ps(lo, i0, hi));
+    _mm512_storeu_ps(acc + 32 * blk + 16, _mm512_permutex2var_ps(lo, i1, hi));
+  }
+}
+
+// values of QN queries over `np` key pairs from V (rows sv_t apart) in ascending order, sums in
+// value_pairs' lane order
 template <int QN, int NV>
-inline void pair_pv_block(const uint32_t* const* probs, const bf* vals, int np, float* const* outs) {
+inline void direct_pv_block(const uint32_t* const* probs, const bf* V, int64_t sv_t, int d,
+                            int np, float* const* outs) {
   __m512 acc[QN][NV];
   for (int x = 0; x < QN; ++x) for (int kk = 0; kk < NV; ++kk) acc[x][kk] = _mm512_setzero_ps();
   for (int j = 0; j < np; ++j) {
     __m512bh v[NV];
-    for (int kk = 0; kk < NV; ++kk) v[kk] = (__m512bh)_mm512_loadu_si512(vals + (j * NV + kk) * 32);
+    value_pairs<NV>(V + 2 * j * sv_t, V + (2 * j + 1) * sv_t, d, v);
     for (int x = 0; x < QN; ++x) {
       const __m512bh p = (__m512bh)_mm512_set1_epi32(int(probs[x][j]));
       for (int kk = 0; kk < NV; ++kk) acc[x][kk] = _mm512_dpbf16_ps(acc[x][kk], p, v[kk]);
@@ -561,12 +601,12 @@ inline void pair_pv_block(const uint32_t* const* probs, const bf* vals, int np, 
 }
 
 template <int NV>
-inline void pair_pv_many(const uint32_t* const* probs, int count, const bf* vals, int np,
-                         float* const* outs) {
+inline void direct_pv_many(const uint32_t* const* probs, int count, const bf* V, int64_t sv_t,
+                           int d, int np, float* const* outs) {
   constexpr int QN = NV >= 16 ? 1 : (NV >= 8 ? 3 : 6);
   for (; count >= QN; count -= QN, probs += QN, outs += QN)
-    pair_pv_block<QN, NV>(probs, vals, np, outs);
-  for (; count > 0; --count, ++probs, ++outs) pair_pv_block<1, NV>(probs, vals, np, outs);
+    direct_pv_block<QN, NV>(probs, V, sv_t, d, np, outs);
+  for (; count > 0; --count, ++probs, ++outs) direct_pv_block<1, NV>(probs, V, sv_t, d, np, outs);
 }
 
 // a row's m_len probabilities (float, zero past m_len up to its tile) -> bf16 pairs
@@ -745,7 +785,7 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
       const int64_t shared_end = std::min(a + CHUNK, prefix);
       int shared_pairs = int(std::max<int64_t>(shared_end - a, 0) / 2);
       if (amx) shared_pairs = shared_pairs / TR * TR;  // whole blocks only (the rest per row)
-      for (int i = 0; i < shared_pairs; ++i)
+      for (int i = 0; amx && i < shared_pairs; ++i)  // the tile unit reads them from a buffer
         interleave<NV>(Vh + (a + 2 * i) * sv_t, Vh + (a + 2 * i + 1) * sv_t, d,
                        vals.data() + int64_t(i) * NV * 32);
       for (int k = 0; k < nq; ++k) {
@@ -790,7 +830,7 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
         }
       } else
 #endif
-        pair_pv_many<NV>(pp.data(), nq, vals.data(), shared_pairs, op.data());
+        direct_pv_many<NV>(pp.data(), nq, Vh + a * sv_t, sv_t, d, shared_pairs, op.data());
       // each query's keys past the shared pairs (its own path, and shared keys that pair or
       // share a block with the path's), pair by pair in logical order
       for (int k = 0; k < nq; ++k) {
@@ -822,13 +862,14 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
         __m512 o[NV];
         for (int kk = 0; kk < NV; ++kk) o[kk] = _mm512_loadu_ps(acc + kk * W);
         for (int64_t j = j0; j < b; j += 2) {
-          interleave<NV>(key(j), key(j + 1), d, pair.data());
+          __m512bh v[NV];
+          value_pairs<NV>(key(j), key(j + 1), d, v);
           const __m512bh p = (__m512bh)_mm512_set1_epi32(int(pp[k][(j - a) / 2]));
-          for (int kk = 0; kk < NV; ++kk)
-            o[kk] = _mm512_dpbf16_ps(o[kk], p, (__m512bh)_mm512_loadu_si512(pair.data() + kk * 32));
+          for (int kk = 0; kk < NV; ++kk) o[kk] = _mm512_dpbf16_ps(o[kk], p, v[kk]);
         }
         for (int kk = 0; kk < NV; ++kk) _mm512_storeu_ps(acc + kk * W, o[kk]);
       }
+      for (int k = 0; !amx && k < nq; ++k) unshuffle<NV>(op[k]);
     }
   });
   merge(n, hq, d, chunks, total, pm, pl, pa, DP, out);
