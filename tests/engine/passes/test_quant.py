@@ -269,3 +269,50 @@ def test_a_take_on_stored_blocks_says_stored_not_float32(tmp_path_factory):
     gen = Generator(model, sampling, DraftSettings.plain(), calibrate=False)
     list(gen.generate([5, 6, 7], 2))
     assert gen.stats.dtype == "stored"
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("kind", ["Q4_1", "Q6_K"])
+def test_the_layer_stack_computes_the_per_layer_calls_bits(kind, tmp_path_factory):
+    """A pass's layers in one native call (leanpass `FusedLayers._stacked`) give the bits of
+    the per-layer calls it replaced: each row's final hidden state and the keys, values and
+    key tiles written into every layer's cache, over tries of several shapes."""
+    from swiftwriter.engine.passes import ModelRunner, native
+    from swiftwriter.engine.passes.tree import Trie
+
+    model = stored_model(kind, tmp_path_factory)
+    runners = {"stack": ModelRunner(model), "layers": ModelRunner(model)}
+    fused = runners["stack"].backend.lean.fused
+    if native.tree_attention() is None or not native.pair_keys(torch.bfloat16, 64):
+        assert fused is None or fused.stack is None  # the kernel it needs is not built here
+        return
+    assert fused is not None and fused.stack is not None
+    stack = fused.stack
+    rng = random.Random(kind)
+    prompt = [rng.randrange(2, 250) for _ in range(37)]
+    for runner in runners.values():
+        runner.prefill(prompt)
+    for n in (1, 5, 1, 12, 3):
+        parents = [-1] + [rng.randrange(i) for i in range(1, n)]
+        depths = [0] * n
+        for i in range(1, n):
+            depths[i] = depths[parents[i]] + 1
+        trie = Trie(tokens=[rng.randrange(2, 250) for _ in range(n)], parents=parents,
+                    depths=depths, sources=[()] * n, ranks=[0] * n, probs=[1.0] * n)  # fmt: skip
+        got = {}
+        for name, runner in runners.items():
+            runner.backend.lean.fused.stack = stack if name == "stack" else None
+            runner.forward_trie(trie)
+            got[name] = (runner._hidden.clone(), [runner.logits_at(i) for i in range(n)])
+        assert torch.equal(got["stack"][0], got["layers"][0]), n
+        rows = zip(got["stack"][1], got["layers"][1], strict=True)
+        assert all(torch.equal(a, b) for a, b in rows), n
+        caches = zip(runners["stack"].cache.layers, runners["layers"].cache.layers, strict=True)
+        for mine, theirs in caches:
+            assert mine.length == theirs.length
+            assert torch.equal(mine.keys, theirs.keys) and torch.equal(mine.values, theirs.values)
+            assert torch.equal(mine.tiles(True), theirs.tiles(True))
+        keep = [0] + [i for i in range(1, n) if parents[i] == 0][:1]
+        for runner in runners.values():
+            runner.compact(keep)
+    runners["stack"].backend.lean.fused.stack = stack

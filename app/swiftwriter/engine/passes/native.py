@@ -169,6 +169,15 @@ def append_bf16():
     return getattr(_loaded["module"], "append_bf16", None)
 
 
+def attend_entry():
+    """A capsule holding the kernel's one-layer attention over a bfloat16 cache (its rows
+    appended, then `tree_attention`), for quant_linear.cpp's layer stack; or None."""
+    if tree_attention() is None:
+        return None
+    entry = getattr(_loaded["module"], "attend_entry", None)
+    return None if entry is None else entry()
+
+
 _extensions: dict[str, object] = {}  # source name -> the built module, or the error's text
 _rebuilt: dict[str, str] = {}  # an extension's `_family` -> the untrusted build it replaced
 

@@ -1177,6 +1177,92 @@ at::Tensor attn_out(const at::Tensor& h, const at::Tensor& o, const at::Tensor& 
   return h2;
 }
 
+// --- A pass's layers in one call ----------------------------------------------------------
+//
+// At the default model's size a one-row pass spent about a quarter of its time in Python
+// between these calls (slicing, argument conversion, PyTorch's dispatch), with the second
+// thread idle. A Stack holds each layer's weights once and runs attn_in, the attention over
+// the layer's bfloat16 cache (the tree extension's `attend_entry`) and attn_out for every
+// layer in one call, the same functions in the same order, so every row's bits are the
+// per-layer calls'. The interpreter's lock is released meanwhile (the app's window keeps
+// drawing while a long pass runs).
+
+// q [n, hq, d], k and v [n, hk, d] float32, the layer's cache buffers, the rows' first slot,
+// the tree's table -> float32 [n, hq, d] (tree_attention.cpp `attend_bf16_layer`)
+typedef at::Tensor (*AttendLayer)(const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                  const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                                  int64_t, int64_t, const at::Tensor&, const at::Tensor&, double);
+
+class Stack {
+ public:
+  Stack(const pybind11::capsule& attend, int64_t hq, int64_t hk, int64_t dim, double scale)
+      : hq_(hq), hk_(hk), dim_(dim), scale_(scale) {
+    void* fn = PyCapsule_GetPointer(attend.ptr(), "swiftwriter.attend_bf16_layer.v1");
+    if (fn == nullptr) throw pybind11::error_already_set();
+    attend_ = reinterpret_cast<AttendLayer>(fn);
+  }
+
+  void add(const at::Tensor& norm1, double eps1, const std::vector<at::Tensor>& qkv,
+           const std::vector<int64_t>& qkv_types, const std::vector<int64_t>& qkv_ns,
+           const std::vector<c10::optional<at::Tensor>>& qkv_biases, const at::Tensor& o,
+           int64_t o_type, const at::Tensor& norm2, double eps2,
+           const std::vector<at::Tensor>& gate_up, const std::vector<int64_t>& gu_types,
+           const std::vector<int64_t>& gu_ns, const at::Tensor& down, int64_t down_type) {
+    TORCH_CHECK(total(qkv_ns) == (hq_ + 2 * hk_) * dim_, "q, k and v: ", (hq_ + 2 * hk_) * dim_,
+                " outputs, the parts give ", total(qkv_ns));
+    layers_.push_back({norm1.contiguous(), eps1, qkv, qkv_types, qkv_ns, qkv_biases, o, o_type,
+                       norm2.contiguous(), eps2, gate_up, gu_types, gu_ns, down, down_type});
+  }
+
+  // h [n, D] float32 after the embedding -> the last layer's output; per layer its rotary
+  // tables [n, d], its cache's buffers and the slot its rows start at
+  at::Tensor run(at::Tensor h, const std::vector<at::Tensor>& cos,
+                 const std::vector<at::Tensor>& sin, const std::vector<at::Tensor>& kb,
+                 const std::vector<at::Tensor>& vb, const std::vector<at::Tensor>& kt,
+                 const std::vector<int64_t>& starts, int64_t prefix, const at::Tensor& paths,
+                 const at::Tensor& lens) const {
+    const size_t count = layers_.size();
+    TORCH_CHECK(cos.size() == count && sin.size() == count && kb.size() == count &&
+                vb.size() == count && kt.size() == count && starts.size() == count,
+                "one table, cache and start per layer (", count, " layers)");
+    const int64_t n = h.size(0), d = dim_;
+    for (size_t i = 0; i < count; ++i) {
+      const Layer& l = layers_[i];
+      const at::Tensor qkv = attn_in(h, l.norm1, l.eps1, l.qkv, l.qkv_types, l.qkv_ns,
+                                     l.qkv_biases, cos[i], sin[i], hq_ + hk_, d, 0);
+      const at::Tensor q = qkv.narrow(1, 0, hq_ * d).view({n, hq_, d});
+      const at::Tensor k = qkv.narrow(1, hq_ * d, hk_ * d).view({n, hk_, d});
+      const at::Tensor v = qkv.narrow(1, (hq_ + hk_) * d, hk_ * d).view({n, hk_, d});
+      const at::Tensor o = attend_(q, k, v, kb[i], vb[i], kt[i], starts[i], prefix, paths, lens,
+                                   scale_).reshape({n, hq_ * d}).contiguous();
+      h = attn_out(h, o, l.o, l.o_type, l.norm2, l.eps2, l.gate_up, l.gu_types, l.gu_ns, l.down,
+                   l.down_type, 0);
+    }
+    return h;
+  }
+
+ private:
+  struct Layer {
+    at::Tensor norm1;
+    double eps1;
+    std::vector<at::Tensor> qkv;
+    std::vector<int64_t> qkv_types, qkv_ns;
+    std::vector<c10::optional<at::Tensor>> qkv_biases;
+    at::Tensor o;
+    int64_t o_type;
+    at::Tensor norm2;
+    double eps2;
+    std::vector<at::Tensor> gate_up;
+    std::vector<int64_t> gu_types, gu_ns;
+    at::Tensor down;
+    int64_t down_type;
+  };
+  int64_t hq_, hk_, dim_;
+  double scale_;
+  AttendLayer attend_ = nullptr;
+  std::vector<Layer> layers_;
+};
+
 // x [m, k] (float32 or bfloat16) as the products quantize it for a type: (q int8 [m, k],
 // d float32 [m, k / group], s int32 [m, k / sum span]); for tests
 std::vector<at::Tensor> quantize(const at::Tensor& x, int64_t type) {
@@ -1228,6 +1314,10 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("quantize", &quantize);
   m.def("attn_in", &attn_in);
   m.def("attn_out", &attn_out);
+  pybind11::class_<Stack>(m, "Stack")
+      .def(pybind11::init<const pybind11::capsule&, int64_t, int64_t, int64_t, double>())
+      .def("add", &Stack::add)
+      .def("run", &Stack::run, pybind11::call_guard<pybind11::gil_scoped_release>());
   m.def("paths", &paths);
   m.def("path_name", &path_name);
   m.def("group_spec", &group_spec);

@@ -1052,7 +1052,25 @@ void append_bf16(at::Tensor kb, at::Tensor vb, const c10::optional<at::Tensor>& 
   }
 }
 
+// One layer of a model on stored blocks over its bfloat16 cache: the pass's float32 keys and
+// values [n, hk, d] written from slot `start` (append_bf16), the queries [n, hq, d] rounded to
+// bfloat16 as PyTorch rounds them, then tree_attention: what leanpass's `_attend_bf16` does in
+// three calls. quant_linear.cpp's layer stack reaches it through `attend_entry` (a capsule), so
+// a whole pass's layers run in one call from Python; both extensions are built by this package
+// with the same compiler and PyTorch, and the capsule's name carries the signature's version.
+at::Tensor attend_bf16_layer(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& kb, const at::Tensor& vb, const at::Tensor& kt,
+                             int64_t start, int64_t prefix, const at::Tensor& paths,
+                             const at::Tensor& lens, double scale) {
+  append_bf16(kb, vb, kt, start, k, v);
+  return tree_attention(q.to(at::kBFloat16), kt, vb, prefix, paths, lens, scale);
+}
+
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
+  m.def("attend_entry", [] {
+    return pybind11::capsule(reinterpret_cast<void*>(&attend_bf16_layer),
+                             "swiftwriter.attend_bf16_layer.v1");
+  });
   m.def("tree_attention", &tree_attention);
   m.def("append_bf16", &append_bf16);
   m.def("forest_attention", &forest_attention);
