@@ -272,21 +272,27 @@ def test_a_take_on_stored_blocks_says_stored_not_float32(tmp_path_factory):
 
 
 @pytest.mark.usefixtures("one_thread")
-@pytest.mark.parametrize("kind", ["Q4_1", "Q6_K"])
-def test_the_layer_stack_computes_the_per_layer_calls_bits(kind, tmp_path_factory):
+@pytest.mark.parametrize("kind,pairs", [("Q4_1", True), ("Q6_K", True), ("Q4_K", False)])
+def test_the_layer_stack_computes_the_per_layer_calls_bits(kind, pairs, tmp_path_factory,
+                                                             monkeypatch):  # fmt: skip
     """A pass's layers in one native call (leanpass `FusedLayers._stacked`) give the bits of
     the per-layer calls it replaced: each row's final hidden state and the keys, values and
-    key tiles written into every layer's cache, over tries of several shapes."""
+    key tiles written into every layer's cache, over tries of several shapes; on a bfloat16
+    cache read as key pairs (where the CPU has AVX512-BF16) and on a float32 one (every CPU
+    without it: here with the pairs switched off)."""
     from swiftwriter.engine.passes import ModelRunner, native
     from swiftwriter.engine.passes.tree import Trie
 
+    if not pairs:
+        monkeypatch.setenv(native.PAIRS_ENV, "0")
     model = stored_model(kind, tmp_path_factory)
     runners = {"stack": ModelRunner(model), "layers": ModelRunner(model)}
     fused = runners["stack"].backend.lean.fused
-    if native.tree_attention() is None or not native.pair_keys(torch.bfloat16, 64):
-        assert fused is None or fused.stack is None  # the kernel it needs is not built here
-        return
+    assert native.tree_attention() is not None, native.unavailable()
+    if pairs and not native.pair_keys(torch.bfloat16, 64):
+        pytest.skip("this CPU has no AVX512-BF16 (the float32 case runs here)")
     assert fused is not None and fused.stack is not None
+    want = torch.bfloat16 if pairs else torch.float32
     stack = fused.stack
     rng = random.Random(kind)
     prompt = [rng.randrange(2, 250) for _ in range(37)]
@@ -309,9 +315,10 @@ def test_the_layer_stack_computes_the_per_layer_calls_bits(kind, tmp_path_factor
         assert all(torch.equal(a, b) for a, b in rows), n
         caches = zip(runners["stack"].cache.layers, runners["layers"].cache.layers, strict=True)
         for mine, theirs in caches:
+            assert mine.keys.dtype == want
             assert mine.length == theirs.length
             assert torch.equal(mine.keys, theirs.keys) and torch.equal(mine.values, theirs.values)
-            assert torch.equal(mine.tiles(True), theirs.tiles(True))
+            assert torch.equal(mine.tiles(pairs), theirs.tiles(pairs))
         keep = [0] + [i for i in range(1, n) if parents[i] == 0][:1]
         for runner in runners.values():
             runner.compact(keep)

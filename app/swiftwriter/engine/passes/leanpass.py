@@ -877,10 +877,11 @@ class FusedLayers:
     """A model on stored blocks (quant.py) whose layers are Llama's (pre-norm, SiLU, no window,
     float32 activations) runs each layer's work around its attention in two native calls
     (quant_linear.cpp `attn_in`, `attn_out`) instead of about 25 PyTorch ops: at the default
-    model's size those ops cost as long as the products. Where its attention is the bfloat16
-    cache's (`_attend_bf16`), a one-part pass runs all layers in one call (`stack`: the same
-    functions, so the same bits; the default model's one-row pass 6.98 -> 6.24 ms). Each row
-    is still computed from its own values alone, so a tree row is the one-token pass's row."""
+    model's size those ops cost as long as the products. Where its attention is the tree
+    kernel's over the whole cache, a one-part pass runs all layers in one call (`stack`: the
+    same functions, so the same bits; the default model's one-row pass 6.98 -> 6.24 ms).
+    Each row is still computed from its own values alone, so a tree row is the one-token
+    pass's row."""
 
     def __init__(self, layers: list[dict], stack=None):
         self.layers = layers
@@ -931,15 +932,16 @@ class FusedLayers:
 
     def _stacked(self, lean: LeanDecoder, h, tables, part: Part) -> torch.Tensor:
         """One part's pass through every layer in one native call: each layer's cache made
-        room in and given its key tiles first (as `_attend_bf16` would), its rows counted
-        after; the same native functions in the same order, so the same bits."""
+        room in and given its key tiles first (as `_attend_bf16` and `_attend` would), its
+        rows counted after; the same native functions in the same order, so the same bits."""
         n, d, hk = h.shape[0], lean.head_dim, lean.kv_heads
         caches = part.cache.layers
         like = h.new_empty(1, hk, n, d)  # what make_room sizes the buffers by
+        pairs = lean.pair_keys
         for layer in caches:
             if not layer.room_for(n):
                 layer.make_room(like, like)
-            layer.tiles(True)
+            layer.tiles(pairs)
         buffers = [layer.buffers() for layer in caches]
         rotary = {key: (cos.reshape(n, d), sin.reshape(n, d)) for key, (cos, sin) in tables.items()}
         by_layer = [rotary[id(r)] for r in lean.layer_rotary]
@@ -955,10 +957,13 @@ class FusedLayers:
 
 
 def _stack(lean: LeanDecoder, layers: list[dict]):
-    """The native layer stack for a model whose every layer attends in `_attend_bf16` (a
-    bfloat16 cache read as key pairs, no window, no soft cap), or None."""
+    """The native layer stack for a model whose every layer's attention is the tree kernel's
+    over its whole cache (no window, no soft cap): a bfloat16 cache read as key pairs
+    (`_attend_bf16`) or a float32 one read as float tiles (`_attend`); else None."""
     kernel = quant.kernel()
-    if lean.attention_dtype != torch.bfloat16 or not lean.pair_keys or lean.softcap is not None:
+    bf16 = lean.attention_dtype == torch.bfloat16 and lean.pair_keys
+    f32 = lean.attention_dtype == torch.float32 and not lean.pair_keys
+    if not (bf16 or f32) or lean.softcap is not None or lean.tree_attention is None:
         return None
     entry = native.attend_entry() if lean.append_bf16 is not None else None
     if entry is None or not hasattr(kernel, "Stack"):

@@ -1182,13 +1182,13 @@ at::Tensor attn_out(const at::Tensor& h, const at::Tensor& o, const at::Tensor& 
 // At the default model's size a one-row pass spent about a quarter of its time in Python
 // between these calls (slicing, argument conversion, PyTorch's dispatch), with the second
 // thread idle. A Stack holds each layer's weights once and runs attn_in, the attention over
-// the layer's bfloat16 cache (the tree extension's `attend_entry`) and attn_out for every
+// the layer's cache (the tree extension's `attend_entry`) and attn_out for every
 // layer in one call, the same functions in the same order, so every row's bits are the
 // per-layer calls'. The interpreter's lock is released meanwhile (the app's window keeps
 // drawing while a long pass runs).
 
 // q [n, hq, d], k and v [n, hk, d] float32, the layer's cache buffers, the rows' first slot,
-// the tree's table -> float32 [n, hq, d] (tree_attention.cpp `attend_bf16_layer`)
+// the tree's table -> float32 [n, hq, d] (tree_attention.cpp `attend_layer`)
 typedef at::Tensor (*AttendLayer)(const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                   const at::Tensor&, const at::Tensor&, const at::Tensor&,
                                   int64_t, int64_t, const at::Tensor&, const at::Tensor&, double);
@@ -1197,7 +1197,7 @@ class Stack {
  public:
   Stack(const pybind11::capsule& attend, int64_t hq, int64_t hk, int64_t dim, double scale)
       : hq_(hq), hk_(hk), dim_(dim), scale_(scale) {
-    void* fn = PyCapsule_GetPointer(attend.ptr(), "swiftwriter.attend_bf16_layer.v1");
+    void* fn = PyCapsule_GetPointer(attend.ptr(), "swiftwriter.attend_layer.v1");
     if (fn == nullptr) throw pybind11::error_already_set();
     attend_ = reinterpret_cast<AttendLayer>(fn);
   }

@@ -1052,24 +1052,66 @@ void append_bf16(at::Tensor kb, at::Tensor vb, const c10::optional<at::Tensor>& 
   }
 }
 
-// One layer of a model on stored blocks over its bfloat16 cache: the pass's float32 keys and
-// values [n, hk, d] written from slot `start` (append_bf16), the queries [n, hq, d] rounded to
-// bfloat16 as PyTorch rounds them, then tree_attention: what leanpass's `_attend_bf16` does in
-// three calls. quant_linear.cpp's layer stack reaches it through `attend_entry` (a capsule), so
-// a whole pass's layers run in one call from Python; both extensions are built by this package
-// with the same compiler and PyTorch, and the capsule's name carries the signature's version.
-at::Tensor attend_bf16_layer(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                             const at::Tensor& kb, const at::Tensor& vb, const at::Tensor& kt,
-                             int64_t start, int64_t prefix, const at::Tensor& paths,
-                             const at::Tensor& lens, double scale) {
-  append_bf16(kb, vb, kt, start, k, v);
-  return tree_attention(q.to(at::kBFloat16), kt, vb, prefix, paths, lens, scale);
+// a pass's n rows of float32 keys and values [n, hk, d] written from slot `start` of a float32
+// cache [1, hk, capacity, d] and into its key tiles [hk, blocks, d, W]: what
+// kvcache.GrowingLayer.append writes (the caller has checked the room)
+void append_f32(const at::Tensor& kb, const at::Tensor& vb, const at::Tensor& kt, int64_t start,
+                const at::Tensor& k, const at::Tensor& v) {
+  const int64_t n = k.size(0), hk = k.size(1), d = k.size(2);
+  TORCH_CHECK(k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat && k.dim() == 3 &&
+              k.sizes() == v.sizes(), "float32 rows [n, heads, dim]");
+  TORCH_CHECK(kb.scalar_type() == at::kFloat && vb.scalar_type() == at::kFloat &&
+              kt.scalar_type() == at::kFloat && kb.dim() == 4 && vb.dim() == 4 &&
+              kt.dim() == 4 && kt.is_contiguous() && kt.size(3) == W && kb.size(1) == hk &&
+              vb.size(1) == hk && kt.size(0) == hk && kb.size(3) == d && vb.size(3) == d &&
+              kt.size(2) == d && start >= 0 && start + n <= kb.size(2) &&
+              start + n <= vb.size(2) && (start + n - 1) / W < kt.size(1),
+              "float32 buffers and key tiles with room for the rows");
+  float* KB = kb.data_ptr<float>(); float* VB = vb.data_ptr<float>();
+  float* KT = kt.data_ptr<float>();
+  const float* K = k.data_ptr<float>(); const float* V = v.data_ptr<float>();
+  const int64_t blocks = kt.size(1);
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t slot = start + r;
+    for (int64_t h = 0; h < hk; ++h) {
+      const float* kr = K + r * k.stride(0) + h * k.stride(1);
+      const float* vr = V + r * v.stride(0) + h * v.stride(1);
+      float* kd = KB + h * kb.stride(1) + slot * kb.stride(2);
+      float* vd = VB + h * vb.stride(1) + slot * vb.stride(2);
+      float* td = KT + ((h * blocks + slot / W) * d) * W + slot % W;
+      for (int64_t i = 0; i < d; ++i) {
+        kd[i * kb.stride(3)] = kr[i * k.stride(2)];
+        vd[i * vb.stride(3)] = vr[i * v.stride(2)];
+        td[i * W] = kr[i * k.stride(2)];
+      }
+    }
+  }
+}
+
+// One layer of a model on stored blocks over its cache: the pass's float32 keys and values
+// [n, hk, d] written from slot `start`, then tree_attention over the queries [n, hq, d]. A
+// bfloat16 cache (bfloat16 key pair tiles) takes append_bf16 and the queries rounded to
+// bfloat16 as PyTorch rounds them, what leanpass's `_attend_bf16` calls; a float32 one the
+// float copies that kvcache.GrowingLayer.append makes, then `_attend`'s call.
+// quant_linear.cpp's layer stack reaches it through `attend_entry` (a capsule), so a whole
+// pass's layers run in one call from Python; both extensions are built by this package with
+// the same compiler and PyTorch, and the capsule's name carries the signature's version.
+at::Tensor attend_layer(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                        const at::Tensor& kb, const at::Tensor& vb, const at::Tensor& kt,
+                        int64_t start, int64_t prefix, const at::Tensor& paths,
+                        const at::Tensor& lens, double scale) {
+  if (kt.scalar_type() == at::kBFloat16) {
+    append_bf16(kb, vb, kt, start, k, v);
+    return tree_attention(q.to(at::kBFloat16), kt, vb, prefix, paths, lens, scale);
+  }
+  append_f32(kb, vb, kt, start, k, v);
+  return tree_attention(q, kt, vb, prefix, paths, lens, scale);
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("attend_entry", [] {
-    return pybind11::capsule(reinterpret_cast<void*>(&attend_bf16_layer),
-                             "swiftwriter.attend_bf16_layer.v1");
+    return pybind11::capsule(reinterpret_cast<void*>(&attend_layer),
+                             "swiftwriter.attend_layer.v1");
   });
   m.def("tree_attention", &tree_attention);
   m.def("append_bf16", &append_bf16);
