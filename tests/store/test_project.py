@@ -176,8 +176,9 @@ def test_the_store_and_its_cli_never_import_torch_or_qt():
 
 
 def test_a_hostile_tree_lists_without_recursion_and_breaks_cycles(project, project_path, caplog):
-    """A file nesting 3,000 deep and holding a parent cycle (a -> b -> a): every document is
-    listed once, the cycle's lowest id at the top level, said once in the log."""
+    """A file nesting 3,000 deep, holding a parent cycle (a -> b -> a) and a parent it lost:
+    every document is listed once, the cycle's lowest id at the top level, said once in the
+    log; one document read alone has the depth the tree shows."""
     import sqlite3
 
     a = project.add_document("A", "alpha")
@@ -189,7 +190,8 @@ def test_a_hostile_tree_lists_without_recursion_and_breaks_cycles(project, proje
     conn.executemany(
         "INSERT INTO documents (id, parent_id, kind, title, text, position) "
         "VALUES (?, ?, 'section', ?, '', 0)",
-        [(100 + i, 99 + i if i else None, f"Level {i}") for i in range(3000)],
+        [(100 + i, 99 + i if i else None, f"Level {i}") for i in range(3000)]
+        + [(5000, 99999, "Below a lost parent"), (5001, 5000, "Its child")],
     )
     conn.commit()
     conn.close()
@@ -197,9 +199,11 @@ def test_a_hostile_tree_lists_without_recursion_and_breaks_cycles(project, proje
         docs = view.documents()
         view.documents()
         by_id = {d.id: d for d in docs}
-        assert len(docs) == len(by_id) == 3003
+        assert len(docs) == len(by_id) == 3005
         assert (by_id[a.id].depth, by_id[a.id].parent_id) == (0, None)
         assert (by_id[b.id].depth, by_id[below.id].depth, by_id[3099].depth) == (1, 2, 2999)
         assert view.document(b.id).depth == 1 and view.document(3099).depth == 2999
         assert view.document(a.id).parent_id is None
+        for lost in (5000, 5001):  # under a parent the file no longer holds: as the tree shows
+            assert view.document(lost).depth == by_id[lost].depth
     assert sum("parent cycle" in r.getMessage() for r in caplog.records) == 1
