@@ -974,32 +974,33 @@ at::Tensor forest_attention(at::Tensor q, at::Tensor skt, at::Tensor svb, int64_
   return out;
 }
 
-// one new row per part: its key and value [hk, d] (row p of k, v) written at `slots[p]` of the
-// part's float buffers [1, hk, capacity, d] and into its key tiles [hk, blocks, d, W], as
-// kvcache.GrowingLayer.append writes them (the caller has checked the room)
-void append_rows(std::vector<at::Tensor> kbufs, std::vector<at::Tensor> vbufs,
-                 std::vector<at::Tensor> kts, std::vector<int64_t> slots, at::Tensor k,
-                 at::Tensor v) {
+// a pass's n rows of float32 keys and values [n, hk, d] written from slot `start` of a float32
+// cache [1, hk, capacity, d] and into its key tiles [hk, blocks, d, W]: what
+// kvcache.GrowingLayer.append writes (the caller has checked the room)
+void append_f32(const at::Tensor& kb, const at::Tensor& vb, const at::Tensor& kt, int64_t start,
+                const at::Tensor& k, const at::Tensor& v) {
+  const int64_t n = k.size(0), hk = k.size(1), d = k.size(2);
   TORCH_CHECK(k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat && k.dim() == 3 &&
-              v.dim() == 3 && k.size(0) == int64_t(kts.size()), "one float row per part");
-  const int64_t hk = k.size(1), d = k.size(2);
-  for (size_t p = 0; p < kts.size(); ++p) {
-    at::Tensor& kb = kbufs[p]; at::Tensor& vb = vbufs[p]; at::Tensor& kt = kts[p];
-    const int64_t slot = slots[p];
-    TORCH_CHECK(kb.scalar_type() == at::kFloat && vb.scalar_type() == at::kFloat &&
-                kt.scalar_type() == at::kFloat && kt.is_contiguous() && kt.size(3) == W &&
-                kb.size(1) == hk && kb.size(3) == d && kt.size(2) == d && vb.size(3) == d &&
-                slot >= 0 && slot < kb.size(2) && slot < vb.size(2) && slot / W < kt.size(1),
-                "a part's buffers");
-    float* KB = kb.data_ptr<float>(); float* VB = vb.data_ptr<float>();
-    float* KT = kt.data_ptr<float>();
-    const float* K = k.data_ptr<float>(); const float* V = v.data_ptr<float>();
+              k.sizes() == v.sizes(), "float32 rows [n, heads, dim]");
+  TORCH_CHECK(kb.scalar_type() == at::kFloat && vb.scalar_type() == at::kFloat &&
+              kt.scalar_type() == at::kFloat && kb.dim() == 4 && vb.dim() == 4 &&
+              kt.dim() == 4 && kt.is_contiguous() && kt.size(3) == W && kb.size(1) == hk &&
+              vb.size(1) == hk && kt.size(0) == hk && kb.size(3) == d && vb.size(3) == d &&
+              kt.size(2) == d && start >= 0 && start + n <= kb.size(2) &&
+              start + n <= vb.size(2) && (start + n - 1) / W < kt.size(1),
+              "float32 buffers and key tiles with room for the rows");
+  float* KB = kb.data_ptr<float>(); float* VB = vb.data_ptr<float>();
+  float* KT = kt.data_ptr<float>();
+  const float* K = k.data_ptr<float>(); const float* V = v.data_ptr<float>();
+  const int64_t blocks = kt.size(1);
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t slot = start + r;
     for (int64_t h = 0; h < hk; ++h) {
-      const float* kr = K + p * k.stride(0) + h * k.stride(1);
-      const float* vr = V + p * v.stride(0) + h * v.stride(1);
+      const float* kr = K + r * k.stride(0) + h * k.stride(1);
+      const float* vr = V + r * v.stride(0) + h * v.stride(1);
       float* kd = KB + h * kb.stride(1) + slot * kb.stride(2);
       float* vd = VB + h * vb.stride(1) + slot * vb.stride(2);
-      float* td = KT + ((h * kt.size(1) + slot / W) * d) * W + slot % W;
+      float* td = KT + ((h * blocks + slot / W) * d) * W + slot % W;
       for (int64_t i = 0; i < d; ++i) {
         kd[i * kb.stride(3)] = kr[i * k.stride(2)];
         vd[i * vb.stride(3)] = vr[i * v.stride(2)];
@@ -1007,6 +1008,19 @@ void append_rows(std::vector<at::Tensor> kbufs, std::vector<at::Tensor> vbufs,
       }
     }
   }
+}
+
+// one new row per part: its key and value [hk, d] (row p of k, v) written at `slots[p]` of the
+// part's float buffers [1, hk, capacity, d] and into its key tiles [hk, blocks, d, W], as
+// kvcache.GrowingLayer.append writes them (the caller has checked the room)
+void append_rows(std::vector<at::Tensor> kbufs, std::vector<at::Tensor> vbufs,
+                 std::vector<at::Tensor> kts, std::vector<int64_t> slots, at::Tensor k,
+                 at::Tensor v) {
+  TORCH_CHECK(k.dim() == 3 && k.size(0) == int64_t(kts.size()) && kbufs.size() == kts.size() &&
+              vbufs.size() == kts.size() && slots.size() == kts.size(), "one float row per part");
+  for (size_t p = 0; p < kts.size(); ++p)
+    append_f32(kbufs[p], vbufs[p], kts[p], slots[p], k.narrow(0, int64_t(p), 1),
+               v.narrow(0, int64_t(p), 1));
 }
 
 // a pass's n rows of float32 keys and values [n, hk, d] written from slot `start` of a bfloat16
@@ -1047,42 +1061,6 @@ void append_bf16(at::Tensor kb, at::Tensor vb, const c10::optional<at::Tensor>& 
         kd[i * kb.stride(3)] = key;
         vd[i * vb.stride(3)] = c10::BFloat16(vr[i * v.stride(2)]);
         if (tiles) KT[(((h * blocks + slot / W) * (d / 2) + i / 2) * W + slot % W) * 2 + i % 2] = key;
-      }
-    }
-  }
-}
-
-// a pass's n rows of float32 keys and values [n, hk, d] written from slot `start` of a float32
-// cache [1, hk, capacity, d] and into its key tiles [hk, blocks, d, W]: what
-// kvcache.GrowingLayer.append writes (the caller has checked the room)
-void append_f32(const at::Tensor& kb, const at::Tensor& vb, const at::Tensor& kt, int64_t start,
-                const at::Tensor& k, const at::Tensor& v) {
-  const int64_t n = k.size(0), hk = k.size(1), d = k.size(2);
-  TORCH_CHECK(k.scalar_type() == at::kFloat && v.scalar_type() == at::kFloat && k.dim() == 3 &&
-              k.sizes() == v.sizes(), "float32 rows [n, heads, dim]");
-  TORCH_CHECK(kb.scalar_type() == at::kFloat && vb.scalar_type() == at::kFloat &&
-              kt.scalar_type() == at::kFloat && kb.dim() == 4 && vb.dim() == 4 &&
-              kt.dim() == 4 && kt.is_contiguous() && kt.size(3) == W && kb.size(1) == hk &&
-              vb.size(1) == hk && kt.size(0) == hk && kb.size(3) == d && vb.size(3) == d &&
-              kt.size(2) == d && start >= 0 && start + n <= kb.size(2) &&
-              start + n <= vb.size(2) && (start + n - 1) / W < kt.size(1),
-              "float32 buffers and key tiles with room for the rows");
-  float* KB = kb.data_ptr<float>(); float* VB = vb.data_ptr<float>();
-  float* KT = kt.data_ptr<float>();
-  const float* K = k.data_ptr<float>(); const float* V = v.data_ptr<float>();
-  const int64_t blocks = kt.size(1);
-  for (int64_t r = 0; r < n; ++r) {
-    const int64_t slot = start + r;
-    for (int64_t h = 0; h < hk; ++h) {
-      const float* kr = K + r * k.stride(0) + h * k.stride(1);
-      const float* vr = V + r * v.stride(0) + h * v.stride(1);
-      float* kd = KB + h * kb.stride(1) + slot * kb.stride(2);
-      float* vd = VB + h * vb.stride(1) + slot * vb.stride(2);
-      float* td = KT + ((h * blocks + slot / W) * d) * W + slot % W;
-      for (int64_t i = 0; i < d; ++i) {
-        kd[i * kb.stride(3)] = kr[i * k.stride(2)];
-        vd[i * vb.stride(3)] = vr[i * v.stride(2)];
-        td[i * W] = kr[i * k.stride(2)];
       }
     }
   }
