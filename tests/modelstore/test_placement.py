@@ -158,6 +158,21 @@ def test_a_gpu_index_torch_does_not_see_is_refused(monkeypatch):
         loader.pick_device("meta")
 
 
+@pytest.mark.parametrize("native", ["bfloat16", "float16"])
+def test_a_gguf_model_on_a_gpu_says_its_blocks_are_not_run_as_stored(monkeypatch, native):
+    """The stored blocks' kernels are the CPU's: on a GPU `auto` converts the file to the
+    GPU's dtype, and the precision line says so (a folder model's line is unchanged)."""
+    from swiftwriter.modelstore import loader, registry
+
+    monkeypatch.setattr(loader, "gpu_dtype", lambda kind: native)
+    gguf = registry.ModelEntry(id="file", name="file", source="gguf", file="file.gguf")
+    dtype, why = loader.pick_dtype_why(gguf, "cuda", "auto")
+    assert dtype == native
+    assert why.endswith(f"a GGUF file's blocks run as stored on the CPU only, here as {native}")
+    folder = registry.ModelEntry(id="dir", name="dir", source="folder", path="/nowhere")
+    assert "GGUF" not in loader.pick_dtype_why(folder, "cuda", "auto")[1]
+
+
 def test_a_spread_load_of_stored_weights_is_refused_in_one_line(tmp_path):
     """`auto` on a CPU may choose a GGUF's blocks as stored, which run on the CPU alone: a
     spread load said so with a KeyError from the map's bytes a weight."""

@@ -406,6 +406,8 @@ def pick_dtype_why(entry: ModelEntry, device: str, dtype: str = "auto") -> tuple
             dtype = gpu_dtype(kind)
             native = "computes" if dtype == "bfloat16" else "has no"
             why = f"auto: this GPU {native} bfloat16 natively"
+            if entry.source in provision.GGUF_SOURCES:  # the writer's file is not run as is
+                why += f"; a GGUF file's blocks run as stored on the CPU only, here as {dtype}"
     if dtype not in DTYPE_NAMES:
         raise UserError(f"Unknown dtype '{dtype}' (use auto, stored, float32, bfloat16 or float16)")
     return DTYPE_NAMES[dtype], why
