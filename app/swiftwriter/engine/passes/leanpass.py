@@ -965,7 +965,7 @@ def _stack(lean: LeanDecoder, layers: list[dict]):
     f32 = lean.attention_dtype == torch.float32 and not lean.pair_keys
     if not (bf16 or f32) or lean.softcap is not None or lean.tree_attention is None:
         return None
-    entry = native.attend_entry() if lean.append_bf16 is not None else None
+    entry = native.attend_entry()
     if entry is None or not hasattr(kernel, "Stack"):
         return None
     stack = kernel.Stack(entry, lean.heads, lean.kv_heads, lean.head_dim, float(lean.scaling))

@@ -170,8 +170,8 @@ def append_bf16():
 
 
 def attend_entry():
-    """A capsule holding the kernel's one-layer attention over a bfloat16 cache (its rows
-    appended, then `tree_attention`), for quant_linear.cpp's layer stack; or None."""
+    """A capsule holding the kernel's one-layer attention over a bfloat16 or float32 cache
+    (its rows appended, then `tree_attention`), for quant_linear.cpp's layer stack; or None."""
     if tree_attention() is None:
         return None
     entry = getattr(_loaded["module"], "attend_entry", None)

@@ -757,7 +757,8 @@ void run_pairs(const at::Tensor& q, const at::Tensor& kt, const at::Tensor& vbuf
       std::memcpy(qa.data() + (int64_t(kh) * rows_pad + k) * d,
                   qw.data() + (int64_t(k / g) * hq + kh * g + k % g) * d2, sizeof(bf) * d);
   at::parallel_for(0, hk * chunks, 1, [&](int64_t begin, int64_t end) {
-    std::vector<bf> vals(CHUNK / 2 * NV * 32), pair(CHUNK / 2 * NV * 32);
+    // interleaved values: what the tile unit reads (the vector path unpacks in registers)
+    std::vector<bf> vals(amx ? CHUNK / 2 * NV * 32 : 0), pair(amx ? CHUNK / 2 * NV * 32 : 0);
     std::vector<float> s(int64_t(nq) * CHUNK + W), ts(int64_t(nq) * std::max(tsw, W));
     std::vector<uint32_t> pb(int64_t(rows_pad) * CHUNK / 2, 0u);
     std::vector<const uint32_t*> qp(nq), pp(nq);
